@@ -1,0 +1,40 @@
+import { ConfigError } from '../service/config/index.ts'
+
+const USAGE = `Usage: vc-harness <command> [options]
+
+Commands:
+  serve        run the reference service (see: vc-harness serve --help)
+  help         show this text`
+
+// Each command is imported lazily: the wallet, cucumber and browser stacks are slow to load.
+const commands: Record<string, (argv: string[]) => Promise<void>> = {
+  serve: async (argv) => (await import('./serve.ts')).serve(argv),
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv
+  if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
+    console.log(USAGE)
+    return name === undefined ? 2 : 0
+  }
+  const command = commands[name]
+  if (!command) {
+    console.error(`vc-harness: unknown command "${name}"\n\n${USAGE}`)
+    return 2
+  }
+  try {
+    await command(rest)
+    return 0
+  } catch (error) {
+    if (error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`vc-harness ${name}: ${(error as Error).message}`)
+      return 2
+    }
+    console.error(`vc-harness ${name}: ${(error as Error).stack ?? error}`)
+    return 1
+  }
+}
+
+const code = await main(process.argv.slice(2))
+// serve keeps running; other commands end here.
+if (code !== 0) process.exit(code)

@@ -1,0 +1,134 @@
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import { authRoutes } from './auth/routes.ts'
+import { AuthService } from './auth/service.ts'
+import { AccessTokens } from './auth/tokens.ts'
+import type { ServiceConfig } from './config/index.ts'
+import { loadServiceKey } from './crypto/keys.ts'
+import { installErrorHandling } from './errors/handler.ts'
+import { ProblemSchema } from './errors/schemas.ts'
+import { issuanceRoutes } from './issuance/routes.ts'
+import { ProcessSchema } from './issuance/schemas.ts'
+import { IssuanceService } from './issuance/service.ts'
+import { portalRoutes } from './portal/routes.ts'
+import { seedFromConfig } from './portal/seed.ts'
+import { PortalService } from './portal/service.ts'
+import type { Store } from './store/index.ts'
+import { openSqliteStore } from './store/sqlite.ts'
+import { newAjv } from './util/ajv.ts'
+import { type Clock, systemClock } from './util/clock.ts'
+import { PublicUrls } from './util/urls.ts'
+
+export interface AppOptions {
+  config: ServiceConfig
+  /** A store to use; when absent, one is opened in `dataDir` (default: in memory) and closed with the app. */
+  store?: Store
+  dataDir?: string
+  clock?: Clock
+  /** Base URL when the config has no publicUrl; a function because the port may be known only after listen. */
+  publicUrl?: () => string
+  logger?: FastifyServerOptions['logger']
+}
+
+export interface AppServices {
+  store: Store
+  clock: Clock
+  urls: PublicUrls
+  auth: AuthService
+  issuance: IssuanceService
+  portal: PortalService
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    services: AppServices
+  }
+}
+
+// Bodies are validated strictly (no type coercion); query strings, params and headers arrive as text
+// and are coerced. Neither instance strips unknown fields: they are rejected with a 400 naming them.
+function validatorCompiler() {
+  const options = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false } as const
+  const body = newAjv({ ...options, coerceTypes: false })
+  const text = newAjv({ ...options, coerceTypes: 'array' })
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
+    (httpPart === 'body' ? body : text).compile(schema)
+}
+
+/** Builds the service (plugins, routes, store, keys) without listening: tests drive it with `inject`. */
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const { config } = options
+  const clock = options.clock ?? systemClock
+  const store = options.store ?? (await openSqliteStore(options.dataDir ?? ':memory:'))
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: config.bodyLimitBytes,
+    return503OnClosing: true,
+  })
+  if (!options.store) app.addHook('onClose', () => store.close())
+  app.setValidatorCompiler(validatorCompiler())
+  installErrorHandling(app)
+  app.decorateRequest('principal', null)
+  app.addSchema(ProblemSchema)
+  app.addSchema(ProcessSchema)
+  app.addHook('onSend', async (_request, reply) => {
+    reply.header('X-Content-Type-Options', 'nosniff')
+  })
+
+  await seedFromConfig(store, config, clock)
+  const key = await loadServiceKey(store, clock)
+  const urls = new PublicUrls(
+    () => config.publicUrl ?? options.publicUrl?.() ?? 'http://127.0.0.1',
+    config.walletScheme,
+  )
+  const auth = new AuthService(store, new AccessTokens(key, clock, config.tokenLifetimeSeconds))
+  const services: AppServices = {
+    store,
+    clock,
+    urls,
+    auth,
+    issuance: new IssuanceService(store, clock, urls),
+    portal: new PortalService(store, clock),
+  }
+  app.decorate('services', services)
+
+  await app.register(swagger, {
+    openapi: {
+      info: {
+        title: 'vc-harness reference service',
+        version: '1',
+        description:
+          'Relying-party API of the Credential Issuance and Verification Service Interface, plus the management portal.',
+      },
+      components: {
+        securitySchemes: {
+          apiKey: {
+            type: 'http',
+            scheme: 'basic',
+            description: 'base64(api_key_id:api_key_secret), login only',
+          },
+          accessToken: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'Authorization',
+            description: 'jwt <access token>',
+          },
+        },
+      },
+    },
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  })
+  await app.register(swaggerUi, { routePrefix: '/docs' })
+
+  app.get('/health', { schema: { hide: true } }, async () => ({ status: 'ok' }))
+  await app.register(authRoutes, { auth })
+  await app.register(issuanceRoutes, {
+    auth,
+    issuance: services.issuance,
+    urls,
+    pageSize: { default: config.listPageSize, max: config.listMaxPageSize },
+  })
+  await app.register(portalRoutes, { prefix: '/portal/v1', auth, portal: services.portal })
+  return app
+}

@@ -1,0 +1,27 @@
+import { Type } from 'typebox'
+import { problems } from '../errors/schemas.ts'
+
+export const loginSchema = {
+  tags: ['Authentication'],
+  summary: 'Exchange an API key for an access token (interface 4.1)',
+  description:
+    'HTTP Basic with base64(api_key_id:api_key_secret), plus headers `tenant` and `ssiconfig`. No body. ' +
+    'The token comes back in the `Token` response header; later calls send `Authorization: jwt <token>`.',
+  headers: Type.Object({
+    authorization: Type.Optional(Type.String({ description: 'Basic base64(api_key_id:api_key_secret)' })),
+    tenant: Type.Optional(Type.String({ description: 'Tenant id (required).' })),
+    ssiconfig: Type.Optional(
+      Type.String({ description: 'Template id; must equal the key’s linked template when it has one.' }),
+    ),
+  }),
+  response: {
+    200: {
+      ...Type.Object({ message: Type.Literal('SUCCESS') }),
+      headers: Type.Object({
+        Token: Type.String({ description: 'The access token (a JWT).' }),
+        Token_type: Type.Literal('jwt'),
+      }),
+    },
+    ...problems(400, 401, 403),
+  },
+}

@@ -1,0 +1,98 @@
+import { readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { ErrorObject } from 'ajv'
+import { newAjv } from '../util/ajv.ts'
+import { type ConfigFile, ConfigFile as ConfigFileSchema } from './schema.ts'
+
+export type { ConfigFile, ConfigTenant, IssuanceTemplate, Role, VerificationTemplate } from './schema.ts'
+
+/** Validated configuration with every default applied. */
+export type ServiceConfig = ConfigFile
+
+export const DEMO_CONFIG_PATH = join(dirname(fileURLToPath(import.meta.url)), '../../../config/demo.json')
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+const ajv = newAjv({ allErrors: true, useDefaults: true })
+const validateFile = ajv.compile<ConfigFile>(ConfigFileSchema)
+
+export function describe(error: ErrorObject): string {
+  const at = error.instancePath || '/'
+  if (error.keyword === 'additionalProperties') {
+    return `${at}: unknown field "${(error.params as { additionalProperty: string }).additionalProperty}"`
+  }
+  if (error.keyword === 'required') {
+    return `${at}: missing field "${(error.params as { missingProperty: string }).missingProperty}"`
+  }
+  if (error.keyword === 'enum') {
+    return `${at}: must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`
+  }
+  return `${at}: ${error.message}`
+}
+
+/** Validates a parsed configuration object, applies defaults, and checks cross-references. */
+export function parseConfig(input: unknown, source = 'configuration'): ServiceConfig {
+  const config = structuredClone(input)
+  if (!validateFile(config)) {
+    const lines = (validateFile.errors ?? []).map(describe)
+    throw new ConfigError(`${source} is invalid:\n  - ${[...new Set(lines)].join('\n  - ')}`)
+  }
+  const problems: string[] = []
+  const keyIds = new Set<string>()
+  const tenantIds = new Set<string>()
+  config.tenants.forEach((tenant, t) => {
+    if (tenantIds.has(tenant.id)) problems.push(`/tenants/${t}/id: duplicate tenant id "${tenant.id}"`)
+    tenantIds.add(tenant.id)
+    // ssiconfig names a template without saying its kind, so ids are unique across both kinds.
+    const templateIds = new Set<string>()
+    const templates = [
+      ...tenant.issuanceTemplates.map((x, i) => [x.id, `issuanceTemplates/${i}`] as const),
+      ...tenant.verificationTemplates.map((x, i) => [x.id, `verificationTemplates/${i}`] as const),
+    ]
+    for (const [id, path] of templates) {
+      if (templateIds.has(id)) problems.push(`/tenants/${t}/${path}/id: duplicate template id "${id}"`)
+      templateIds.add(id)
+    }
+    tenant.apiKeys.forEach((key, k) => {
+      if (keyIds.has(key.id)) problems.push(`/tenants/${t}/apiKeys/${k}/id: duplicate API key id "${key.id}"`)
+      keyIds.add(key.id)
+      if (key.template !== undefined && !templateIds.has(key.template)) {
+        problems.push(
+          `/tenants/${t}/apiKeys/${k}/template: no template "${key.template}" in tenant "${tenant.id}"`,
+        )
+      }
+    })
+  })
+  if (config.listPageSize > config.listMaxPageSize) {
+    problems.push('/listPageSize: must not exceed listMaxPageSize')
+  }
+  if (problems.length > 0) throw new ConfigError(`${source} is invalid:\n  - ${problems.join('\n  - ')}`)
+  return config
+}
+
+/** Reads, parses and validates a configuration file; throws ConfigError naming the file and field. */
+export function loadConfigFile(path: string): ServiceConfig {
+  let text: string
+  try {
+    text = readFileSync(path, 'utf8')
+  } catch (error) {
+    throw new ConfigError(`cannot read configuration file ${path}: ${(error as Error).message}`)
+  }
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch (error) {
+    throw new ConfigError(`${path} is not valid JSON: ${(error as Error).message}`)
+  }
+  return parseConfig(parsed, path)
+}
+
+export const CONFIG_SCHEMA_PATH = join(dirname(DEMO_CONFIG_PATH), 'config.schema.json')
+
+/** The shipped JSON Schema text, derived from the TypeBox definitions so the two cannot drift. */
+export function configJsonSchema(): string {
+  return `${JSON.stringify({ $schema: 'http://json-schema.org/draft-07/schema#', ...ConfigFileSchema }, null, 2)}\n`
+}

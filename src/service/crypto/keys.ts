@@ -1,0 +1,42 @@
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose'
+import type { Store } from '../store/index.ts'
+import type { Clock } from '../util/clock.ts'
+
+/** The service's own signing key (access tokens). EdDSA over Ed25519; the private key never leaves the store. */
+export interface ServiceKey {
+  kid: string
+  alg: 'EdDSA'
+  privateKey: CryptoKey
+  publicKey: CryptoKey
+  publicJwk: JWK
+}
+
+const ALG = 'EdDSA'
+
+async function importKey(kid: string, privateJwk: JsonWebKey, publicJwk: JsonWebKey): Promise<ServiceKey> {
+  return {
+    kid,
+    alg: ALG,
+    privateKey: (await importJWK(privateJwk as JWK, ALG)) as CryptoKey,
+    publicKey: (await importJWK(publicJwk as JWK, ALG)) as CryptoKey,
+    publicJwk: { ...(publicJwk as JWK), kid, alg: ALG, use: 'sig' },
+  }
+}
+
+/**
+ * Loads the persisted service key, creating one on first boot. Imported once: signing and
+ * verification then reuse the KeyObjects instead of re-importing per request.
+ */
+export async function loadServiceKey(store: Store, clock: Clock): Promise<ServiceKey> {
+  if ((await store.serviceKeys.list()).length === 0) {
+    const pair = await generateKeyPair(ALG, { crv: 'Ed25519', extractable: true })
+    const publicJwk = await exportJWK(pair.publicKey)
+    const privateJwk = await exportJWK(pair.privateKey)
+    const kid = await calculateJwkThumbprint(publicJwk)
+    await store.serviceKeys.create({ kid, alg: ALG, privateJwk, publicJwk, createdAt: clock.now() })
+  }
+  // Re-read and take the oldest, so processes that booted together on one database agree.
+  const [chosen] = await store.serviceKeys.list()
+  if (!chosen) throw new Error('service key missing after creation')
+  return importKey(chosen.kid, chosen.privateJwk, chosen.publicJwk)
+}

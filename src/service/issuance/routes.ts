@@ -1,0 +1,62 @@
+import type { FastifyPluginAsync } from 'fastify'
+import { guard, principalOf } from '../auth/guard.ts'
+import type { AuthService } from '../auth/service.ts'
+import { invalidField } from '../errors/problem.ts'
+import type { ProcessStatus } from '../store/index.ts'
+import type { PublicUrls } from '../util/urls.ts'
+import { createOfferSchema, listProcessesSchema, readProcessSchema } from './schemas.ts'
+import { type IssuanceService, processView } from './service.ts'
+
+export interface IssuanceRouteOptions {
+  auth: AuthService
+  issuance: IssuanceService
+  urls: PublicUrls
+  pageSize: { default: number; max: number }
+}
+
+export const issuanceRoutes: FastifyPluginAsync<IssuanceRouteOptions> = async (app, opts) => {
+  const { auth, issuance, urls, pageSize } = opts
+  const appOnly = guard(auth, ['app'])
+  const adminOnly = guard(auth, ['admin'])
+
+  app.post<{ Body: { group: string } }>(
+    '/api/v3/oidc-issuance/credential-offer',
+    { schema: createOfferSchema, onRequest: appOnly },
+    async (request, reply) => {
+      const { uri } = await issuance.createOffer(principalOf(request), request.body.group)
+      return reply.code(201).send({ credential_offer_uri: uri })
+    },
+  )
+
+  app.get<{ Params: { id: string } }>(
+    '/admin/v1/issuanceRequests/:id',
+    { schema: readProcessSchema, onRequest: appOnly },
+    async (request) => processView(await issuance.getProcess(principalOf(request), request.params.id)),
+  )
+
+  app.get<{ Querystring: { status?: ProcessStatus; limit?: number; cursor?: string } }>(
+    '/admin/v1/issuanceRequests',
+    { schema: listProcessesSchema, onRequest: adminOnly },
+    async (request, reply) => {
+      const { status, cursor } = request.query
+      const limit = request.query.limit ?? pageSize.default
+      if (limit > pageSize.max) {
+        throw invalidField('querystring/limit', `must be at most ${pageSize.max}`)
+      }
+      const { page, next } = await issuance.listProcesses(principalOf(request), {
+        limit,
+        ...(status ? { status } : {}),
+        ...(cursor ? { cursor } : {}),
+      })
+      if (next) {
+        const query = new URLSearchParams({
+          ...(status ? { status } : {}),
+          limit: String(limit),
+          cursor: next,
+        })
+        reply.header('Link', `<${urls.absolute(`/admin/v1/issuanceRequests?${query}`)}>; rel="next"`)
+      }
+      return page.map(processView)
+    },
+  )
+}

@@ -1,0 +1,79 @@
+import { Type } from 'typebox'
+import { problems } from '../errors/schemas.ts'
+
+const IsoTime = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds.' })
+
+export const ProcessSchema = Type.Object(
+  {
+    id: Type.String({ description: 'Process id; also the last path segment of the offer URL.' }),
+    status: Type.Enum(['PENDING', 'ISSUED', 'REJECTED']),
+    group: Type.String({ description: 'Issuance template id.' }),
+    type: Type.String({ description: 'Process category. Always OIDC4VCI_PRE_AUTHORIZED for now.' }),
+    data: Type.Optional(
+      Type.Array(Type.Object({}, { additionalProperties: true }), {
+        description: 'Issued credentials; present only when status is ISSUED.',
+      }),
+    ),
+    validator: Type.Union([Type.Null(), Type.Object({}, { additionalProperties: true })], {
+      description: 'What the holder shared (section 2.4); null until the wallet has shared something.',
+    }),
+    createdAt: IsoTime,
+    updatedAt: IsoTime,
+  },
+  { $id: 'IssuanceProcess' },
+)
+
+const processRef = Type.Unsafe<unknown>({ $ref: 'IssuanceProcess#' })
+const ProcessId = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) })
+
+export const createOfferSchema = {
+  tags: ['Issuance'],
+  summary: 'Create an issuance offer (interface 4.2)',
+  description: 'Opens a PENDING issuance process for the template `group` and returns its offer deep link.',
+  body: Type.Object(
+    { group: Type.String({ minLength: 1, maxLength: 128, description: 'Issuance template id.' }) },
+    { additionalProperties: false },
+  ),
+  response: {
+    201: Type.Object({
+      credential_offer_uri: Type.String({
+        description: '<scheme>://?credential_offer_uri=<URL-encoded offer URL>; encode this as the QR code.',
+      }),
+    }),
+    ...problems(400, 401, 403, 404, 413, 415),
+  },
+}
+
+export const readProcessSchema = {
+  tags: ['Issuance'],
+  summary: 'Read one issuance process (interface 4.3)',
+  params: ProcessId,
+  response: { 200: processRef, ...problems(401, 403, 404) },
+}
+
+export const listProcessesSchema = {
+  tags: ['Issuance'],
+  summary: 'List issuance processes (interface 4.5, administrators)',
+  description:
+    'Oldest first, by (createdAt, id). The body is an array; when more rows exist the `Link` header carries ' +
+    'rel="next" with an opaque `cursor`.',
+  querystring: Type.Object(
+    {
+      status: Type.Optional(Type.Enum(['PENDING', 'ISSUED', 'REJECTED'])),
+      limit: Type.Optional(Type.Integer({ minimum: 1, description: 'Page size; default 50, at most 200.' })),
+      cursor: Type.Optional(
+        Type.String({ maxLength: 512, description: 'From the previous page’s Link header.' }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
+  response: {
+    200: {
+      ...Type.Array(processRef),
+      headers: Type.Object({
+        Link: Type.Optional(Type.String({ description: 'rel="next" when more rows exist' })),
+      }),
+    },
+    ...problems(400, 401, 403),
+  },
+}

@@ -1,0 +1,118 @@
+import { type TSchema, Type } from 'typebox'
+import { IssuanceTemplate, TenantId, VerificationTemplate } from '../config/schema.ts'
+import { problems } from '../errors/schemas.ts'
+
+const IsoTime = Type.String({ format: 'date-time' })
+const tags = ['Management portal']
+
+const ApiKeyView = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  role: Type.Enum(['app', 'admin', 'operator']),
+  template: Type.Union([Type.String(), Type.Null()]),
+  label: Type.Union([Type.String(), Type.Null()]),
+  source: Type.Enum(['config', 'portal']),
+  createdAt: IsoTime,
+  revokedAt: Type.Union([IsoTime, Type.Null()]),
+})
+const ApiKeyWithSecret = Type.Intersect([
+  ApiKeyView,
+  Type.Object({ secret: Type.String({ description: 'Shown once; only a hash is stored.' }) }),
+])
+
+export const createTenantSchema = {
+  tags,
+  summary: 'Create a tenant (operators)',
+  description: 'Creates an empty tenant and one administrator key whose secret is returned only here.',
+  body: Type.Object({ id: TenantId }, { additionalProperties: false }),
+  response: {
+    201: Type.Object({ id: Type.String(), createdAt: IsoTime, adminKey: ApiKeyWithSecret }),
+    ...problems(400, 401, 403, 409, 413, 415),
+  },
+}
+
+export const createApiKeySchema = {
+  tags,
+  summary: 'Create an API key',
+  description: 'The secret is in this response only. Operator keys come only from the configuration file.',
+  body: Type.Object(
+    {
+      role: Type.Enum(['app', 'admin']),
+      template: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+      label: Type.Optional(Type.String({ maxLength: 200 })),
+    },
+    { additionalProperties: false },
+  ),
+  response: { 201: ApiKeyWithSecret, ...problems(400, 401, 403, 404, 413, 415) },
+}
+
+export const listApiKeysSchema = {
+  tags,
+  summary: 'List the API keys of the tenant (no secrets)',
+  response: { 200: Type.Array(ApiKeyView), ...problems(401, 403) },
+}
+
+const IdParam = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) })
+
+export const revokeApiKeySchema = {
+  tags,
+  summary: 'Revoke an API key',
+  description: 'Its access tokens stop working at once. Keys declared in the configuration file answer 409.',
+  params: IdParam,
+  response: { 204: Type.Null(), ...problems(401, 403, 404, 409) },
+}
+
+const templateView = (body: TSchema) =>
+  Type.Intersect([
+    body,
+    Type.Object({
+      hasWebhookSecret: Type.Boolean(),
+      source: Type.Enum(['config', 'portal']),
+      createdAt: IsoTime,
+      updatedAt: IsoTime,
+    }),
+  ])
+
+/** CRUD schemas for one template kind; the view never includes webhookSecret. */
+export function templateSchemas(kind: string, body: typeof IssuanceTemplate | typeof VerificationTemplate) {
+  const { webhookSecret: _secret, ...viewProps } = body.properties
+  const View = templateView(Type.Object(viewProps))
+  const { id: _id, ...replaceProps } = body.properties
+  return {
+    create: {
+      tags,
+      summary: `Create a ${kind} template`,
+      body,
+      response: { 201: View, ...problems(400, 401, 403, 409, 413, 415) },
+    },
+    list: {
+      tags,
+      summary: `List ${kind} templates`,
+      response: { 200: Type.Array(View), ...problems(401, 403) },
+    },
+    read: {
+      tags,
+      summary: `Read a ${kind} template`,
+      params: IdParam,
+      response: { 200: View, ...problems(401, 403, 404) },
+    },
+    replace: {
+      tags,
+      summary: `Replace a ${kind} template`,
+      description: 'Full replacement; the id comes from the path. Configuration-file templates answer 409.',
+      params: IdParam,
+      body: Type.Object(replaceProps, { additionalProperties: false }),
+      response: { 200: View, ...problems(400, 401, 403, 404, 409, 413, 415) },
+    },
+    delete: {
+      tags,
+      summary: `Delete a ${kind} template`,
+      description:
+        'Refused (409) while processes or active API keys refer to it, or when it comes from the configuration file.',
+      params: IdParam,
+      response: { 204: Type.Null(), ...problems(401, 403, 404, 409) },
+    },
+  }
+}
+
+export const issuanceTemplateSchemas = templateSchemas('issuance', IssuanceTemplate)
+export const verificationTemplateSchemas = templateSchemas('verification', VerificationTemplate)

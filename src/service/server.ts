@@ -1,0 +1,36 @@
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from './app.ts'
+import type { ServiceConfig } from './config/index.ts'
+
+export interface ServerOptions {
+  config: ServiceConfig
+  host?: string
+  port?: number
+  /** Folder of the SQLite database, or ':memory:'. */
+  dataDir: string
+  logLevel?: string
+}
+
+export interface RunningServer {
+  app: FastifyInstance
+  /** The base URL the service listens on, e.g. http://127.0.0.1:8080. */
+  url: string
+  close(): Promise<void>
+}
+
+/** Builds the app, listens, and reports the bound URL; `close` drains connections and closes the store. */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  let listeningUrl = ''
+  const app = await buildApp({
+    config: options.config,
+    dataDir: options.dataDir,
+    publicUrl: () => listeningUrl,
+    logger: options.logLevel ? { level: options.logLevel } : false,
+  })
+  const host = options.host ?? '127.0.0.1'
+  await app.listen({ host, port: options.port ?? 8080 })
+  const address = app.server.address()
+  const port = typeof address === 'object' && address ? address.port : options.port
+  listeningUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+  return { app, url: listeningUrl, close: () => app.close() }
+}

@@ -1,0 +1,81 @@
+import type { Kysely, Migration } from 'kysely'
+
+// Append-only: a released migration is never edited; a change is a new entry.
+export const migrations: Record<string, Migration> = {
+  '0001_initial': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('tenants')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('source', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'integer', (c) => c.notNull())
+        .execute()
+      await db.schema
+        .createTable('api_keys')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('tenant_id', 'text', (c) => c.notNull().references('tenants.id'))
+        .addColumn('role', 'text', (c) => c.notNull())
+        .addColumn('template_id', 'text')
+        .addColumn('secret_hash', 'text', (c) => c.notNull())
+        .addColumn('label', 'text')
+        .addColumn('source', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'integer', (c) => c.notNull())
+        .addColumn('revoked_at', 'integer')
+        .execute()
+      await db.schema
+        .createIndex('api_keys_by_tenant')
+        .on('api_keys')
+        .columns(['tenant_id', 'created_at'])
+        .execute()
+      // Issuance and verification templates share one id space per tenant: `ssiconfig` names either kind.
+      await db.schema
+        .createTable('templates')
+        .addColumn('tenant_id', 'text', (c) => c.notNull().references('tenants.id'))
+        .addColumn('id', 'text', (c) => c.notNull())
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('body', 'text', (c) => c.notNull())
+        .addColumn('source', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'integer', (c) => c.notNull())
+        .addColumn('updated_at', 'integer', (c) => c.notNull())
+        .addPrimaryKeyConstraint('templates_pk', ['tenant_id', 'id'])
+        .execute()
+      await db.schema
+        .createTable('issuance_processes')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('tenant_id', 'text', (c) => c.notNull().references('tenants.id'))
+        .addColumn('template_id', 'text', (c) => c.notNull())
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('data', 'text')
+        .addColumn('validator', 'text')
+        .addColumn('created_by_key', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'integer', (c) => c.notNull())
+        .addColumn('updated_at', 'integer', (c) => c.notNull())
+        .execute()
+      // Serves the admin list: tenant-scoped, optionally by status, in (created_at, id) order.
+      await db.schema
+        .createIndex('processes_by_tenant')
+        .on('issuance_processes')
+        .columns(['tenant_id', 'created_at', 'id'])
+        .execute()
+      await db.schema
+        .createIndex('processes_by_tenant_status')
+        .on('issuance_processes')
+        .columns(['tenant_id', 'status', 'created_at', 'id'])
+        .execute()
+      await db.schema
+        .createIndex('processes_by_template')
+        .on('issuance_processes')
+        .columns(['tenant_id', 'template_id'])
+        .execute()
+      await db.schema
+        .createTable('service_keys')
+        .addColumn('kid', 'text', (c) => c.primaryKey())
+        .addColumn('alg', 'text', (c) => c.notNull())
+        .addColumn('private_jwk', 'text', (c) => c.notNull())
+        .addColumn('public_jwk', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'integer', (c) => c.notNull())
+        .execute()
+    },
+  },
+}

@@ -1,0 +1,449 @@
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import {
+  type Insertable,
+  Kysely,
+  Migrator,
+  type Selectable,
+  type SqliteDatabase,
+  SqliteDialect,
+} from 'kysely'
+import Database from 'libsql'
+import {
+  type ApiKeyRecord,
+  type ApiKeyRepository,
+  ConflictError,
+  type ProcessQuery,
+  type ProcessRecord,
+  type ProcessRepository,
+  type Repositories,
+  type ServiceKeyRecord,
+  type ServiceKeyRepository,
+  type Store,
+  type TemplateKind,
+  type TemplateRecord,
+  type TemplateRepository,
+  type TenantRecord,
+  type TenantRepository,
+} from './index.ts'
+import { migrations } from './migrations.ts'
+
+interface TenantsTable {
+  id: string
+  source: string
+  created_at: number
+}
+interface ApiKeysTable {
+  id: string
+  tenant_id: string
+  role: string
+  template_id: string | null
+  secret_hash: string
+  label: string | null
+  source: string
+  created_at: number
+  revoked_at: number | null
+}
+interface TemplatesTable {
+  tenant_id: string
+  id: string
+  kind: string
+  body: string
+  source: string
+  created_at: number
+  updated_at: number
+}
+interface ProcessesTable {
+  id: string
+  tenant_id: string
+  template_id: string
+  type: string
+  status: string
+  data: string | null
+  validator: string | null
+  created_by_key: string
+  created_at: number
+  updated_at: number
+}
+interface ServiceKeysTable {
+  kid: string
+  alg: string
+  private_jwk: string
+  public_jwk: string
+  created_at: number
+}
+interface Schema {
+  tenants: TenantsTable
+  api_keys: ApiKeysTable
+  templates: TemplatesTable
+  issuance_processes: ProcessesTable
+  service_keys: ServiceKeysTable
+}
+type Db = Kysely<Schema>
+
+export const DATABASE_FILE = 'vc-harness.db'
+
+const json = (value: unknown): string | null =>
+  value === null || value === undefined ? null : JSON.stringify(value)
+const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T))
+
+function isUniqueViolation(error: unknown): boolean {
+  const code = (error as { code?: string }).code ?? ''
+  return code.startsWith('SQLITE_CONSTRAINT_PRIMARYKEY') || code.startsWith('SQLITE_CONSTRAINT_UNIQUE')
+}
+
+async function insertOrConflict(work: Promise<unknown>, what: string): Promise<void> {
+  try {
+    await work
+  } catch (error) {
+    if (isUniqueViolation(error)) throw new ConflictError(`${what} already exists`)
+    throw error
+  }
+}
+
+const toTenant = (row: Selectable<TenantsTable>): TenantRecord => ({
+  id: row.id,
+  source: row.source as TenantRecord['source'],
+  createdAt: row.created_at,
+})
+
+class SqliteTenants implements TenantRepository {
+  constructor(private readonly db: Db) {}
+  async get(id: string) {
+    const row = await this.db.selectFrom('tenants').selectAll().where('id', '=', id).executeTakeFirst()
+    return row && toTenant(row)
+  }
+  async create(tenant: TenantRecord) {
+    await insertOrConflict(
+      this.db.insertInto('tenants').values(this.row(tenant)).execute(),
+      `tenant "${tenant.id}"`,
+    )
+  }
+  async upsert(tenant: TenantRecord) {
+    await this.db
+      .insertInto('tenants')
+      .values(this.row(tenant))
+      .onConflict((oc) => oc.column('id').doUpdateSet({ source: tenant.source }))
+      .execute()
+  }
+  private row(t: TenantRecord): Insertable<TenantsTable> {
+    return { id: t.id, source: t.source, created_at: t.createdAt }
+  }
+}
+
+const toKey = (row: Selectable<ApiKeysTable>): ApiKeyRecord => ({
+  id: row.id,
+  tenantId: row.tenant_id,
+  role: row.role as ApiKeyRecord['role'],
+  templateId: row.template_id,
+  secretHash: row.secret_hash,
+  label: row.label,
+  source: row.source as ApiKeyRecord['source'],
+  createdAt: row.created_at,
+  revokedAt: row.revoked_at,
+})
+
+class SqliteApiKeys implements ApiKeyRepository {
+  constructor(private readonly db: Db) {}
+  async get(id: string) {
+    const row = await this.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst()
+    return row && toKey(row)
+  }
+  async listByTenant(tenantId: string) {
+    const rows = await this.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute()
+    return rows.map(toKey)
+  }
+  async listBySource(source: ApiKeyRecord['source']) {
+    return (await this.db.selectFrom('api_keys').selectAll().where('source', '=', source).execute()).map(
+      toKey,
+    )
+  }
+  async create(key: ApiKeyRecord) {
+    await insertOrConflict(
+      this.db.insertInto('api_keys').values(this.row(key)).execute(),
+      `API key "${key.id}"`,
+    )
+  }
+  async upsert(key: ApiKeyRecord) {
+    const { id: _id, created_at: _created, ...changes } = this.row(key)
+    await this.db
+      .insertInto('api_keys')
+      .values(this.row(key))
+      .onConflict((oc) => oc.column('id').doUpdateSet(changes))
+      .execute()
+  }
+  async revoke(tenantId: string, id: string, at: number) {
+    const key = await this.db
+      .selectFrom('api_keys')
+      .select('revoked_at')
+      .where('id', '=', id)
+      .where('tenant_id', '=', tenantId)
+      .executeTakeFirst()
+    if (!key) return false
+    if (key.revoked_at === null) {
+      await this.db.updateTable('api_keys').set({ revoked_at: at }).where('id', '=', id).execute()
+    }
+    return true
+  }
+  async countLinkedToTemplate(tenantId: string, templateId: string) {
+    const row = await this.db
+      .selectFrom('api_keys')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('tenant_id', '=', tenantId)
+      .where('template_id', '=', templateId)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirstOrThrow()
+    return Number(row.n)
+  }
+  private row(k: ApiKeyRecord): Insertable<ApiKeysTable> {
+    return {
+      id: k.id,
+      tenant_id: k.tenantId,
+      role: k.role,
+      template_id: k.templateId,
+      secret_hash: k.secretHash,
+      label: k.label,
+      source: k.source,
+      created_at: k.createdAt,
+      revoked_at: k.revokedAt,
+    }
+  }
+}
+
+const toTemplate = (row: Selectable<TemplatesTable>): TemplateRecord => ({
+  tenantId: row.tenant_id,
+  id: row.id,
+  kind: row.kind as TemplateKind,
+  body: JSON.parse(row.body),
+  source: row.source as TemplateRecord['source'],
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+})
+
+class SqliteTemplates implements TemplateRepository {
+  constructor(private readonly db: Db) {}
+  async get<K extends TemplateKind>(tenantId: string, id: string, kind: K) {
+    const found = await this.find(tenantId, id)
+    return found?.kind === kind ? (found as TemplateRecord<K>) : undefined
+  }
+  async find(tenantId: string, id: string) {
+    const row = await this.db
+      .selectFrom('templates')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .executeTakeFirst()
+    return row && toTemplate(row)
+  }
+  async list<K extends TemplateKind>(tenantId: string, kind: K) {
+    const rows = await this.db
+      .selectFrom('templates')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .where('kind', '=', kind)
+      .orderBy('id')
+      .execute()
+    return rows.map(toTemplate) as TemplateRecord<K>[]
+  }
+  async listBySource(source: TemplateRecord['source']) {
+    return (await this.db.selectFrom('templates').selectAll().where('source', '=', source).execute()).map(
+      toTemplate,
+    )
+  }
+  async create(template: TemplateRecord) {
+    await insertOrConflict(
+      this.db.insertInto('templates').values(this.row(template)).execute(),
+      `template "${template.id}"`,
+    )
+  }
+  async upsert(template: TemplateRecord) {
+    const row = this.row(template)
+    await this.db
+      .insertInto('templates')
+      .values(row)
+      .onConflict((oc) =>
+        oc.columns(['tenant_id', 'id']).doUpdateSet({
+          kind: row.kind,
+          body: row.body,
+          source: row.source,
+          updated_at: row.updated_at,
+        }),
+      )
+      .execute()
+  }
+  async update(template: TemplateRecord) {
+    await this.db
+      .updateTable('templates')
+      .set({ body: JSON.stringify(template.body), updated_at: template.updatedAt })
+      .where('tenant_id', '=', template.tenantId)
+      .where('id', '=', template.id)
+      .execute()
+  }
+  async delete(tenantId: string, id: string) {
+    await this.db.deleteFrom('templates').where('tenant_id', '=', tenantId).where('id', '=', id).execute()
+  }
+  private row(t: TemplateRecord): Insertable<TemplatesTable> {
+    return {
+      tenant_id: t.tenantId,
+      id: t.id,
+      kind: t.kind,
+      body: JSON.stringify(t.body),
+      source: t.source,
+      created_at: t.createdAt,
+      updated_at: t.updatedAt,
+    }
+  }
+}
+
+const toProcess = (row: Selectable<ProcessesTable>): ProcessRecord => ({
+  id: row.id,
+  tenantId: row.tenant_id,
+  templateId: row.template_id,
+  type: row.type,
+  status: row.status as ProcessRecord['status'],
+  data: parse<unknown[]>(row.data),
+  validator: parse<unknown>(row.validator),
+  createdByKey: row.created_by_key,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+})
+
+class SqliteProcesses implements ProcessRepository {
+  constructor(private readonly db: Db) {}
+  async get(id: string) {
+    const row = await this.db
+      .selectFrom('issuance_processes')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirst()
+    return row && toProcess(row)
+  }
+  async create(p: ProcessRecord) {
+    await insertOrConflict(
+      this.db
+        .insertInto('issuance_processes')
+        .values({
+          id: p.id,
+          tenant_id: p.tenantId,
+          template_id: p.templateId,
+          type: p.type,
+          status: p.status,
+          data: json(p.data),
+          validator: json(p.validator),
+          created_by_key: p.createdByKey,
+          created_at: p.createdAt,
+          updated_at: p.updatedAt,
+        })
+        .execute(),
+      `issuance process "${p.id}"`,
+    )
+  }
+  async list(query: ProcessQuery) {
+    let q = this.db.selectFrom('issuance_processes').selectAll().where('tenant_id', '=', query.tenantId)
+    if (query.status) q = q.where('status', '=', query.status)
+    const after = query.after
+    if (after) {
+      q = q.where((eb) =>
+        eb.or([
+          eb('created_at', '>', after.createdAt),
+          eb.and([eb('created_at', '=', after.createdAt), eb('id', '>', after.id)]),
+        ]),
+      )
+    }
+    const rows = await q.orderBy('created_at').orderBy('id').limit(query.limit).execute()
+    return rows.map(toProcess)
+  }
+  async countByTemplate(tenantId: string, templateId: string) {
+    const row = await this.db
+      .selectFrom('issuance_processes')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('tenant_id', '=', tenantId)
+      .where('template_id', '=', templateId)
+      .executeTakeFirstOrThrow()
+    return Number(row.n)
+  }
+}
+
+class SqliteServiceKeys implements ServiceKeyRepository {
+  constructor(private readonly db: Db) {}
+  async list() {
+    const rows = await this.db
+      .selectFrom('service_keys')
+      .selectAll()
+      .orderBy('created_at')
+      .orderBy('kid')
+      .execute()
+    return rows.map(
+      (r): ServiceKeyRecord => ({
+        kid: r.kid,
+        alg: r.alg,
+        privateJwk: JSON.parse(r.private_jwk),
+        publicJwk: JSON.parse(r.public_jwk),
+        createdAt: r.created_at,
+      }),
+    )
+  }
+  async create(k: ServiceKeyRecord) {
+    await insertOrConflict(
+      this.db
+        .insertInto('service_keys')
+        .values({
+          kid: k.kid,
+          alg: k.alg,
+          private_jwk: JSON.stringify(k.privateJwk),
+          public_jwk: JSON.stringify(k.publicJwk),
+          created_at: k.createdAt,
+        })
+        .execute(),
+      `service key "${k.kid}"`,
+    )
+  }
+}
+
+function repositories(db: Db): Repositories {
+  return {
+    tenants: new SqliteTenants(db),
+    apiKeys: new SqliteApiKeys(db),
+    templates: new SqliteTemplates(db),
+    processes: new SqliteProcesses(db),
+    serviceKeys: new SqliteServiceKeys(db),
+  }
+}
+
+/**
+ * Opens (creating if needed) the SQLite store in `dataDir`, or an in-memory one for `':memory:'`,
+ * and brings its schema up to date. WAL with synchronous=FULL: a committed write survives a crash.
+ */
+export async function openSqliteStore(dataDir: string): Promise<Store> {
+  let path = ':memory:'
+  if (dataDir !== ':memory:') {
+    mkdirSync(dataDir, { recursive: true })
+    path = join(dataDir, DATABASE_FILE)
+  }
+  const database = new Database(path)
+  database.pragma('journal_mode = WAL')
+  database.pragma('synchronous = FULL')
+  database.pragma('foreign_keys = ON')
+  database.pragma('busy_timeout = 5000')
+  // libsql mirrors better-sqlite3's API, which is what Kysely's SqliteDialect drives.
+  const db = new Kysely<Schema>({
+    dialect: new SqliteDialect({ database: database as unknown as SqliteDatabase }),
+  })
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
+  const { error } = await migrator.migrateToLatest()
+  if (error) {
+    await db.destroy()
+    throw error
+  }
+  return {
+    ...repositories(db),
+    transaction: (work) => db.transaction().execute((trx) => work(repositories(trx))),
+    close: () => db.destroy(),
+  }
+}
