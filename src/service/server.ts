@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.ts'
 import type { ServiceConfig } from './config/index.ts'
+import type { Clock } from './util/clock.ts'
 
 export interface ServerOptions {
   config: ServiceConfig
@@ -9,6 +10,8 @@ export interface ServerOptions {
   /** Folder of the SQLite database, or ':memory:'. */
   dataDir: string
   logLevel?: string
+  /** Injected time source (the conformance harness moves it to test expiry). Default: the system clock. */
+  clock?: Clock
 }
 
 export interface RunningServer {
@@ -24,6 +27,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const app = await buildApp({
     config: options.config,
     dataDir: options.dataDir,
+    ...(options.clock ? { clock: options.clock } : {}),
     publicUrl: () => listeningUrl,
     logger: options.logLevel ? { level: options.logLevel } : false,
   })

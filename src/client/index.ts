@@ -1,0 +1,273 @@
+// Typed relying-party client for the service interface (sections 4.1–4.7) and the management portal.
+// It depends on nothing of the service: it speaks HTTP only, so it drives any deployment.
+
+export interface ServiceUrls {
+  /** {auth_url}: login host. */
+  authUrl: string
+  /** {issuer_url}: issuance host. */
+  issuerUrl: string
+  /** {verifier_url}: verification host. */
+  verifierUrl: string
+}
+
+export interface Problem {
+  type: string
+  title: string
+  status: number
+  detail: string
+  code: string
+  errors?: { field: string; message: string }[]
+}
+
+/** Every call answers with what came over the wire, so negative tests can assert status, headers and body. */
+export interface ApiResponse<T> {
+  status: number
+  headers: Headers
+  /** The raw body text, for byte-level comparisons. */
+  text: string
+  /** Parsed JSON body when there is one. */
+  body: T
+}
+
+export interface ApiKeyCredentials {
+  keyId: string
+  secret: string
+  tenant: string
+  /** The `ssiconfig` header (template id); omitted when undefined. */
+  ssiconfig?: string
+}
+
+export type ProcessStatus = 'PENDING' | 'ISSUED' | 'REJECTED'
+
+export interface IssuanceProcess {
+  id: string
+  status: ProcessStatus
+  group: string
+  type: string
+  data?: Record<string, unknown>[]
+  validator: Record<string, unknown> | null
+  createdAt: string
+  updatedAt: string
+}
+
+export interface ApiKeyView {
+  id: string
+  role: 'app' | 'admin' | 'operator'
+  template: string | null
+  label: string | null
+  source: 'config' | 'portal'
+  createdAt: string
+  revokedAt: string | null
+}
+export type NewApiKey = ApiKeyView & { secret: string }
+
+export interface IssuanceTemplateInput {
+  id: string
+  credentialType: string
+  webhookUrl?: string
+  webhookSecret?: string
+}
+export interface VerificationTemplateInput {
+  id: string
+  name: string
+  credentialTypes: string[]
+  trustedIssuers?: string[]
+  webhookUrl?: string
+  webhookSecret?: string
+}
+export type TemplateView<T> = Omit<T, 'webhookSecret'> & {
+  hasWebhookSecret: boolean
+  source: 'config' | 'portal'
+  createdAt: string
+  updatedAt: string
+}
+
+/** Thrown by `ok()` when a call that should succeed did not; the message carries the problem. */
+export class UnexpectedResponse extends Error {
+  override name = 'UnexpectedResponse'
+  constructor(
+    readonly what: string,
+    readonly response: ApiResponse<unknown>,
+  ) {
+    super(`${what}: HTTP ${response.status} ${response.text.slice(0, 500)}`)
+  }
+}
+
+/** Returns the body of a 2xx response, or throws with what the server said. */
+export function ok<T>(response: ApiResponse<T | Problem>, what = 'request'): T {
+  if (response.status < 200 || response.status > 299) throw new UnexpectedResponse(what, response)
+  return response.body as T
+}
+
+export interface RequestOptions {
+  method?: string
+  headers?: Record<string, string>
+  /** JSON-encoded unless it is already a string. */
+  body?: unknown
+  token?: string
+}
+
+export class RelyingPartyClient {
+  readonly urls: ServiceUrls
+  constructor(
+    urls: ServiceUrls | string,
+    private readonly fetchImpl: typeof fetch = fetch,
+  ) {
+    this.urls = typeof urls === 'string' ? { authUrl: urls, issuerUrl: urls, verifierUrl: urls } : urls
+  }
+
+  /** Low-level call used by every method; exposed so suites can send deliberately broken requests. */
+  async request<T>(base: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<T>> {
+    const headers: Record<string, string> = { ...options.headers }
+    if (options.token !== undefined) headers.authorization ??= `jwt ${options.token}`
+    let body: string | undefined
+    if (options.body !== undefined) {
+      body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
+      headers['content-type'] ??= 'application/json'
+    }
+    const response = await this.fetchImpl(`${base}${path}`, {
+      method: options.method ?? 'GET',
+      headers,
+      ...(body !== undefined ? { body } : {}),
+    })
+    const text = await response.text()
+    let parsed: unknown = text
+    if (/json/.test(response.headers.get('content-type') ?? '') && text !== '') parsed = JSON.parse(text)
+    return { status: response.status, headers: response.headers, text, body: parsed as T }
+  }
+
+  /** 4.1: Basic base64(id:secret) + tenant + ssiconfig, no body. The token is in the `Token` header. */
+  async login(credentials: ApiKeyCredentials, basic?: string) {
+    const headers: Record<string, string> = {
+      authorization: `Basic ${basic ?? Buffer.from(`${credentials.keyId}:${credentials.secret}`).toString('base64')}`,
+      tenant: credentials.tenant,
+      'content-type': 'application/json',
+    }
+    if (credentials.ssiconfig !== undefined) headers.ssiconfig = credentials.ssiconfig
+    const response = await this.request<{ message: string } | Problem>(
+      this.urls.authUrl,
+      '/admin/v1/api_keys/login',
+      {
+        method: 'POST',
+        headers,
+      },
+    )
+    return { ...response, token: response.headers.get('token') ?? undefined }
+  }
+
+  /** Logs in and returns the token, or throws with the server's answer. */
+  async token(credentials: ApiKeyCredentials): Promise<string> {
+    const response = await this.login(credentials)
+    ok(response, 'login')
+    if (!response.token) throw new UnexpectedResponse('login: no Token header', response)
+    return response.token
+  }
+
+  /** 4.2 */
+  createOffer(token: string, group: string) {
+    return this.request<{ credential_offer_uri: string } | Problem>(
+      this.urls.issuerUrl,
+      '/api/v3/oidc-issuance/credential-offer',
+      { method: 'POST', token, body: { group } },
+    )
+  }
+
+  /** 4.3 */
+  getProcess(token: string, id: string) {
+    return this.request<IssuanceProcess | Problem>(
+      this.urls.issuerUrl,
+      `/admin/v1/issuanceRequests/${encodeURIComponent(id)}`,
+      { token },
+    )
+  }
+
+  /** 4.5; `next` is the cursor from the Link header when another page exists. */
+  async listProcesses(token: string, query: { status?: string; limit?: number; cursor?: string } = {}) {
+    const search = new URLSearchParams()
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) search.set(k, String(v))
+    const qs = search.size > 0 ? `?${search}` : ''
+    const response = await this.request<IssuanceProcess[] | Problem>(
+      this.urls.issuerUrl,
+      `/admin/v1/issuanceRequests${qs}`,
+      { token },
+    )
+    const link = response.headers.get('link') ?? ''
+    const next = /<([^>]+)>;\s*rel="next"/.exec(link)?.[1]
+    return { ...response, next: next ? (new URL(next).searchParams.get('cursor') ?? undefined) : undefined }
+  }
+
+  /** Reads every page of 4.5. */
+  async listAllProcesses(token: string, query: { status?: string; limit?: number } = {}) {
+    const all: IssuanceProcess[] = []
+    let cursor: string | undefined
+    do {
+      const page = await this.listProcesses(token, { ...query, ...(cursor ? { cursor } : {}) })
+      all.push(...ok<IssuanceProcess[]>(page, 'list processes'))
+      cursor = page.next
+    } while (cursor)
+    return all
+  }
+
+  // Management portal (served with the auth host).
+
+  createTenant(token: string, id: string) {
+    return this.request<{ id: string; createdAt: string; adminKey: NewApiKey } | Problem>(
+      this.urls.authUrl,
+      '/portal/v1/tenants',
+      { method: 'POST', token, body: { id } },
+    )
+  }
+
+  createApiKey(token: string, input: { role: 'app' | 'admin'; template?: string; label?: string }) {
+    return this.request<NewApiKey | Problem>(this.urls.authUrl, '/portal/v1/api-keys', {
+      method: 'POST',
+      token,
+      body: input,
+    })
+  }
+
+  listApiKeys(token: string) {
+    return this.request<ApiKeyView[] | Problem>(this.urls.authUrl, '/portal/v1/api-keys', { token })
+  }
+
+  revokeApiKey(token: string, id: string) {
+    return this.request<'' | Problem>(this.urls.authUrl, `/portal/v1/api-keys/${encodeURIComponent(id)}`, {
+      method: 'DELETE',
+      token,
+    })
+  }
+
+  createIssuanceTemplate(token: string, template: IssuanceTemplateInput) {
+    return this.request<TemplateView<IssuanceTemplateInput> | Problem>(
+      this.urls.authUrl,
+      '/portal/v1/issuance-templates',
+      { method: 'POST', token, body: template },
+    )
+  }
+
+  createVerificationTemplate(token: string, template: VerificationTemplateInput) {
+    return this.request<TemplateView<VerificationTemplateInput> | Problem>(
+      this.urls.authUrl,
+      '/portal/v1/verification-templates',
+      { method: 'POST', token, body: template },
+    )
+  }
+
+  health(base = this.urls.issuerUrl) {
+    return this.request<{ status: string }>(base, '/health')
+  }
+}
+
+/** Splits a credential offer deep link (any scheme) into the offer URL and the process id it ends with. */
+export function parseCredentialOfferUri(deepLink: string): {
+  scheme: string
+  offerUrl: string
+  processId: string
+} {
+  const match = /^([a-z][a-z0-9+.-]*):\/\/[^?]*\?(.*)$/i.exec(deepLink)
+  if (!match?.[1] || match[2] === undefined) throw new Error(`not a deep link with a query: ${deepLink}`)
+  const offerUrl = new URLSearchParams(match[2]).get('credential_offer_uri')
+  if (!offerUrl) throw new Error(`deep link has no credential_offer_uri parameter: ${deepLink}`)
+  const processId = decodeURIComponent(new URL(offerUrl).pathname.split('/').pop() ?? '')
+  return { scheme: match[1], offerUrl, processId }
+}
