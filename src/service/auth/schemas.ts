@@ -17,10 +17,11 @@ export const loginSchema = {
   response: {
     200: {
       ...Type.Object({ message: Type.Literal('SUCCESS') }),
-      headers: Type.Object({
+      // @fastify/swagger takes response headers as a plain name → schema map.
+      headers: {
         Token: Type.String({ description: 'The access token (a JWT).' }),
-        Token_type: Type.Literal('jwt'),
-      }),
+        Token_type: Type.Literal('jwt', { description: 'Always jwt.' }),
+      },
     },
     ...problems(400, 401, 403),
   },

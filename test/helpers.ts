@@ -1,0 +1,134 @@
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { buildApp } from '../src/service/app.ts'
+import {
+  DEMO_CONFIG_PATH,
+  loadConfigFile,
+  parseConfig,
+  type ServiceConfig,
+} from '../src/service/config/index.ts'
+import { ManualClock } from '../src/service/util/clock.ts'
+
+export const demoConfig = (): ServiceConfig => loadConfigFile(DEMO_CONFIG_PATH)
+
+const demoKey = (role: string, template?: string) => {
+  const tenant = demoConfig().tenants[0]
+  const key = tenant?.apiKeys.find(
+    (k) => k.role === role && (template === undefined || k.template === template),
+  )
+  if (!tenant || !key) throw new Error(`demo config has no ${role} key`)
+  return { id: key.id, secret: key.secret, tenant: tenant.id, template: key.template }
+}
+export const DEMO = {
+  app: demoKey('app', 'degree'),
+  verifierApp: demoKey('app', 'degree-check'),
+  admin: demoKey('admin'),
+  operator: demoKey('operator'),
+}
+
+/** A second tenant beside the demo one, for isolation tests. */
+export function twoTenantConfig(): ServiceConfig {
+  const raw = structuredClone(demoConfig()) as unknown as { tenants: unknown[] }
+  raw.tenants.push({
+    id: 'other',
+    apiKeys: [
+      {
+        id: '11111111-2222-4333-8444-555555555555',
+        secret: 'other-app-secret-abcdefghijklmnop',
+        role: 'app',
+        template: 'degree',
+      },
+      {
+        id: '66666666-7777-4888-9999-aaaaaaaaaaaa',
+        secret: 'other-admin-secret-abcdefghijklmn',
+        role: 'admin',
+      },
+    ],
+    issuanceTemplates: [{ id: 'degree', credentialType: 'UniversityDegreeCredential' }],
+  })
+  return parseConfig(raw)
+}
+export const OTHER = {
+  app: {
+    id: '11111111-2222-4333-8444-555555555555',
+    secret: 'other-app-secret-abcdefghijklmnop',
+    tenant: 'other',
+  },
+  admin: {
+    id: '66666666-7777-4888-9999-aaaaaaaaaaaa',
+    secret: 'other-admin-secret-abcdefghijklmn',
+    tenant: 'other',
+  },
+}
+
+export interface TestApp {
+  app: FastifyInstance
+  clock: ManualClock
+  close(): Promise<void>
+}
+
+export async function makeApp(config: ServiceConfig = demoConfig(), dataDir = ':memory:'): Promise<TestApp> {
+  const clock = new ManualClock(Date.parse('2026-11-22T10:15:00.123Z'))
+  const app = await buildApp({ config, clock, dataDir, publicUrl: () => 'https://issuer.example' })
+  return { app, clock, close: () => app.close() }
+}
+
+export const basic = (id: string, secret: string) =>
+  `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`
+
+export function loginRequest(
+  app: FastifyInstance,
+  key: { id: string; secret: string; tenant: string },
+  ssiconfig?: string,
+): Promise<LightMyRequestResponse> {
+  return app.inject({
+    method: 'POST',
+    url: '/admin/v1/api_keys/login',
+    headers: {
+      authorization: basic(key.id, key.secret),
+      tenant: key.tenant,
+      'content-type': 'application/json',
+      ...(ssiconfig !== undefined ? { ssiconfig } : {}),
+    },
+  })
+}
+
+export async function tokenFor(
+  app: FastifyInstance,
+  key: { id: string; secret: string; tenant: string },
+  ssiconfig?: string,
+): Promise<string> {
+  const response = await loginRequest(app, key, ssiconfig)
+  if (response.statusCode !== 200) throw new Error(`login failed: ${response.statusCode} ${response.body}`)
+  return String(response.headers.token)
+}
+
+export const auth = (token: string) => ({ authorization: `jwt ${token}` })
+
+export async function createOffer(app: FastifyInstance, token: string, group = 'degree') {
+  const response = await app.inject({
+    method: 'POST',
+    url: '/api/v3/oidc-issuance/credential-offer',
+    headers: auth(token),
+    payload: { group },
+  })
+  if (response.statusCode !== 201) throw new Error(`offer failed: ${response.statusCode} ${response.body}`)
+  const uri = response.json<{ credential_offer_uri: string }>().credential_offer_uri
+  const inner = new URL(new URLSearchParams(uri.split('?')[1]).get('credential_offer_uri') ?? '')
+  return { uri, processId: inner.pathname.split('/').pop() ?? '', inner }
+}
+
+/** Asserts a problem+json answer and returns it. */
+export function problemOf(response: LightMyRequestResponse) {
+  const type = String(response.headers['content-type'])
+  if (!type.startsWith('application/problem+json')) {
+    throw new Error(`expected application/problem+json, got ${type}: ${response.body}`)
+  }
+  return response.json<{
+    type: string
+    title: string
+    status: number
+    detail: string
+    code: string
+    errors?: { field: string; message: string }[]
+  }>()
+}
