@@ -66,7 +66,9 @@ describe('configuration file', () => {
 
   test('cross-references are checked: duplicate ids and links to unknown templates', () => {
     const dupKey = minimal()
-    dupKey.tenants[0]?.apiKeys.push(structuredClone(dupKey.tenants[0].apiKeys[0] as (typeof dupKey.tenants)[0]["apiKeys"][0]))
+    dupKey.tenants[0]?.apiKeys.push(
+      structuredClone(dupKey.tenants[0].apiKeys[0] as (typeof dupKey.tenants)[0]['apiKeys'][0]),
+    )
     rejects(dupKey, /\/tenants\/0\/apiKeys\/1\/id: duplicate API key id/)
     const unknownTemplate = minimal()
     ;(unknownTemplate.tenants[0]?.apiKeys[0] as { template?: string }).template = 'nope'

@@ -110,3 +110,14 @@ describe('OpenAPI contract', () => {
     assert.match(String(response.headers['content-type']), /text\/html/)
   })
 })
+
+describe('error code documentation', () => {
+  test('docs/api.md lists every problem code with its status, and nothing else', async () => {
+    const { readFileSync } = await import('node:fs')
+    const { PROBLEMS } = await import('../src/service/errors/problem.ts')
+    const doc = readFileSync(new URL('../docs/api.md', import.meta.url), 'utf8')
+    const documented = [...doc.matchAll(/^\| `([a-z_]+)` \| (\d{3}) \|/gm)].map((m) => [m[1], Number(m[2])])
+    const actual = Object.entries(PROBLEMS).map(([code, [status]]) => [code, status])
+    assert.deepEqual(documented.sort(), actual.sort())
+  })
+})

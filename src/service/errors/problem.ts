@@ -30,7 +30,6 @@ export const PROBLEMS = {
   template_not_found: [404, 'Template not found'],
   process_not_found: [404, 'Issuance process not found'],
   api_key_not_found: [404, 'API key not found'],
-  method_not_allowed: [405, 'Method not allowed'],
   conflict: [409, 'Conflict'],
   config_managed: [409, 'Managed by the configuration file'],
   template_in_use: [409, 'Template in use'],
