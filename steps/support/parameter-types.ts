@@ -1,0 +1,41 @@
+import { defineParameterType } from '@cucumber/cucumber'
+import type { Caller, Spoiling, TemplateChoice } from './world.ts'
+
+const CALLERS: Record<string, Caller> = {
+  'the application': 'app',
+  'the unlinked application': 'unlinkedApp',
+  'the administrator': 'admin',
+}
+
+/** {caller}: whose API key of the scenario's tenant acts. */
+defineParameterType({
+  name: 'caller',
+  regexp: /the unlinked application|the application|the administrator/,
+  transformer: (text: string): Caller => CALLERS[text] as Caller,
+})
+
+const TEMPLATES: Record<string, TemplateChoice> = {
+  'its own template': 'own',
+  'another template of the tenant': 'other',
+  'a template that does not exist': 'unknown',
+}
+
+/** {template}: which template the login's ssiconfig header names. */
+defineParameterType({
+  name: 'template',
+  regexp: /its own template|another template of the tenant|a template that does not exist/,
+  transformer: (text: string): TemplateChoice => TEMPLATES[text] as TemplateChoice,
+})
+
+/** {spoiling}: how a valid access token is made invalid. */
+defineParameterType({
+  name: 'spoiling',
+  regexp: /a tampered signature|alg none|a signature by another key|garbage/,
+  transformer: (text: string): Spoiling =>
+    ({
+      'a tampered signature': 'tampered signature',
+      'alg none': 'alg none',
+      'a signature by another key': 'foreign key',
+      garbage: 'garbage',
+    })[text] as Spoiling,
+})

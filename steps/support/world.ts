@@ -1,0 +1,438 @@
+import { randomBytes, randomUUID } from 'node:crypto'
+import { setWorldConstructor, World } from '@cucumber/cucumber'
+import { generateKeyPair, SignJWT } from 'jose'
+import { type ApiKeyCredentials, type ApiResponse, ok, RelyingPartyClient } from '../../src/client/index.ts'
+import type { KeySecret, Target, TenantFixture } from '../../src/harness/target.ts'
+
+// The one piece of module state: the target this worker process started in BeforeAll (hooks.ts).
+// Parallel workers are separate processes, each with its own.
+let processTarget: Target | undefined
+
+export function setProcessTarget(target: Target | undefined) {
+  processTarget = target
+}
+export function getProcessTarget(): Target | undefined {
+  return processTarget
+}
+
+/** The API keys of a tenant a scenario logs in with. */
+export type Caller = 'app' | 'unlinkedApp' | 'admin'
+const CALLER_NAMES: Record<Caller, string> = {
+  app: 'the application key',
+  unlinkedApp: 'the unlinked application key',
+  admin: 'the administrator key',
+}
+
+/** Which template a login names in its `ssiconfig` header. */
+export type TemplateChoice = 'own' | 'other' | 'unknown'
+const TEMPLATE_NAMES: Record<TemplateChoice, string> = {
+  own: 'its own template',
+  other: 'another template of the tenant',
+  unknown: 'a template that does not exist',
+}
+
+/** A tenant created through the portal for one scenario: it has every key a scenario may need. */
+export type ProvisionedTenant = TenantFixture & { unlinkedAppKey: KeySecret }
+
+/** Ways to spoil a valid access token. */
+export type Spoiling = 'tampered signature' | 'alg none' | 'foreign key' | 'garbage'
+
+/** A failed expectation: the requirement it breaks (the scenario's name), what was expected, what came back. */
+export class RequirementBroken extends Error {
+  override name = 'RequirementBroken'
+}
+
+interface Answer {
+  response: ApiResponse<unknown>
+  /** What was sent, e.g. "login of the application key with a wrong secret". */
+  what: string
+  checked: boolean
+}
+
+const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
+
+/** Decodes the header and payload of a compact JWS without verifying it. */
+export function decodeJwt(token: string): {
+  header: Record<string, unknown>
+  payload: Record<string, unknown>
+} {
+  const [header, payload] = token.split('.')
+  const parse = (part: string | undefined) =>
+    JSON.parse(Buffer.from(part ?? '', 'base64url').toString('utf8')) as Record<string, unknown>
+  return { header: parse(header), payload: parse(payload) }
+}
+
+/** One per scenario: the target, a relying-party client, the tenant in use, tokens and the last answer. */
+export class HarnessWorld extends World {
+  private started: { target: Target; client: RelyingPartyClient } | undefined
+  /** The scenario's name (its requirement) and tags, set by the Before hook. */
+  scenario = { name: '', tags: [] as string[] }
+  private tenancy: TenantFixture | undefined
+  private readonly tokens = new Map<Caller, string>()
+  private readonly kept = new Map<string, Answer>()
+  private last: Answer | undefined
+
+  // Looked up on first use, so a --dry-run (which runs no hooks) can still build worlds.
+  private get runtime() {
+    if (!this.started) {
+      const target = getProcessTarget()
+      if (!target) throw new Error('no target: the BeforeAll hook in steps/support/hooks.ts did not run')
+      this.started = { target, client: new RelyingPartyClient(target.urls) }
+    }
+    return this.started
+  }
+
+  get target(): Target {
+    return this.runtime.target
+  }
+
+  get client(): RelyingPartyClient {
+    return this.runtime.client
+  }
+
+  // Tenancy
+
+  /** The tenant this scenario works in. */
+  get tenant(): TenantFixture {
+    if (!this.tenancy)
+      throw new Error('no tenant chosen: start the scenario with "Given a tenant of our own"')
+    return this.tenancy
+  }
+
+  /**
+   * A tenant no other scenario touches: provisioned through the portal when the target has one, else
+   * the target's configured tenant (scenarios that change it are tagged @needs-portal and skipped).
+   */
+  async useOwnTenant(): Promise<TenantFixture> {
+    if (this.target.capabilities.has('portal')) {
+      this.tenancy = await this.provisionTenant()
+    } else {
+      this.tenancy = this.target.tenant
+      this.log(`no portal: using the configured tenant "${this.tenancy.tenant}"`)
+    }
+    return this.tenancy
+  }
+
+  /**
+   * Creates tenant `t-<random>` through the portal (operator key) with two issuance templates, an
+   * application key linked to the first, an unlinked application key and an administrator key.
+   */
+  async provisionTenant(): Promise<ProvisionedTenant> {
+    const operator = this.target.operator
+    if (!operator) throw new Error('provisionTenant needs the portal capability (an operator key)')
+    const operatorToken = await this.client.token(operator)
+    const tenant = `t-${randomBytes(6).toString('hex')}`
+    const created = ok(await this.client.createTenant(operatorToken, tenant), `create tenant ${tenant}`)
+    const adminKey = { id: created.adminKey.id, secret: created.adminKey.secret }
+    const adminToken = await this.client.token({ keyId: adminKey.id, secret: adminKey.secret, tenant })
+    const issuanceTemplate = 'degree'
+    const otherTemplate = 'transcript'
+    await Promise.all(
+      [
+        { id: issuanceTemplate, credentialType: 'UniversityDegreeCredential' },
+        { id: otherTemplate, credentialType: 'TranscriptCredential' },
+      ].map(async (t) =>
+        ok(await this.client.createIssuanceTemplate(adminToken, t), `create template ${t.id}`),
+      ),
+    )
+    const [app, unlinked] = await Promise.all([
+      this.client.createApiKey(adminToken, {
+        role: 'app',
+        template: issuanceTemplate,
+        label: 'conformance app',
+      }),
+      this.client.createApiKey(adminToken, { role: 'app', label: 'conformance unlinked app' }),
+    ])
+    const appKey = ok(app, 'create linked app key')
+    const unlinkedKey = ok(unlinked, 'create unlinked app key')
+    return {
+      tenant,
+      issuanceTemplate,
+      otherTemplate,
+      appKey: { id: appKey.id, secret: appKey.secret },
+      unlinkedAppKey: { id: unlinkedKey.id, secret: unlinkedKey.secret },
+      adminKey,
+    }
+  }
+
+  /** A tenant id other than this scenario's that exists on the target when one is known. */
+  otherTenantId(): string {
+    const configured = this.target.tenant.tenant
+    if (configured !== this.tenant.tenant) return configured
+    this.log('no second tenant known: using a tenant id that does not exist')
+    return `t-other-${randomBytes(4).toString('hex')}`
+  }
+
+  key(caller: Caller): KeySecret {
+    const key =
+      caller === 'app'
+        ? this.tenant.appKey
+        : caller === 'admin'
+          ? this.tenant.adminKey
+          : this.tenant.unlinkedAppKey
+    if (!key) throw new Error(`${CALLER_NAMES[caller]} is not available in tenant "${this.tenant.tenant}"`)
+    return key
+  }
+
+  templateId(choice: TemplateChoice): string {
+    if (choice === 'own') return this.tenant.issuanceTemplate
+    if (choice === 'other') return this.tenant.otherTemplate
+    return `no-such-template-${randomBytes(4).toString('hex')}`
+  }
+
+  credentials(caller: Caller, template: TemplateChoice = 'own'): ApiKeyCredentials {
+    const key = this.key(caller)
+    return {
+      keyId: key.id,
+      secret: key.secret,
+      tenant: this.tenant.tenant,
+      ssiconfig: this.templateId(template),
+    }
+  }
+
+  // Calls whose answers the steps check
+
+  async login(caller: Caller, template: TemplateChoice = 'own') {
+    const response = await this.client.login(this.credentials(caller, template))
+    this.record(response, `login of ${CALLER_NAMES[caller]} naming ${TEMPLATE_NAMES[template]}`)
+    return response
+  }
+
+  async loginWithWrongSecret(caller: Caller) {
+    const credentials = { ...this.credentials(caller), secret: randomBytes(32).toString('base64url') }
+    this.record(await this.client.login(credentials), `login of ${CALLER_NAMES[caller]} with a wrong secret`)
+  }
+
+  async loginWithUnknownKeyId() {
+    const credentials = { ...this.credentials('app'), keyId: randomUUID() }
+    this.record(await this.client.login(credentials), 'login with an API key id that does not exist')
+  }
+
+  async loginWithTenant(caller: Caller, tenant: string) {
+    const credentials = { ...this.credentials(caller), tenant }
+    this.record(
+      await this.client.login(credentials),
+      `login of ${CALLER_NAMES[caller]} for tenant "${tenant}"`,
+    )
+  }
+
+  async loginWithoutTenantHeader(caller: Caller) {
+    const { keyId, secret, ssiconfig = '' } = this.credentials(caller)
+    const response = await this.client.request(this.target.urls.authUrl, '/admin/v1/api_keys/login', {
+      method: 'POST',
+      headers: { authorization: `Basic ${Buffer.from(`${keyId}:${secret}`).toString('base64')}`, ssiconfig },
+    })
+    this.record(response, `login of ${CALLER_NAMES[caller]} without a tenant header`)
+  }
+
+  /** Logs in (must succeed) and keeps the token for later calls by the same caller. */
+  async logIn(caller: Caller, template: TemplateChoice = 'own'): Promise<string> {
+    const response = await this.client.login(this.credentials(caller, template))
+    this.record(response, `login of ${CALLER_NAMES[caller]}`)
+    this.expectStatus(200)
+    if (!response.token) this.fail('a Token header in the login answer')
+    this.tokens.set(caller, response.token)
+    return response.token
+  }
+
+  token(caller: Caller): string {
+    const token = this.tokens.get(caller)
+    if (!token) throw new Error(`${CALLER_NAMES[caller]} has not logged in yet`)
+    return token
+  }
+
+  /** 4.2 with the given token (undefined: no Authorization header at all). */
+  async createOffer(token: string | undefined, what: string) {
+    const group = this.tenant.issuanceTemplate
+    const response =
+      token === undefined
+        ? await this.client.request(this.target.urls.issuerUrl, '/api/v3/oidc-issuance/credential-offer', {
+            method: 'POST',
+            body: { group },
+          })
+        : await this.client.createOffer(token, group)
+    this.record(response, `create offer for "${group}" ${what}`)
+  }
+
+  async listProcesses(caller: Caller) {
+    this.record(
+      await this.client.listProcesses(this.token(caller)),
+      `list issuance processes as ${CALLER_NAMES[caller]}`,
+    )
+  }
+
+  /** Revokes a key through the portal with the tenant's administrator key. */
+  async revoke(caller: Caller) {
+    const adminToken = await this.client.token(this.credentials('admin'))
+    ok(await this.client.revokeApiKey(adminToken, this.key(caller).id), `revoke ${CALLER_NAMES[caller]}`)
+  }
+
+  // Tokens
+
+  /** A token that must fail verification, made from a valid one. */
+  async spoil(token: string, how: Spoiling): Promise<string> {
+    const [header = '', payload = '', signature = ''] = token.split('.')
+    switch (how) {
+      case 'tampered signature': {
+        // Change a character in the middle: the last one may only carry padding bits.
+        const i = Math.floor(signature.length / 2)
+        const swapped = signature[i] === 'A' ? 'B' : 'A'
+        return `${header}.${payload}.${signature.slice(0, i)}${swapped}${signature.slice(i + 1)}`
+      }
+      case 'alg none': {
+        const decoded = decodeJwt(token)
+        return `${b64url({ ...decoded.header, alg: 'none' })}.${payload}.`
+      }
+      case 'foreign key': {
+        const decoded = decodeJwt(token)
+        const { privateKey } = await generateKeyPair('EdDSA', { crv: 'Ed25519' })
+        return new SignJWT(decoded.payload)
+          .setProtectedHeader({ ...decoded.header, alg: 'EdDSA' })
+          .sign(privateKey)
+      }
+      case 'garbage':
+        return randomBytes(48).toString('base64url')
+    }
+  }
+
+  /** Moves the target's clock to one second past the expiry of the caller's token. */
+  passTokenExpiry(caller: Caller) {
+    const clock = this.target.clock
+    if (!clock) throw new Error('moving time needs the clock capability (tag the scenario @needs-clock)')
+    const exp = decodeJwt(this.token(caller)).payload.exp
+    if (typeof exp !== 'number') this.fail('an exp claim in the access token')
+    clock.advance(Math.max(0, exp * 1000 - clock.now()) + 1000)
+  }
+
+  // Answers and expectations
+
+  private record(response: ApiResponse<unknown>, what: string) {
+    this.last = { response, what, checked: false }
+  }
+
+  /** The last answer, marked as checked. */
+  get answer(): ApiResponse<unknown> {
+    if (!this.last) throw new Error('no request has been sent in this scenario yet')
+    this.last.checked = true
+    return this.last.response
+  }
+
+  /** Keeps the last answer under a name, to compare later answers with it. */
+  keep(name: string) {
+    if (!this.last) throw new Error('no answer to keep')
+    this.kept.set(name, this.last)
+  }
+
+  keptAnswer(name: string): ApiResponse<unknown> {
+    const kept = this.kept.get(name)
+    if (!kept) throw new Error(`no answer kept as "${name}"`)
+    return kept.response
+  }
+
+  /** An error answer no step looked at, described; the After hook fails the scenario on it. */
+  uncheckedError(): string | undefined {
+    const last = this.last
+    if (!last || last.checked || last.response.status < 400) return undefined
+    return `the answer to ${last.what} was never checked: ${describeResponse(last.response)}`
+  }
+
+  /** Throws naming the broken requirement, what was expected and what came back. */
+  fail(expected: string, response = this.last?.response): never {
+    const tags = this.scenario.tags.length > 0 ? ` (${this.scenario.tags.join(' ')})` : ''
+    const lines = [`${this.scenario.name}${tags}`, `Expected: ${expected}`]
+    if (this.last && response === this.last.response) lines.push(`Request: ${this.last.what}`)
+    if (response) lines.push(`Got: ${describeResponse(response)}`)
+    throw new RequirementBroken(lines.join('\n'))
+  }
+
+  expectStatus(status: number) {
+    if (this.answer.status !== status) this.fail(`HTTP ${status}`)
+  }
+
+  /** An RFC 9457 problem with this status and stable code, every member present. */
+  expectProblem(status: number, code: string) {
+    const response = this.answer
+    const expected = `HTTP ${status} application/problem+json with code "${code}"`
+    if (response.status !== status) this.fail(expected)
+    if (!(response.headers.get('content-type') ?? '').startsWith('application/problem+json'))
+      this.fail(expected)
+    const body = response.body as Record<string, unknown> | null
+    if (typeof body !== 'object' || body === null || body.code !== code) this.fail(expected)
+    for (const member of ['type', 'title', 'detail'] as const) {
+      if (typeof body[member] !== 'string') this.fail(`${expected}, with a string "${member}"`)
+    }
+    if (body.status !== status) this.fail(`${expected}, whose "status" member is ${status}`)
+  }
+
+  expectJsonBody(expected: unknown) {
+    const response = this.answer
+    if (JSON.stringify(canonical(response.body)) !== JSON.stringify(canonical(expected))) {
+      this.fail(`the JSON body ${JSON.stringify(expected)}`)
+    }
+  }
+
+  expectHeader(name: string, check: (value: string) => boolean, expected: string) {
+    const value = this.answer.headers.get(name)
+    if (value === null || !check(value))
+      this.fail(`header ${name}: ${expected} (it was ${JSON.stringify(value)})`)
+  }
+
+  /** A compact JWS whose header names a signing algorithm and whose payload has an expiry. */
+  expectJwtHeader(name: string) {
+    const value = this.answer.headers.get(name)
+    const expected = `header ${name}: a signed JWT (base64url header.payload.signature with alg and exp)`
+    const got = ` (it was ${JSON.stringify(value)})`
+    if (value === null || !/^[\w-]+\.[\w-]+\.[\w-]+$/.test(value)) this.fail(expected + got)
+    let decoded: ReturnType<typeof decodeJwt>
+    try {
+      decoded = decodeJwt(value)
+    } catch {
+      this.fail(expected + got)
+    }
+    if (typeof decoded.header.alg !== 'string' || decoded.header.alg.toLowerCase() === 'none') {
+      this.fail(expected + got)
+    }
+    if (typeof decoded.payload.exp !== 'number') this.fail(expected + got)
+  }
+
+  expectBodyString(member: string) {
+    const body = this.answer.body as Record<string, unknown> | null
+    if (
+      typeof body !== 'object' ||
+      body === null ||
+      typeof body[member] !== 'string' ||
+      body[member] === ''
+    ) {
+      this.fail(`a JSON body with a non-empty string "${member}"`)
+    }
+  }
+
+  expectSameBodyAs(name: string) {
+    const kept = this.keptAnswer(name)
+    const response = this.answer
+    if (response.text !== kept.text) {
+      this.fail(`a body byte-identical to the ${name} answer, which was ${JSON.stringify(kept.text)}`)
+    }
+  }
+}
+
+/** Sorts object keys so JSON comparison ignores member order. */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical)
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value)
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([k, v]) => [k, canonical(v)]),
+    )
+  }
+  return value
+}
+
+export function describeResponse(response: ApiResponse<unknown>): string {
+  const type = response.headers.get('content-type') ?? 'no content-type'
+  const text = response.text.length > 2000 ? `${response.text.slice(0, 2000)}…` : response.text
+  return `HTTP ${response.status} (${type}) ${text || '(empty body)'}`
+}
+
+setWorldConstructor(HarnessWorld)
