@@ -116,7 +116,10 @@ describe('error code documentation', () => {
     const { readFileSync } = await import('node:fs')
     const { PROBLEMS } = await import('../src/service/errors/problem.ts')
     const doc = readFileSync(new URL('../docs/api.md', import.meta.url), 'utf8')
-    const documented = [...doc.matchAll(/^\| `([a-z_]+)` \| (\d{3}) \|/gm)].map((m) => [m[1], Number(m[2])])
+    const documented = [...doc.matchAll(/^\| `([a-z_]+)`\s*\| (\d{3})\s*\|/gm)].map((m) => [
+      m[1],
+      Number(m[2]),
+    ])
     const actual = Object.entries(PROBLEMS).map(([code, [status]]) => [code, status])
     assert.deepEqual(documented.sort(), actual.sort())
   })
