@@ -1,4 +1,5 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import type { Problem } from '../src/client/index.ts'
 import { buildApp } from '../src/service/app.ts'
 import {
   DEMO_CONFIG_PATH,
@@ -104,13 +105,18 @@ export async function tokenFor(
 
 export const auth = (token: string) => ({ authorization: `jwt ${token}` })
 
-export async function createOffer(app: FastifyInstance, token: string, group = 'degree') {
-  const response = await app.inject({
+/** POST 4.2 with any payload, for negative tests. */
+export function postOffer(app: FastifyInstance, token: string, payload: object) {
+  return app.inject({
     method: 'POST',
     url: '/api/v3/oidc-issuance/credential-offer',
     headers: auth(token),
-    payload: { group },
+    payload,
   })
+}
+
+export async function createOffer(app: FastifyInstance, token: string, group = 'degree') {
+  const response = await postOffer(app, token, { group })
   if (response.statusCode !== 201) throw new Error(`offer failed: ${response.statusCode} ${response.body}`)
   const uri = response.json<{ credential_offer_uri: string }>().credential_offer_uri
   const inner = new URL(new URLSearchParams(uri.split('?')[1]).get('credential_offer_uri') ?? '')
@@ -123,12 +129,5 @@ export function problemOf(response: LightMyRequestResponse) {
   if (!type.startsWith('application/problem+json')) {
     throw new Error(`expected application/problem+json, got ${type}: ${response.body}`)
   }
-  return response.json<{
-    type: string
-    title: string
-    status: number
-    detail: string
-    code: string
-    errors?: { field: string; message: string }[]
-  }>()
+  return response.json<Problem>()
 }

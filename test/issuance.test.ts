@@ -6,6 +6,7 @@ import {
   DEMO,
   makeApp,
   OTHER,
+  postOffer,
   problemOf,
   type TestApp,
   tokenFor,
@@ -24,12 +25,7 @@ describe('4.2 create offer', () => {
   after(() => t.close())
 
   test('201 with a deep link whose URL-encoded inner URL ends with the process id', async () => {
-    const response = await t.app.inject({
-      method: 'POST',
-      url: '/api/v3/oidc-issuance/credential-offer',
-      headers: auth(app),
-      payload: { group: 'degree' },
-    })
+    const response = await postOffer(t.app, app, { group: 'degree' })
     assert.equal(response.statusCode, 201)
     const body = response.json()
     assert.deepEqual(Object.keys(body), ['credential_offer_uri'])
@@ -54,32 +50,17 @@ describe('4.2 create offer', () => {
   })
 
   test('a missing group → 400 naming the field; an unknown field → 400 naming it', async () => {
-    const missing = await t.app.inject({
-      method: 'POST',
-      url: '/api/v3/oidc-issuance/credential-offer',
-      headers: auth(app),
-      payload: {},
-    })
+    const missing = await postOffer(t.app, app, {})
     assert.equal(missing.statusCode, 400)
     assert.deepEqual(problemOf(missing).errors?.[0]?.field, 'body/group')
-    const extra = await t.app.inject({
-      method: 'POST',
-      url: '/api/v3/oidc-issuance/credential-offer',
-      headers: auth(app),
-      payload: { group: 'degree', colour: 'red' },
-    })
+    const extra = await postOffer(t.app, app, { group: 'degree', colour: 'red' })
     assert.equal(extra.statusCode, 400)
     assert.equal(problemOf(extra).errors?.[0]?.field, 'body/colour')
     assert.match(problemOf(extra).detail, /unknown field "colour"/)
   })
 
   test('a group that is not a number-coerced string: {group: 5} → 400', async () => {
-    const response = await t.app.inject({
-      method: 'POST',
-      url: '/api/v3/oidc-issuance/credential-offer',
-      headers: auth(app),
-      payload: { group: 5 },
-    })
+    const response = await postOffer(t.app, app, { group: 5 })
     assert.equal(response.statusCode, 400)
     assert.equal(problemOf(response).code, 'validation_failed')
   })
@@ -98,38 +79,20 @@ describe('4.2 create offer', () => {
       secret: unlinked.json().secret,
       tenant: 'demo',
     })
-    const unknown = await t.app.inject({
-      method: 'POST',
-      url: '/api/v3/oidc-issuance/credential-offer',
-      headers: auth(wide),
-      payload: { group: 'no-such-template' },
-    })
+    const unknown = await postOffer(t.app, wide, { group: 'no-such-template' })
     assert.equal(unknown.statusCode, 404)
     assert.equal(problemOf(unknown).code, 'template_not_found')
-    const verifierTemplate = await t.app.inject({
-      method: 'POST',
-      url: '/api/v3/oidc-issuance/credential-offer',
-      headers: auth(wide),
-      payload: { group: 'degree-check' },
-    })
+    const verifierTemplate = await postOffer(t.app, wide, { group: 'degree-check' })
     assert.equal(verifierTemplate.statusCode, 404, 'a verification template is not an issuance template')
-    const linkedElsewhere = await t.app.inject({
-      method: 'POST',
-      url: '/api/v3/oidc-issuance/credential-offer',
-      headers: auth(await tokenFor(t.app, DEMO.verifierApp)),
-      payload: { group: 'degree' },
+    const linkedElsewhere = await postOffer(t.app, await tokenFor(t.app, DEMO.verifierApp), {
+      group: 'degree',
     })
     assert.equal(linkedElsewhere.statusCode, 403)
     assert.equal(problemOf(linkedElsewhere).code, 'template_not_allowed')
   })
 
   test('an administrator cannot create offers (role_forbidden)', async () => {
-    const response = await t.app.inject({
-      method: 'POST',
-      url: '/api/v3/oidc-issuance/credential-offer',
-      headers: auth(await tokenFor(t.app, DEMO.admin)),
-      payload: { group: 'degree' },
-    })
+    const response = await postOffer(t.app, await tokenFor(t.app, DEMO.admin), { group: 'degree' })
     assert.equal(response.statusCode, 403)
     assert.equal(problemOf(response).code, 'role_forbidden')
   })

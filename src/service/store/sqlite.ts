@@ -456,7 +456,7 @@ export async function openSqliteStore(dataDir: string): Promise<Store> {
   database.pragma('busy_timeout = 5000')
   // libsql mirrors better-sqlite3's API, which is what Kysely's SqliteDialect drives.
   const db = new Kysely<Schema>({
-    dialect: new SqliteDialect({ database: database as unknown as SqliteDatabase }),
+    dialect: new SqliteDialect({ database: withStatementCache(database) }),
   })
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
   const { error } = await migrator.migrateToLatest()
