@@ -41,7 +41,6 @@ export interface TemplateRecord<K extends TemplateKind = TemplateKind> {
 }
 
 export type ProcessStatus = 'PENDING' | 'ISSUED' | 'REJECTED'
-export const PROCESS_STATUSES: readonly ProcessStatus[] = ['PENDING', 'ISSUED', 'REJECTED']
 
 export interface ProcessRecord {
   id: string

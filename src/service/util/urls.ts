@@ -8,10 +8,6 @@ export class PublicUrls {
     private readonly walletScheme: string,
   ) {}
 
-  get baseUrl(): string {
-    return this.base()
-  }
-
   /** The OpenID4VCI credential issuer identifier of a tenant: one issuer per tenant. */
   credentialIssuer(tenantId: string): string {
     return `${this.base()}/oid4vci/${encodeURIComponent(tenantId)}`
