@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { auth, DEMO, loginRequest, makeApp, problemOf, type TestApp, tokenFor } from './helpers.ts'
+import { auth, DEMO, loginRequest, makeApp, postOffer, problemOf, type TestApp, tokenFor } from './helpers.ts'
 
 describe('management portal', () => {
   let t: TestApp
@@ -40,12 +40,7 @@ describe('management portal', () => {
     const login = await loginRequest(t.app, { id: key.id, secret: key.secret, tenant: 'demo' })
     assert.equal(login.statusCode, 401)
     assert.equal(problemOf(login).code, 'invalid_credentials')
-    const use = await t.app.inject({
-      method: 'POST',
-      url: '/api/v3/oidc-issuance/credential-offer',
-      headers: auth(token),
-      payload: { group: 'degree' },
-    })
+    const use = await postOffer(t.app, token, { group: 'degree' })
     assert.equal(use.statusCode, 401)
     assert.equal(problemOf(use).code, 'invalid_token')
     assert.notEqual(

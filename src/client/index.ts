@@ -32,7 +32,8 @@ export interface ApiResponse<T> {
 export interface ApiKeyCredentials {
   keyId: string
   secret: string
-  tenant: string
+  /** The `tenant` header; omitted when undefined (to test that the service requires it). */
+  tenant: string | undefined
   /** The `ssiconfig` header (template id); omitted when undefined. */
   ssiconfig?: string
 }
@@ -140,9 +141,9 @@ export class RelyingPartyClient {
   async login(credentials: ApiKeyCredentials, basic?: string) {
     const headers: Record<string, string> = {
       authorization: `Basic ${basic ?? Buffer.from(`${credentials.keyId}:${credentials.secret}`).toString('base64')}`,
-      tenant: credentials.tenant,
       'content-type': 'application/json',
     }
+    if (credentials.tenant !== undefined) headers.tenant = credentials.tenant
     if (credentials.ssiconfig !== undefined) headers.ssiconfig = credentials.ssiconfig
     const response = await this.request<{ message: string } | Problem>(
       this.urls.authUrl,
@@ -163,12 +164,12 @@ export class RelyingPartyClient {
     return response.token
   }
 
-  /** 4.2 */
-  createOffer(token: string, group: string) {
+  /** 4.2; an undefined token sends no Authorization header. */
+  createOffer(token: string | undefined, group: string) {
     return this.request<{ credential_offer_uri: string } | Problem>(
       this.urls.issuerUrl,
       '/api/v3/oidc-issuance/credential-offer',
-      { method: 'POST', token, body: { group } },
+      { method: 'POST', body: { group }, ...(token !== undefined ? { token } : {}) },
     )
   }
 

@@ -26,6 +26,9 @@
 // has both; an external one has `portal` only when an operator key is given, and never `clock`.
 
 import type { ApiKeyCredentials, ServiceUrls } from '../client/index.ts'
+// Types only (erased at run time): an external run still never loads the service.
+import type { ServiceConfig } from '../service/config/index.ts'
+import type { ManualClock } from '../service/util/clock.ts'
 
 export type Capability = 'portal' | 'clock'
 export const CAPABILITIES: readonly Capability[] = ['portal', 'clock']
@@ -50,11 +53,6 @@ export interface TenantFixture {
   adminKey: KeySecret
 }
 
-export interface MovableClock {
-  now(): number
-  advance(ms: number): void
-}
-
 export interface Target {
   kind: 'embedded' | 'external'
   urls: ServiceUrls
@@ -64,7 +62,7 @@ export interface Target {
   /** Operator credentials; present exactly when the target has `portal`. */
   operator?: ApiKeyCredentials
   /** The service's clock; present exactly when the target has `clock`. */
-  clock?: MovableClock
+  clock?: ManualClock
   close(): Promise<void>
 }
 
@@ -121,18 +119,9 @@ export async function startEmbedded(env: Env = process.env): Promise<Target> {
   }
 }
 
-interface ConfigShape {
-  tenants: {
-    id: string
-    apiKeys: { id: string; secret: string; role: string; template?: string }[]
-    issuanceTemplates: { id: string }[]
-    verificationTemplates: { id: string }[]
-  }[]
-}
-
 /** Picks from a service configuration the tenant the suite logs in to and the operator key. */
 function fixtureFromConfig(
-  config: ConfigShape,
+  config: ServiceConfig,
   source: string,
 ): { tenant: TenantFixture; operator: ApiKeyCredentials } {
   for (const t of config.tenants) {
