@@ -5,15 +5,20 @@ import { authRoutes } from './auth/routes.ts'
 import { AuthService } from './auth/service.ts'
 import { AccessTokens } from './auth/tokens.ts'
 import type { ServiceConfig } from './config/index.ts'
+import { IssuerKeys } from './crypto/issuer-keys.ts'
 import { loadServiceKey } from './crypto/keys.ts'
 import { installErrorHandling } from './errors/handler.ts'
 import { ProblemSchema } from './errors/schemas.ts'
+import { ServiceEvents } from './events.ts'
 import { issuanceRoutes } from './issuance/routes.ts'
 import { ProcessSchema } from './issuance/schemas.ts'
 import { IssuanceService } from './issuance/service.ts'
+import { oid4vciRoutes } from './oid4vci/routes.ts'
+import { Oid4vciService } from './oid4vci/service.ts'
 import { portalRoutes } from './portal/routes.ts'
 import { seedFromConfig } from './portal/seed.ts'
 import { PortalService } from './portal/service.ts'
+import { StatusLists } from './status/service.ts'
 import type { Store } from './store/index.ts'
 import { openSqliteStore } from './store/sqlite.ts'
 import { newAjv } from './util/ajv.ts'
@@ -37,6 +42,10 @@ export interface AppServices {
   urls: PublicUrls
   auth: AuthService
   issuance: IssuanceService
+  oid4vci: Oid4vciService
+  issuerKeys: IssuerKeys
+  statusLists: StatusLists
+  events: ServiceEvents
   portal: PortalService
 }
 
@@ -83,12 +92,41 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     config.walletScheme,
   )
   const auth = new AuthService(store, new AccessTokens(key, clock, config.tokenLifetimeSeconds))
+  const events = new ServiceEvents()
+  const issuerKeys = new IssuerKeys(store, clock)
+  const statusLists = new StatusLists(store, issuerKeys, clock, urls, config.statusListSize)
+  const issuance = new IssuanceService({
+    store,
+    clock,
+    urls,
+    issuerKeys,
+    statusLists,
+    events,
+    oid4vci: config.oid4vci,
+    secrets: {
+      preAuthorizedCode: key.deriveSecret('oid4vci pre-authorized code'),
+      txCode: key.deriveSecret('oid4vci tx_code'),
+    },
+  })
+  const oid4vci = new Oid4vciService({
+    store,
+    clock,
+    urls,
+    issuance,
+    issuerKeys,
+    events,
+    options: config.oid4vci,
+  })
   const services: AppServices = {
     store,
     clock,
     urls,
     auth,
-    issuance: new IssuanceService(store, clock, urls),
+    issuance,
+    oid4vci,
+    issuerKeys,
+    statusLists,
+    events,
     portal: new PortalService(store, clock),
   }
   app.decorate('services', services)
@@ -129,6 +167,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     urls,
     pageSize: { default: config.listPageSize, max: config.listMaxPageSize },
   })
+  await app.register(oid4vciRoutes, { oid4vci, statusLists })
   await app.register(portalRoutes, { prefix: '/portal/v1', auth, portal: services.portal })
   return app
 }

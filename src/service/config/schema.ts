@@ -33,13 +33,106 @@ export const WebhookSecret = Type.String({
   description: 'Standard Webhooks signing secret (`whsec_` + base64). Never returned by the API.',
 })
 
+const CredentialTypeName = Type.String({
+  pattern: '^[A-Za-z][A-Za-z0-9_-]{0,127}$',
+  description: 'Credential type name: the last element of the credential `type` array.',
+})
+
+export const TxCodeOptions = Type.Object(
+  {
+    length: Type.Optional(
+      Type.Integer({ minimum: 4, maximum: 12, default: 6, description: 'Number of characters. Default: 6.' }),
+    ),
+    inputMode: Type.Optional(
+      Type.Enum(['numeric', 'text'], {
+        default: 'numeric',
+        description: 'numeric: digits only; text: letters and digits. Default: numeric.',
+      }),
+    ),
+    description: Type.Optional(
+      Type.String({ maxLength: 300, description: 'Shown by the wallet next to the input. Default: none.' }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Require a transaction code with the pre-authorized code. The code is returned once in the offer response (`tx_code`). Default: none.',
+  },
+)
+
+export const RequiredPresentation = Type.Object(
+  {
+    purpose: Type.Optional(
+      Type.String({ maxLength: 500, description: 'Why the holder must share (shown by the wallet).' }),
+    ),
+    credentials: Type.Array(
+      Type.Object(
+        {
+          type: CredentialTypeName,
+          trustedIssuers: Type.Optional(
+            Type.Array(Type.String({ pattern: '^did:[a-z0-9]+:.+$', maxLength: 512 }), {
+              minItems: 1,
+              maxItems: 100,
+              description: 'Issuer DIDs accepted for this credential. Default: any issuer.',
+            }),
+          ),
+          fields: Type.Optional(
+            Type.Array(Type.String({ pattern: '^\\$\\.[A-Za-z0-9_.@-]+$', maxLength: 200 }), {
+              maxItems: 50,
+              description:
+                'JSONPaths (dotted names only, e.g. $.credentialSubject.familyName) that must be present. Default: none.',
+            }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+      { minItems: 1, maxItems: 10 },
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Credentials the holder must share in a di_vp proof to obtain this credential (docs/issuance.md). Default: nothing.',
+  },
+)
+
+export const CredentialDisplay = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    description: Type.Optional(Type.String({ maxLength: 500 })),
+    locale: Type.Optional(Type.String({ pattern: '^[a-z]{2}(-[A-Z]{2})?$', default: 'en' })),
+    backgroundColor: Type.Optional(Type.String({ pattern: '^#[0-9a-fA-F]{6}$' })),
+    textColor: Type.Optional(Type.String({ pattern: '^#[0-9a-fA-F]{6}$' })),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'How wallets show the credential (issuer metadata `display`). Default: the credential type name.',
+  },
+)
+
 export const IssuanceTemplate = Type.Object(
   {
     id: TemplateId,
-    credentialType: Type.String({
-      pattern: '^[A-Za-z][A-Za-z0-9_-]{0,127}$',
-      description: 'Credential type name, placed after VerifiableCredential in `type`.',
-    }),
+    credentialType: CredentialTypeName,
+    signingAlg: Type.Optional(
+      Type.Enum(['EdDSA', 'ES256', 'ES256K'], {
+        default: 'EdDSA',
+        description:
+          "JWS algorithm the tenant's issuer key signs this template's credentials with (each algorithm has its own did:key). Default: EdDSA.",
+      }),
+    ),
+    txCode: Type.Optional(TxCodeOptions),
+    requiredPresentation: Type.Optional(RequiredPresentation),
+    display: Type.Optional(CredentialDisplay),
+    validityDays: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 36500,
+        description:
+          'When set, credentials without an expirationDate expire this many days after issuance. Default: no expiry.',
+      }),
+    ),
     webhookUrl: Type.Optional(WebhookUrl),
     webhookSecret: Type.Optional(WebhookSecret),
   },
@@ -105,6 +198,46 @@ export const ConfigTenant = Type.Object(
   { additionalProperties: false },
 )
 
+const seconds = (min: number, max: number, def: number, description: string) =>
+  Type.Optional(
+    Type.Integer({
+      minimum: min,
+      maximum: max,
+      default: def,
+      description: `${description} Default: ${def}.`,
+    }),
+  )
+
+export const Oid4vciOptions = Type.Object(
+  {
+    preAuthorizedCodeLifetimeSeconds: seconds(
+      30,
+      86400,
+      600,
+      'Lifetime of a pre-authorized code from offer creation.',
+    ),
+    accessTokenLifetimeSeconds: seconds(
+      60,
+      604800,
+      3600,
+      'Lifetime of a wallet access token (covers deferred polling).',
+    ),
+    cNonceLifetimeSeconds: seconds(10, 3600, 300, 'Lifetime of a c_nonce.'),
+    proofMaxAgeSeconds: seconds(10, 3600, 300, 'Oldest `iat` accepted in a proof.'),
+    deferredIntervalSeconds: seconds(1, 3600, 5, 'Polling interval announced with a transaction_id.'),
+    txCodeMaxAttempts: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 20,
+        default: 5,
+        description: 'Wrong tx_code tries after which the pre-authorized code is burnt. Default: 5.',
+      }),
+    ),
+  },
+  { additionalProperties: false, default: {}, description: 'Wallet-facing OpenID4VCI settings.' },
+)
+export type Oid4vciOptions = Required<Static<typeof Oid4vciOptions>>
+
 export const ConfigFile = Type.Object(
   {
     $schema: Type.Optional(Type.String()),
@@ -156,6 +289,17 @@ export const ConfigFile = Type.Object(
         description: 'Largest `limit` accepted by list endpoints; more is a 400. Default: 200.',
       }),
     ),
+    oid4vci: Type.Optional(Oid4vciOptions),
+    statusListSize: Type.Optional(
+      Type.Integer({
+        minimum: 1024,
+        maximum: 1048576,
+        multipleOf: 8,
+        default: 131072,
+        description:
+          'Entries per status list. Large lists give holders herd privacy (the spec asks for at least 131072). Default: 131072.',
+      }),
+    ),
     tenants: Type.Array(ConfigTenant, { minItems: 1, description: 'Tenants seeded at every boot.' }),
   },
   {
@@ -166,8 +310,9 @@ export const ConfigFile = Type.Object(
 )
 type ConfigFileInput = Static<typeof ConfigFile>
 /** The configuration after validation: every default applied. */
-export type ConfigFile = Omit<Required<ConfigFileInput>, 'publicUrl' | '$schema' | 'tenants'> & {
+export type ConfigFile = Omit<Required<ConfigFileInput>, 'publicUrl' | '$schema' | 'tenants' | 'oid4vci'> & {
   publicUrl?: string
+  oid4vci: Oid4vciOptions
   tenants: ConfigTenant[]
 }
 export type ConfigTenant = Required<Static<typeof ConfigTenant>>

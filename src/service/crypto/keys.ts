@@ -1,3 +1,4 @@
+import { hkdfSync } from 'node:crypto'
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type JWK } from 'jose'
 import type { Store } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
@@ -9,6 +10,8 @@ export interface ServiceKey {
   privateKey: CryptoKey
   publicKey: CryptoKey
   publicJwk: JWK
+  /** A 32-byte secret for `label`, derived from the private key (HKDF): HMAC keys that need no storage. */
+  deriveSecret(label: string): Buffer
 }
 
 const ALG = 'EdDSA'
@@ -20,6 +23,10 @@ async function importKey(kid: string, privateJwk: JsonWebKey, publicJwk: JsonWeb
     privateKey: (await importJWK(privateJwk as JWK, ALG)) as CryptoKey,
     publicKey: (await importJWK(publicJwk as JWK, ALG)) as CryptoKey,
     publicJwk: { ...(publicJwk as JWK), kid, alg: ALG, use: 'sig' },
+    deriveSecret: (label) =>
+      Buffer.from(
+        hkdfSync('sha256', Buffer.from(String(privateJwk.d), 'base64url'), 'vc-harness', label, 32),
+      ),
   }
 }
 

@@ -2,9 +2,16 @@ import type { FastifyPluginAsync } from 'fastify'
 import { guard, principalOf } from '../auth/guard.ts'
 import type { AuthService } from '../auth/service.ts'
 import { invalidField } from '../errors/problem.ts'
-import type { ProcessStatus } from '../store/index.ts'
+import type { CredentialStatus, ProcessStatus } from '../store/index.ts'
 import type { PublicUrls } from '../util/urls.ts'
-import { createOfferSchema, listProcessesSchema, readProcessSchema } from './schemas.ts'
+import {
+  createOfferSchema,
+  credentialStatusSchema,
+  listProcessesSchema,
+  readProcessSchema,
+  rejectProcessSchema,
+  submitCredentialsSchema,
+} from './schemas.ts'
 import { type IssuanceService, processView } from './service.ts'
 
 export interface IssuanceRouteOptions {
@@ -18,13 +25,15 @@ export const issuanceRoutes: FastifyPluginAsync<IssuanceRouteOptions> = async (a
   const { auth, issuance, urls, pageSize } = opts
   const appOnly = guard(auth, ['app'])
   const adminOnly = guard(auth, ['admin'])
+  // Writes on one process: its linked application, or an administrator of the tenant (attended issuance).
+  const appOrAdmin = guard(auth, ['app', 'admin'])
 
   app.post<{ Body: { group: string } }>(
     '/api/v3/oidc-issuance/credential-offer',
     { schema: createOfferSchema, onRequest: appOnly },
     async (request, reply) => {
-      const { uri } = await issuance.createOffer(principalOf(request), request.body.group)
-      return reply.code(201).send({ credential_offer_uri: uri })
+      const { uri, txCode } = await issuance.createOffer(principalOf(request), request.body.group)
+      return reply.code(201).send({ credential_offer_uri: uri, ...(txCode ? { tx_code: txCode } : {}) })
     },
   )
 
@@ -58,5 +67,28 @@ export const issuanceRoutes: FastifyPluginAsync<IssuanceRouteOptions> = async (a
       }
       return page.map(processView)
     },
+  )
+
+  app.patch<{ Params: { id: string }; Body: unknown[] }>(
+    '/admin/v1/issuanceRequests/:id/credentials',
+    { schema: submitCredentialsSchema, onRequest: appOrAdmin },
+    async (request) => [
+      processView(await issuance.submitCredentials(principalOf(request), request.params.id, request.body)),
+    ],
+  )
+
+  app.post<{ Params: { id: string }; Body: { reason?: string } | undefined }>(
+    '/admin/v1/issuanceRequests/:id/reject',
+    { schema: rejectProcessSchema, onRequest: appOrAdmin },
+    async (request) =>
+      processView(await issuance.reject(principalOf(request), request.params.id, request.body?.reason)),
+  )
+
+  app.post<{ Params: { id: string }; Body: { status: CredentialStatus; credentialIds?: string[] } }>(
+    '/admin/v1/issuanceRequests/:id/credentials/status',
+    { schema: credentialStatusSchema, onRequest: appOrAdmin },
+    async (request) => ({
+      credentials: await issuance.setCredentialStatus(principalOf(request), request.params.id, request.body),
+    }),
   )
 }

@@ -39,6 +39,12 @@ export const createOfferSchema = {
       credential_offer_uri: Type.String({
         description: '<scheme>://?credential_offer_uri=<URL-encoded offer URL>; encode this as the QR code.',
       }),
+      tx_code: Type.Optional(
+        Type.String({
+          description:
+            'Extension: the transaction code the user must type in the wallet, present only when the template sets txCode. Shown once; give it to the user out of band.',
+        }),
+      ),
     }),
     ...problems(400, 401, 403, 404, 413, 415),
   },
@@ -75,5 +81,58 @@ export const listProcessesSchema = {
       }),
     },
     ...problems(400, 401, 403),
+  },
+}
+
+export const submitCredentialsSchema = {
+  tags: ['Issuance'],
+  summary: 'Submit credentials to an issuance process (interface 4.4)',
+  description:
+    'By the linked application or a tenant administrator. Each credential object needs `credentialSubject` and ' +
+    '`type` (or `credentialSchema`). Signed at once when the wallet has bound a holder (status ISSUED), ' +
+    'otherwise kept and signed the moment the wallet presents its proof. Answers an array holding the process.',
+  params: ProcessId,
+  // Checked by prepareCredentials, which names every problem per index (docs/api.md).
+  body: Type.Array(Type.Unknown()),
+  response: { 200: Type.Array(processRef), ...problems(400, 401, 403, 404, 409, 413, 415) },
+}
+
+export const rejectProcessSchema = {
+  tags: ['Issuance'],
+  summary: 'Reject a PENDING issuance process (extension)',
+  params: ProcessId,
+  body: Type.Optional(
+    Type.Object(
+      { reason: Type.Optional(Type.String({ maxLength: 500, description: 'Shown to the wallet.' })) },
+      { additionalProperties: false },
+    ),
+  ),
+  response: { 200: processRef, ...problems(400, 401, 403, 404, 409) },
+}
+
+export const credentialStatusSchema = {
+  tags: ['Issuance'],
+  summary: 'Revoke, suspend or reinstate issued credentials (extension)',
+  params: ProcessId,
+  body: Type.Object(
+    {
+      status: Type.Enum(['active', 'revoked', 'suspended'], { description: 'revoked is final.' }),
+      credentialIds: Type.Optional(
+        Type.Array(Type.String({ minLength: 1, maxLength: 512 }), {
+          minItems: 1,
+          maxItems: 20,
+          description: 'Credential ids of the process; default: all of them.',
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
+  response: {
+    200: Type.Object({
+      credentials: Type.Array(
+        Type.Object({ id: Type.String(), status: Type.Enum(['active', 'revoked', 'suspended']) }),
+      ),
+    }),
+    ...problems(400, 401, 403, 404, 409),
   },
 }

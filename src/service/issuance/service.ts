@@ -1,9 +1,24 @@
-import { randomUUID } from 'node:crypto'
+import { createHash, createHmac, randomInt, randomUUID } from 'node:crypto'
+import { hasRole } from '../auth/service.ts'
 import type { Principal } from '../auth/tokens.ts'
+import type { IssuanceTemplate, Oid4vciOptions } from '../config/schema.ts'
+import type { IssuerKey, IssuerKeys } from '../crypto/issuer-keys.ts'
 import { AppError } from '../errors/problem.ts'
-import type { ListCursor, ProcessRecord, ProcessStatus, Store } from '../store/index.ts'
+import type { ProcessChanged, ServiceEvents } from '../events.ts'
+import type { StatusLists } from '../status/service.ts'
+import {
+  ConflictError,
+  type CredentialStatus,
+  type ListCursor,
+  type ProcessRecord,
+  type ProcessStatus,
+  type Repositories,
+  type Store,
+  type TemplateRecord,
+} from '../store/index.ts'
 import { type Clock, isoTime } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
+import { type PreparedCredential, prepareCredentials, signCredential } from './credentials.ts'
 
 export const PROCESS_TYPE = 'OIDC4VCI_PRE_AUTHORIZED'
 
@@ -52,15 +67,74 @@ export interface ListOptions {
   cursor?: string
 }
 
-export class IssuanceService {
-  constructor(
-    private readonly store: Store,
-    private readonly clock: Clock,
-    private readonly urls: PublicUrls,
-  ) {}
+/** Secrets derived from the service key: the pre-authorized code is recomputed, never stored. */
+export interface GrantSecrets {
+  preAuthorizedCode: Buffer
+  txCode: Buffer
+}
 
-  /** Section 4.2: open a PENDING process for template `group` and build its offer deep link. */
-  async createOffer(principal: Principal, group: string): Promise<{ uri: string; process: ProcessRecord }> {
+export const sha256 = (text: string) => createHash('sha256').update(text).digest('base64url')
+const TEXT_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789'
+
+export interface IssuanceDeps {
+  store: Store
+  clock: Clock
+  urls: PublicUrls
+  issuerKeys: IssuerKeys
+  statusLists: StatusLists
+  events: ServiceEvents
+  secrets: GrantSecrets
+  oid4vci: Oid4vciOptions
+}
+
+export class IssuanceService {
+  private readonly store: Store
+  private readonly clock: Clock
+  private readonly urls: PublicUrls
+
+  constructor(private readonly deps: IssuanceDeps) {
+    this.store = deps.store
+    this.clock = deps.clock
+    this.urls = deps.urls
+  }
+
+  /** The pre-authorized code of a process: an HMAC of its id, so the offer can be served again. */
+  preAuthorizedCode(processId: string): string {
+    return createHmac('sha256', this.deps.secrets.preAuthorizedCode).update(processId).digest('base64url')
+  }
+
+  txCodeHash(processId: string, txCode: string): string {
+    return createHmac('sha256', this.deps.secrets.txCode)
+      .update(`${processId}\u0000${txCode}`)
+      .digest('base64url')
+  }
+
+  private newTxCode(options: NonNullable<IssuanceTemplate['txCode']>): string {
+    const length = options.length ?? 6
+    const alphabet = options.inputMode === 'text' ? TEXT_ALPHABET : '0123456789'
+    return Array.from({ length }, () => alphabet[randomInt(alphabet.length)]).join('')
+  }
+
+  private emit(process: ProcessRecord, step: ProcessChanged['step']) {
+    this.deps.events.emit({
+      kind: 'issuance',
+      tenantId: process.tenantId,
+      templateId: process.templateId,
+      processId: process.id,
+      status: process.status,
+      step,
+      at: process.updatedAt,
+    })
+  }
+
+  /**
+   * Section 4.2: open a PENDING process for template `group` with its pre-authorized code (and
+   * tx_code when the template asks for one), and build the offer deep link.
+   */
+  async createOffer(
+    principal: Principal,
+    group: string,
+  ): Promise<{ uri: string; process: ProcessRecord; txCode?: string }> {
     if (principal.template !== null && principal.template !== group) {
       throw new AppError(
         'template_not_allowed',
@@ -78,30 +152,234 @@ export class IssuanceService {
       status: 'PENDING',
       data: null,
       validator: null,
+      submitted: null,
+      rejectedReason: null,
       createdByKey: principal.keyId,
       createdAt: now,
       updatedAt: now,
     }
-    await this.store.processes.create(process)
-    return { uri: this.urls.credentialOfferDeepLink(principal.tenantId, process.id), process }
+    const txCode = template.body.txCode ? this.newTxCode(template.body.txCode) : undefined
+    await this.store.transaction(async (repos) => {
+      await repos.processes.create(process)
+      await repos.grants.create({
+        processId: process.id,
+        tenantId: process.tenantId,
+        codeHash: sha256(this.preAuthorizedCode(process.id)),
+        codeExpiresAt: now + this.deps.oid4vci.preAuthorizedCodeLifetimeSeconds * 1000,
+        txCodeHash: txCode === undefined ? null : this.txCodeHash(process.id, txCode),
+        txFailures: 0,
+        codeState: 'live',
+        tokenHash: null,
+        tokenExpiresAt: null,
+        holderDid: null,
+        credentialRequestedAt: null,
+        transactionId: null,
+        redeemedAt: null,
+        notificationId: null,
+        notificationEvent: null,
+      })
+    })
+    this.emit(process, 'offer_created')
+    return {
+      uri: this.urls.credentialOfferDeepLink(principal.tenantId, process.id),
+      process,
+      ...(txCode === undefined ? {} : { txCode }),
+    }
   }
 
   /**
    * Section 4.3. Another tenant's process answers 404 exactly like an unknown id; a process of this
-   * tenant but of a template the token is not linked to answers 403.
+   * tenant but of a template the token is not linked to answers 403. Administrators (allowed on the
+   * write calls only: submit, reject, status) act on every process of their tenant.
    */
   async getProcess(principal: Principal, id: string): Promise<ProcessRecord> {
     const process = await this.store.processes.get(id)
     if (!process || process.tenantId !== principal.tenantId) {
       throw new AppError('process_not_found', `no issuance process "${id}"`)
     }
-    if (principal.template !== null && principal.template !== process.templateId) {
+    if (
+      !hasRole(principal, ['admin']) &&
+      principal.template !== null &&
+      principal.template !== process.templateId
+    ) {
       throw new AppError(
         'process_not_linked',
         `process "${id}" belongs to template "${process.templateId}", not to this token's template "${principal.template}"`,
       )
     }
     return process
+  }
+
+  private async templateOf(process: ProcessRecord): Promise<TemplateRecord<'issuance'>> {
+    const template = await this.store.templates.get(process.tenantId, process.templateId, 'issuance')
+    if (!template) throw new Error(`template ${process.templateId} of process ${process.id} missing`)
+    return template
+  }
+
+  private static requirePending(process: ProcessRecord) {
+    if (process.status !== 'PENDING') {
+      throw new AppError(
+        'process_not_pending',
+        `process "${process.id}" is ${process.status}; only PENDING processes change`,
+      )
+    }
+    if (process.submitted !== null) {
+      throw new AppError('already_submitted', `credentials were already submitted to process "${process.id}"`)
+    }
+  }
+
+  /** The next `updatedAt`: strictly increasing, so the optimistic check in `update` always sees a change. */
+  private nextStamp(process: ProcessRecord) {
+    return Math.max(this.clock.now(), process.updatedAt + 1)
+  }
+
+  /** Writes `next` if nobody changed the process since `current` was read; 409 otherwise. */
+  private async save(repos: Repositories, current: ProcessRecord, next: ProcessRecord) {
+    if (!(await repos.processes.update(next, current.updatedAt))) {
+      throw new AppError('process_not_pending', `process "${current.id}" changed concurrently; read it again`)
+    }
+  }
+
+  /**
+   * Section 4.4. Validates every credential first (400, nothing stored). If the wallet already bound a
+   * holder, the credentials are signed now and the process is ISSUED; otherwise the content waits and
+   * is signed the moment the wallet's proof arrives.
+   */
+  async submitCredentials(principal: Principal, id: string, body: unknown): Promise<ProcessRecord> {
+    const current = await this.getProcess(principal, id)
+    IssuanceService.requirePending(current)
+    const template = await this.templateOf(current)
+    const prepared = prepareCredentials(body, template.body)
+    const grant = await this.store.grants.get(id)
+    const key = await this.signingKey(template)
+    const next = await this.store.transaction(async (repos) => {
+      const fresh = (await repos.processes.get(id)) ?? current
+      IssuanceService.requirePending(fresh)
+      if (grant?.holderDid) return this.issueIn(repos, fresh, template, prepared, grant.holderDid, key)
+      const waiting: ProcessRecord = { ...fresh, submitted: prepared, updatedAt: this.nextStamp(fresh) }
+      await this.save(repos, fresh, waiting)
+      return waiting
+    })
+    this.emit(next, next.status === 'ISSUED' ? 'issued' : 'submitted')
+    return next
+  }
+
+  /** The signing key of a template; load it before a transaction (the store has one connection). */
+  signingKey(template: TemplateRecord<'issuance'>): Promise<IssuerKey> {
+    return this.deps.issuerKeys.forTenant(template.tenantId, template.body.signingAlg ?? 'EdDSA')
+  }
+
+  /**
+   * Signs `prepared` for `holderDid` and moves the process to ISSUED, inside the caller's transaction
+   * (status-list entries and the state change commit together).
+   */
+  async issueIn(
+    repos: Repositories,
+    process: ProcessRecord,
+    template: TemplateRecord<'issuance'>,
+    prepared: PreparedCredential[],
+    holderDid: string,
+    key: IssuerKey,
+  ): Promise<ProcessRecord> {
+    const { alg } = key
+    const now = this.clock.now()
+    const data: unknown[] = []
+    for (const credential of prepared) {
+      let status: Record<string, unknown>
+      try {
+        status = {
+          ...(await this.deps.statusLists.allocate(repos, {
+            tenantId: process.tenantId,
+            alg,
+            credentialId: credential.id,
+            processId: process.id,
+          })),
+        }
+      } catch (error) {
+        if (error instanceof ConflictError && error.key === 'id') {
+          throw new AppError(
+            'credential_id_conflict',
+            `a credential with id "${credential.id}" was already issued`,
+          )
+        }
+        throw error
+      }
+      data.push(
+        signCredential(credential, { holderDid, key, status, now, validityDays: template.body.validityDays })
+          .credential,
+      )
+    }
+    const issued: ProcessRecord = {
+      ...process,
+      status: 'ISSUED',
+      data,
+      submitted: null,
+      updatedAt: this.nextStamp(process),
+    }
+    await this.save(repos, process, issued)
+    return issued
+  }
+
+  /** Rejects a PENDING process (the interface shows no transition; see docs/api.md). */
+  async reject(principal: Principal, id: string, reason: string | undefined): Promise<ProcessRecord> {
+    const current = await this.getProcess(principal, id)
+    if (current.status !== 'PENDING') {
+      throw new AppError(
+        'process_not_pending',
+        `process "${id}" is ${current.status}; only PENDING processes can be rejected`,
+      )
+    }
+    const next: ProcessRecord = {
+      ...current,
+      status: 'REJECTED',
+      submitted: null,
+      rejectedReason: reason ?? null,
+      updatedAt: this.nextStamp(current),
+    }
+    await this.store.transaction((repos) => this.save(repos, current, next))
+    this.emit(next, 'rejected')
+    return next
+  }
+
+  /**
+   * Revokes, suspends or reinstates the credentials of an ISSUED process (all, or those listed).
+   * Revocation is final.
+   */
+  async setCredentialStatus(
+    principal: Principal,
+    id: string,
+    change: { status: CredentialStatus; credentialIds?: string[] },
+  ): Promise<{ id: string; status: CredentialStatus }[]> {
+    const process = await this.getProcess(principal, id)
+    if (process.status !== 'ISSUED') {
+      throw new AppError(
+        'process_not_pending',
+        `process "${id}" is ${process.status}; only ISSUED credentials have a status`,
+      )
+    }
+    return this.store.transaction(async (repos) => {
+      const entries = await repos.issuedCredentials.listByProcess(id)
+      const wanted = change.credentialIds ?? entries.map((e) => e.id)
+      const targets = wanted.map((credentialId) => {
+        const entry = entries.find((e) => e.id === credentialId)
+        if (!entry)
+          throw new AppError('credential_not_found', `process "${id}" has no credential "${credentialId}"`)
+        if (entry.status === 'revoked' && change.status !== 'revoked') {
+          throw new AppError(
+            'status_final',
+            `credential "${credentialId}" is revoked; revocation cannot be undone`,
+          )
+        }
+        return entry
+      })
+      const now = this.clock.now()
+      for (const entry of targets) await repos.issuedCredentials.setStatus(entry.id, change.status, now)
+      await this.deps.statusLists.apply(
+        repos,
+        targets.map((e) => ({ listId: e.listId, index: e.listIndex, status: change.status })),
+      )
+      return targets.map((e) => ({ id: e.id, status: change.status }))
+    })
   }
 
   /** Section 4.5, tenant-scoped; returns one page and the cursor of the next, if any. */

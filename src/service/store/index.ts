@@ -1,9 +1,15 @@
 import type {
   ApiKeyRecord,
+  CredentialStatus,
+  GrantRecord,
+  IssuedCredentialRecord,
+  IssuerKeyRecord,
   ListCursor,
   ProcessRecord,
   ProcessStatus,
   ServiceKeyRecord,
+  SigningAlg,
+  StatusListRecord,
   TemplateKind,
   TemplateRecord,
   TenantRecord,
@@ -58,6 +64,63 @@ export interface ProcessRepository {
   /** Oldest first, by (createdAt, id). */
   list(query: ProcessQuery): Promise<ProcessRecord[]>
   countByTemplate(tenantId: string, templateId: string): Promise<number>
+  /**
+   * Writes the mutable fields (status, data, validator, submitted, rejectedReason, updatedAt) only if the
+   * stored `updatedAt` still equals `expectedUpdatedAt`: false means another writer came first.
+   */
+  update(process: ProcessRecord, expectedUpdatedAt: number): Promise<boolean>
+}
+
+export interface IssuerKeyRepository {
+  get(tenantId: string, alg: SigningAlg): Promise<IssuerKeyRecord | undefined>
+  listByTenant(tenantId: string): Promise<IssuerKeyRecord[]>
+  /** Inserts; throws ConflictError when the tenant already has a key for the algorithm. */
+  create(key: IssuerKeyRecord): Promise<void>
+}
+
+/** Every state change is one conditional UPDATE, so concurrent requests cannot both win. */
+export interface GrantRepository {
+  create(grant: GrantRecord): Promise<void>
+  get(processId: string): Promise<GrantRecord | undefined>
+  byCodeHash(codeHash: string): Promise<GrantRecord | undefined>
+  byTokenHash(tokenHash: string): Promise<GrantRecord | undefined>
+  /** Counts a wrong tx_code; at `maxAttempts` the code is burnt. Returns the new state. */
+  recordTxFailure(processId: string, maxAttempts: number): Promise<{ failures: number; burnt: boolean }>
+  /** live → used, binding the access token. False when the code was no longer live. */
+  consumeCode(processId: string, tokenHash: string, tokenExpiresAt: number): Promise<boolean>
+  /** Records the (single) credential request. False when one was already recorded. */
+  recordCredentialRequest(
+    processId: string,
+    request: { holderDid: string; at: number; transactionId: string | null; notificationId: string | null },
+  ): Promise<boolean>
+  /** Sets the notification id when the credential is handed out after a deferral. */
+  setNotificationId(processId: string, notificationId: string): Promise<void>
+  /** Marks the deferred transaction redeemed; false when it already was. */
+  markRedeemed(processId: string, at: number): Promise<boolean>
+  /** Records the wallet's notification event; false when one was already recorded. */
+  recordNotification(processId: string, event: string): Promise<boolean>
+}
+
+export interface NonceRepository {
+  create(value: string, tenantId: string, expiresAt: number): Promise<void>
+  /** Single use: true only for the first caller, and only while unexpired. */
+  consume(value: string, tenantId: string, now: number): Promise<boolean>
+  deleteExpired(now: number): Promise<number>
+}
+
+export interface StatusListRepository {
+  get(id: string): Promise<StatusListRecord | undefined>
+  /** The tenant's newest list, where new entries go. */
+  latest(tenantId: string, alg: SigningAlg): Promise<StatusListRecord | undefined>
+  create(list: StatusListRecord): Promise<void>
+  save(list: StatusListRecord): Promise<void>
+}
+
+export interface IssuedCredentialRepository {
+  /** Inserts; throws ConflictError when (listId, listIndex) is taken. */
+  create(record: IssuedCredentialRecord): Promise<void>
+  listByProcess(processId: string): Promise<IssuedCredentialRecord[]>
+  setStatus(id: string, status: CredentialStatus, at: number): Promise<void>
 }
 
 export interface ServiceKeyRepository {
@@ -71,6 +134,11 @@ export interface Repositories {
   templates: TemplateRepository
   processes: ProcessRepository
   serviceKeys: ServiceKeyRepository
+  issuerKeys: IssuerKeyRepository
+  grants: GrantRepository
+  nonces: NonceRepository
+  statusLists: StatusListRepository
+  issuedCredentials: IssuedCredentialRepository
 }
 
 export interface Store extends Repositories {
@@ -82,4 +150,11 @@ export interface Store extends Repositories {
 /** A write collided with an existing row (unique key). */
 export class ConflictError extends Error {
   override name = 'ConflictError'
+  /** Which unique key collided, where a table has several (e.g. 'id' or 'slot'). */
+  constructor(
+    message: string,
+    readonly key = 'id',
+  ) {
+    super(message)
+  }
 }

@@ -78,4 +78,77 @@ export const migrations: Record<string, Migration> = {
         .execute()
     },
   },
+  '0002_oid4vci': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable('issuance_processes').addColumn('submitted', 'text').execute()
+      await db.schema.alterTable('issuance_processes').addColumn('rejected_reason', 'text').execute()
+      await db.schema
+        .createTable('issuer_keys')
+        .addColumn('tenant_id', 'text', (c) => c.notNull().references('tenants.id'))
+        .addColumn('alg', 'text', (c) => c.notNull())
+        .addColumn('kid', 'text', (c) => c.notNull())
+        .addColumn('private_jwk', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'integer', (c) => c.notNull())
+        .addPrimaryKeyConstraint('issuer_keys_pk', ['tenant_id', 'alg'])
+        .execute()
+      await db.schema
+        .createTable('oid4vci_grants')
+        .addColumn('process_id', 'text', (c) => c.primaryKey().references('issuance_processes.id'))
+        .addColumn('tenant_id', 'text', (c) => c.notNull())
+        .addColumn('code_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('code_expires_at', 'integer', (c) => c.notNull())
+        .addColumn('tx_code_hash', 'text')
+        .addColumn('tx_failures', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('code_state', 'text', (c) => c.notNull())
+        .addColumn('token_hash', 'text', (c) => c.unique())
+        .addColumn('token_expires_at', 'integer')
+        .addColumn('holder_did', 'text')
+        .addColumn('credential_requested_at', 'integer')
+        .addColumn('transaction_id', 'text', (c) => c.unique())
+        .addColumn('redeemed_at', 'integer')
+        .addColumn('notification_id', 'text', (c) => c.unique())
+        .addColumn('notification_event', 'text')
+        .execute()
+      await db.schema
+        .createTable('nonces')
+        .addColumn('value', 'text', (c) => c.primaryKey())
+        .addColumn('tenant_id', 'text', (c) => c.notNull())
+        .addColumn('expires_at', 'integer', (c) => c.notNull())
+        .execute()
+      await db.schema.createIndex('nonces_by_expiry').on('nonces').column('expires_at').execute()
+      await db.schema
+        .createTable('status_lists')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('tenant_id', 'text', (c) => c.notNull().references('tenants.id'))
+        .addColumn('alg', 'text', (c) => c.notNull())
+        .addColumn('size', 'integer', (c) => c.notNull())
+        .addColumn('bits', 'blob', (c) => c.notNull())
+        .addColumn('used', 'integer', (c) => c.notNull())
+        .addColumn('version', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'integer', (c) => c.notNull())
+        .addColumn('updated_at', 'integer', (c) => c.notNull())
+        .execute()
+      await db.schema
+        .createIndex('status_lists_by_tenant')
+        .on('status_lists')
+        .columns(['tenant_id', 'alg', 'created_at'])
+        .execute()
+      await db.schema
+        .createTable('issued_credentials')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('process_id', 'text', (c) => c.notNull().references('issuance_processes.id'))
+        .addColumn('tenant_id', 'text', (c) => c.notNull())
+        .addColumn('list_id', 'text', (c) => c.notNull().references('status_lists.id'))
+        .addColumn('list_index', 'integer', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'integer', (c) => c.notNull())
+        .addUniqueConstraint('issued_credentials_slot', ['list_id', 'list_index'])
+        .execute()
+      await db.schema
+        .createIndex('issued_credentials_by_process')
+        .on('issued_credentials')
+        .column('process_id')
+        .execute()
+    },
+  },
 }

@@ -27,6 +27,14 @@ import {
   type TenantRepository,
 } from './index.ts'
 import { migrations } from './migrations.ts'
+import {
+  type IssuanceProtocolSchema,
+  SqliteGrants,
+  SqliteIssuedCredentials,
+  SqliteIssuerKeys,
+  SqliteNonces,
+  SqliteStatusLists,
+} from './sqlite-issuance.ts'
 
 interface TenantsTable {
   id: string
@@ -61,6 +69,8 @@ interface ProcessesTable {
   status: string
   data: string | null
   validator: string | null
+  submitted: string | null
+  rejected_reason: string | null
   created_by_key: string
   created_at: number
   updated_at: number
@@ -72,7 +82,7 @@ interface ServiceKeysTable {
   public_jwk: string
   created_at: number
 }
-interface Schema {
+interface Schema extends IssuanceProtocolSchema {
   tenants: TenantsTable
   api_keys: ApiKeysTable
   templates: TemplatesTable
@@ -309,6 +319,8 @@ const toProcess = (row: Selectable<ProcessesTable>): ProcessRecord => ({
   status: row.status as ProcessRecord['status'],
   data: parse<unknown[]>(row.data),
   validator: parse<unknown>(row.validator),
+  submitted: parse<unknown[]>(row.submitted),
+  rejectedReason: row.rejected_reason,
   createdByKey: row.created_by_key,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
@@ -336,6 +348,8 @@ class SqliteProcesses implements ProcessRepository {
           status: p.status,
           data: json(p.data),
           validator: json(p.validator),
+          submitted: json(p.submitted),
+          rejected_reason: p.rejectedReason,
           created_by_key: p.createdByKey,
           created_at: p.createdAt,
           updated_at: p.updatedAt,
@@ -367,6 +381,22 @@ class SqliteProcesses implements ProcessRepository {
       .where('template_id', '=', templateId)
       .executeTakeFirstOrThrow()
     return Number(row.n)
+  }
+  async update(p: ProcessRecord, expectedUpdatedAt: number) {
+    const result = await this.db
+      .updateTable('issuance_processes')
+      .set({
+        status: p.status,
+        data: json(p.data),
+        validator: json(p.validator),
+        submitted: json(p.submitted),
+        rejected_reason: p.rejectedReason,
+        updated_at: p.updatedAt,
+      })
+      .where('id', '=', p.id)
+      .where('updated_at', '=', expectedUpdatedAt)
+      .executeTakeFirst()
+    return result.numUpdatedRows > 0n
   }
 }
 
@@ -407,12 +437,19 @@ class SqliteServiceKeys implements ServiceKeyRepository {
 }
 
 function repositories(db: Db): Repositories {
+  // The protocol repositories see only their own tables (a narrower view of the same connection).
+  const protocol = db as unknown as Kysely<IssuanceProtocolSchema>
   return {
     tenants: new SqliteTenants(db),
     apiKeys: new SqliteApiKeys(db),
     templates: new SqliteTemplates(db),
     processes: new SqliteProcesses(db),
     serviceKeys: new SqliteServiceKeys(db),
+    issuerKeys: new SqliteIssuerKeys(protocol),
+    grants: new SqliteGrants(protocol),
+    nonces: new SqliteNonces(protocol),
+    statusLists: new SqliteStatusLists(protocol),
+    issuedCredentials: new SqliteIssuedCredentials(protocol),
   }
 }
 

@@ -51,6 +51,9 @@ export interface ProcessRecord {
   status: ProcessStatus
   data: unknown[] | null
   validator: unknown | null
+  /** Credentials submitted (4.4) before the wallet bound a holder: signed when its proof arrives. */
+  submitted: unknown[] | null
+  rejectedReason: string | null
   createdByKey: string
   createdAt: number
   updatedAt: number
@@ -68,4 +71,66 @@ export interface ServiceKeyRecord {
 export interface ListCursor {
   createdAt: number
   id: string
+}
+
+export type SigningAlg = 'EdDSA' | 'ES256' | 'ES256K'
+
+/** A tenant's credential-signing key: one per tenant and algorithm, its public key a did:key. */
+export interface IssuerKeyRecord {
+  tenantId: string
+  alg: SigningAlg
+  /** did:key key id (`did#fragment`). */
+  kid: string
+  privateJwk: JsonWebKey
+  createdAt: number
+}
+
+export type CodeState = 'live' | 'used' | 'burnt'
+
+/** The OpenID4VCI side of an issuance process: pre-authorized code, access token, transaction. */
+export interface GrantRecord {
+  processId: string
+  tenantId: string
+  /** SHA-256 of the pre-authorized code, base64url. */
+  codeHash: string
+  codeExpiresAt: number
+  /** HMAC of the tx_code, or null when the offer asks for none. */
+  txCodeHash: string | null
+  txFailures: number
+  codeState: CodeState
+  tokenHash: string | null
+  tokenExpiresAt: number | null
+  holderDid: string | null
+  credentialRequestedAt: number | null
+  transactionId: string | null
+  redeemedAt: number | null
+  notificationId: string | null
+  notificationEvent: string | null
+}
+
+export type CredentialStatus = 'active' | 'revoked' | 'suspended'
+
+/** A status list: `size` entries of 2 bits (0 active, 1 revoked, 2 suspended). */
+export interface StatusListRecord {
+  id: string
+  tenantId: string
+  /** Lists are per issuer key, so a list is signed by the same DID as the credentials that point to it. */
+  alg: SigningAlg
+  size: number
+  /** Raw bitstring, most significant bit of byte 0 first, as the Bitstring Status List spec orders it. */
+  bits: Uint8Array
+  used: number
+  version: number
+  createdAt: number
+  updatedAt: number
+}
+
+export interface IssuedCredentialRecord {
+  id: string
+  processId: string
+  tenantId: string
+  listId: string
+  listIndex: number
+  status: CredentialStatus
+  updatedAt: number
 }

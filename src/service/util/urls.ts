@@ -22,6 +22,11 @@ export class PublicUrls {
     return `${this.walletScheme}://?credential_offer_uri=${encodeURIComponent(this.credentialOffer(tenantId, processId))}`
   }
 
+  /** Where the signed status-list credential of `listId` is served. */
+  statusList(tenantId: string, listId: string): string {
+    return `${this.credentialIssuer(tenantId)}/status/${encodeURIComponent(listId)}`
+  }
+
   absolute(path: string): string {
     return `${this.base()}${path}`
   }

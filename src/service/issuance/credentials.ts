@@ -1,0 +1,227 @@
+import { randomUUID } from 'node:crypto'
+import { signJws } from '../../shared/jws.ts'
+import type { IssuanceTemplate } from '../config/schema.ts'
+import type { IssuerKey } from '../crypto/issuer-keys.ts'
+import { AppError } from '../errors/problem.ts'
+
+// Credential objects of section 2.3: validation and defaults (rules 1–3), then signing as jwt_vc_json.
+
+export const VC_V1_CONTEXT = 'https://www.w3.org/2018/credentials/v1'
+const ALLOWED_FIELDS = new Set([
+  '@context',
+  'id',
+  'type',
+  'issuer',
+  'issuanceDate',
+  'validFrom',
+  'expirationDate',
+  'validUntil',
+  'credentialSubject',
+  'credentialStatus',
+  'credentialSchema',
+  'evidence',
+  'name',
+  'description',
+  'termsOfUse',
+  'refreshService',
+])
+const IDENTITY_TYPES = new Set(['VerifiableId', 'VerifiableID'])
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/
+const URI = /^[a-zA-Z][a-zA-Z0-9+.-]*:\S+$/
+export const MAX_CREDENTIALS_PER_SUBMISSION = 20
+
+/** A credential as the relying party submitted it, validated, defaults applied except holder and status. */
+export type PreparedCredential = Record<string, unknown> & {
+  '@context': string[]
+  id: string
+  type: string[]
+  credentialSubject: Record<string, unknown>
+}
+
+type Problem = { field: string; message: string }
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v)
+const isStringArray = (v: unknown): v is string[] =>
+  Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string' && x.length > 0)
+
+function checkOne(input: unknown, at: string, template: IssuanceTemplate, problems: Problem[]) {
+  const bad = (field: string, message: string) => problems.push({ field: `${at}${field}`, message })
+  if (!isObject(input)) return bad('', 'must be a credential object')
+  for (const key of Object.keys(input)) if (!ALLOWED_FIELDS.has(key)) bad(`/${key}`, 'unknown field')
+  if (input.credentialStatus !== undefined) bad('/credentialStatus', 'is filled by the service; leave it out')
+  if (!isObject(input.credentialSubject)) bad('/credentialSubject', 'is required and must be an object')
+  else if (Object.keys(input.credentialSubject).filter((k) => k !== 'id').length === 0) {
+    bad('/credentialSubject', 'must hold at least one claim besides id')
+  } else if (input.credentialSubject.id !== undefined && typeof input.credentialSubject.id !== 'string') {
+    bad('/credentialSubject/id', 'must be a DID string')
+  }
+  const schema = input.credentialSchema
+  if (schema !== undefined) {
+    const schemas = Array.isArray(schema) ? schema : [schema]
+    if (
+      !schemas.every(
+        (s) => isObject(s) && typeof s.id === 'string' && URI.test(s.id) && typeof s.type === 'string',
+      )
+    ) {
+      bad('/credentialSchema', 'must be an object (or array of objects) with id (URL) and type')
+    }
+  }
+  if (input.type === undefined) {
+    if (schema === undefined) bad('/type', 'is required unless credentialSchema is given')
+  } else if (!isStringArray(input.type)) {
+    bad('/type', 'must be a non-empty array of strings')
+  } else if (input.type[0] !== 'VerifiableCredential') {
+    bad('/type', 'must start with "VerifiableCredential"')
+  } else if (schema === undefined && input.type.at(-1) !== template.credentialType) {
+    bad('/type', `must end with this template's credential type "${template.credentialType}"`)
+  }
+  if (input['@context'] !== undefined) {
+    if (!isStringArray(input['@context'])) bad('/@context', 'must be a non-empty array of strings')
+    else if (input['@context'][0] !== VC_V1_CONTEXT) bad('/@context', `must start with "${VC_V1_CONTEXT}"`)
+  }
+  if (input.id !== undefined && (typeof input.id !== 'string' || !URI.test(input.id)))
+    bad('/id', 'must be a URI')
+  for (const field of ['issuanceDate', 'validFrom', 'expirationDate', 'validUntil']) {
+    const value = input[field]
+    if (
+      value !== undefined &&
+      (typeof value !== 'string' || !DATE_TIME.test(value) || Number.isNaN(Date.parse(value)))
+    ) {
+      bad(`/${field}`, 'must be an ISO 8601 date-time with a time zone')
+    }
+  }
+  if (input.issuer !== undefined && typeof input.issuer !== 'string' && !isObject(input.issuer)) {
+    bad('/issuer', 'must be a DID or an object with id')
+  }
+  if (input.evidence !== undefined && !isObject(input.evidence) && !Array.isArray(input.evidence)) {
+    bad('/evidence', 'must be an object or an array')
+  }
+}
+
+function typeWithSchema(input: Record<string, unknown>, template: IssuanceTemplate): string[] {
+  // Section 2.3: with a credentialSchema the type becomes VerifiableID (identity credentials) or
+  // VerifiableAttestation; the template's type stays last, so verifiers still match on it.
+  const given = isStringArray(input.type) ? input.type : []
+  const all = [...given, template.credentialType]
+  const base = all.some((t) => IDENTITY_TYPES.has(t)) ? 'VerifiableID' : 'VerifiableAttestation'
+  const middle = given.filter(
+    (t) => t !== 'VerifiableCredential' && t !== base && t !== template.credentialType,
+  )
+  return [...new Set(['VerifiableCredential', base, ...middle, template.credentialType])]
+}
+
+/**
+ * Validates submitted credential objects and applies the defaults of rule 1. Throws 400
+ * `invalid_credential` naming every problem; nothing is stored then.
+ */
+export function prepareCredentials(input: unknown, template: IssuanceTemplate): PreparedCredential[] {
+  if (!Array.isArray(input) || input.length === 0) {
+    throw new AppError('invalid_credential', 'body must be a non-empty array of credential objects', {
+      errors: [{ field: 'body', message: 'must be a non-empty array' }],
+    })
+  }
+  if (input.length > MAX_CREDENTIALS_PER_SUBMISSION) {
+    throw new AppError(
+      'invalid_credential',
+      `at most ${MAX_CREDENTIALS_PER_SUBMISSION} credentials per submission`,
+      {
+        errors: [{ field: 'body', message: `has ${input.length} items` }],
+      },
+    )
+  }
+  const problems: Problem[] = []
+  for (const [i, item] of input.entries()) checkOne(item, `body/${i}`, template, problems)
+  const ids = input.map((c) => (isObject(c) ? c.id : undefined)).filter((id) => id !== undefined)
+  if (new Set(ids).size !== ids.length)
+    problems.push({ field: 'body', message: 'credential ids must be unique' })
+  if (problems.length > 0) {
+    throw new AppError('invalid_credential', problems.map((p) => `${p.field}: ${p.message}`).join('; '), {
+      errors: problems,
+    })
+  }
+  return (input as Record<string, unknown>[]).map((c) => {
+    const { credentialStatus: _ignored, ...rest } = c
+    return {
+      ...rest,
+      '@context': (c['@context'] as string[] | undefined) ?? [VC_V1_CONTEXT],
+      id: typeof c.id === 'string' ? c.id : `urn:uuid:${randomUUID()}`,
+      type: c.credentialSchema !== undefined ? typeWithSchema(c, template) : (c.type as string[]),
+      credentialSubject: { ...(c.credentialSubject as Record<string, unknown>) },
+    }
+  })
+}
+
+const seconds = (iso: string) => Math.floor(Date.parse(iso) / 1000)
+export const vcTime = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
+
+/** The proof the process `data` shows for a JWT-secured credential (Veramo's normalized form). */
+export interface JwtProof {
+  type: 'JwtProof2020'
+  jwt: string
+}
+
+/**
+ * Completes a prepared credential for `holderDid` (rule 3) and signs it as a jwt_vc_json JWT.
+ * Returns the credential object (with its proof, as the process shows it) and the JWT.
+ */
+export function signCredential(
+  prepared: PreparedCredential,
+  input: {
+    holderDid: string
+    key: IssuerKey
+    status: Record<string, unknown>
+    now: number
+    validityDays?: number | undefined
+  },
+): { credential: Record<string, unknown>; jwt: string } {
+  const subjectId = prepared.credentialSubject.id
+  if (subjectId !== undefined && subjectId !== input.holderDid) {
+    throw new AppError(
+      'invalid_credential',
+      `credentialSubject.id "${String(subjectId)}" is not the holder the wallet proved (${input.holderDid})`,
+      { errors: [{ field: 'credentialSubject/id', message: 'differs from the validator holder DID' }] },
+    )
+  }
+  const issuerId =
+    typeof prepared.issuer === 'string' ? prepared.issuer : (prepared.issuer as { id?: unknown })?.id
+  if (issuerId !== undefined && issuerId !== input.key.did) {
+    throw new AppError(
+      'invalid_credential',
+      `issuer "${String(issuerId)}" is not this template's issuer DID ${input.key.did}`,
+      {
+        errors: [
+          { field: 'issuer', message: 'must be the tenant issuer DID for the template signing algorithm' },
+        ],
+      },
+    )
+  }
+  const issuanceDate = (prepared.issuanceDate as string | undefined) ?? vcTime(input.now)
+  const expirationDate =
+    (prepared.expirationDate as string | undefined) ??
+    (input.validityDays ? vcTime(input.now + input.validityDays * 86_400_000) : undefined)
+  const credential: Record<string, unknown> = {
+    ...prepared,
+    issuer: input.key.did,
+    issuanceDate,
+    ...(expirationDate ? { expirationDate } : {}),
+    credentialSubject: { ...prepared.credentialSubject, id: input.holderDid },
+    credentialStatus: input.status,
+  }
+  const notBefore = (prepared.validFrom as string | undefined) ?? issuanceDate
+  const jwt = signJws(
+    { alg: input.key.alg, typ: 'JWT', kid: input.key.kid },
+    {
+      iss: input.key.did,
+      sub: input.holderDid,
+      jti: credential.id,
+      nbf: seconds(notBefore),
+      iat: Math.floor(input.now / 1000),
+      ...(expirationDate ? { exp: seconds(expirationDate) } : {}),
+      vc: credential,
+    },
+    input.key.privateKey,
+  )
+  const proof: JwtProof = { type: 'JwtProof2020', jwt }
+  return { credential: { ...credential, proof }, jwt }
+}

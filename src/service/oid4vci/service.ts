@@ -1,0 +1,527 @@
+import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
+import { JWS_ALGS } from '../../shared/did-key.ts'
+import type { IssuanceTemplate, Oid4vciOptions } from '../config/schema.ts'
+import type { IssuerKeys } from '../crypto/issuer-keys.ts'
+import type { ServiceEvents } from '../events.ts'
+import { type IssuanceService, sha256 } from '../issuance/service.ts'
+import type { GrantRecord, ProcessRecord, Store, TemplateRecord } from '../store/index.ts'
+import type { Clock } from '../util/clock.ts'
+import type { PublicUrls } from '../util/urls.ts'
+import { OAuthError, tokenError } from './errors.ts'
+import {
+  buildValidator,
+  type HolderProof,
+  type ProofContext,
+  verifyDiVpProof,
+  verifyJwtProof,
+} from './proofs.ts'
+
+export const PRE_AUTHORIZED_GRANT = 'urn:ietf:params:oauth:grant-type:pre-authorized_code'
+const DI_CRYPTOSUITES = ['eddsa-rdfc-2022']
+const MAX_PROOFS = 10
+const NOTIFICATION_EVENTS = new Set(['credential_accepted', 'credential_failure', 'credential_deleted'])
+// Expired nonces are deleted in passing, once per this many nonces issued.
+const NONCE_SWEEP_EVERY = 1000
+
+export interface Oid4vciDeps {
+  store: Store
+  clock: Clock
+  urls: PublicUrls
+  issuance: IssuanceService
+  issuerKeys: IssuerKeys
+  events: ServiceEvents
+  options: Oid4vciOptions
+}
+
+type Form = Record<string, unknown>
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** The DIF presentation definition a template's `requiredPresentation` asks the holder to satisfy. */
+export function presentationDefinition(
+  template: TemplateRecord<'issuance'>,
+): Record<string, unknown> | undefined {
+  const required = template.body.requiredPresentation
+  if (!required) return undefined
+  const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  return {
+    id: `${template.id}:holder-presentation`,
+    name: `Required to obtain ${template.body.credentialType}`,
+    ...(required.purpose ? { purpose: required.purpose } : {}),
+    format: { jwt_vc_json: { alg: [...JWS_ALGS] }, jwt_vc: { alg: [...JWS_ALGS] } },
+    input_descriptors: required.credentials.map((c, i) => ({
+      id: `${c.type}-${i}`,
+      name: c.type,
+      ...(required.purpose ? { purpose: required.purpose } : {}),
+      constraints: {
+        fields: [
+          { path: ['$.vc.type', '$.type'], filter: { type: 'array', contains: { const: c.type } } },
+          ...(c.trustedIssuers
+            ? [
+                {
+                  path: ['$.iss', '$.vc.issuer', '$.issuer'],
+                  filter: { type: 'string', pattern: `^(${c.trustedIssuers.map(escapeRegex).join('|')})$` },
+                },
+              ]
+            : []),
+          ...(c.fields ?? []).map((path) => ({ path: [path.replace(/^\$\./, '$.vc.'), path] })),
+        ],
+      },
+    })),
+  }
+}
+
+/** The wallet-facing OpenID4VCI issuer of every tenant (docs/issuance.md). */
+export class Oid4vciService {
+  private noncesIssued = 0
+
+  constructor(private readonly deps: Oid4vciDeps) {}
+
+  private async tenantOrThrow(tenantId: string) {
+    if (!(await this.deps.store.tenants.get(tenantId))) {
+      throw new OAuthError('not_found', `no credential issuer for tenant "${tenantId}"`)
+    }
+  }
+
+  async offer(tenantId: string, processId: string) {
+    const process = await this.deps.store.processes.get(processId)
+    if (!process || process.tenantId !== tenantId) {
+      throw new OAuthError('not_found', `no credential offer "${processId}"`)
+    }
+    if (process.status !== 'PENDING') {
+      throw new OAuthError(
+        'not_found',
+        `credential offer "${processId}" is closed (process ${process.status})`,
+      )
+    }
+    const [grant, template] = await Promise.all([
+      this.deps.store.grants.get(processId),
+      this.deps.store.templates.get(tenantId, process.templateId, 'issuance'),
+    ])
+    if (!grant || !template) throw new Error(`offer ${processId} has no grant or template`)
+    const txCode = template.body.txCode
+    const definition = presentationDefinition(template)
+    return {
+      credential_issuer: this.deps.urls.credentialIssuer(tenantId),
+      credential_configuration_ids: [process.templateId],
+      grants: {
+        [PRE_AUTHORIZED_GRANT]: {
+          'pre-authorized_code': this.deps.issuance.preAuthorizedCode(processId),
+          ...(grant.txCodeHash && txCode
+            ? {
+                tx_code: {
+                  input_mode: txCode.inputMode ?? 'numeric',
+                  length: txCode.length ?? 6,
+                  ...(txCode.description ? { description: txCode.description } : {}),
+                },
+              }
+            : {}),
+        },
+      },
+      ...(definition ? { presentation_definition: definition } : {}),
+    }
+  }
+
+  private configuration(template: TemplateRecord<'issuance'>) {
+    const body: IssuanceTemplate = template.body
+    const display = body.display
+    const diVp = { proof_signing_alg_values_supported: DI_CRYPTOSUITES }
+    return {
+      format: 'jwt_vc_json',
+      scope: template.id,
+      cryptographic_binding_methods_supported: ['did:key'],
+      credential_signing_alg_values_supported: [body.signingAlg ?? 'EdDSA'],
+      proof_types_supported: body.requiredPresentation
+        ? { di_vp: diVp, ldp_vp: diVp }
+        : { jwt: { proof_signing_alg_values_supported: [...JWS_ALGS] }, di_vp: diVp, ldp_vp: diVp },
+      credential_definition: { type: ['VerifiableCredential', body.credentialType] },
+      display: [
+        {
+          name: display?.name ?? body.credentialType,
+          locale: display?.locale ?? 'en',
+          ...(display?.description ? { description: display.description } : {}),
+          ...(display?.backgroundColor ? { background_color: display.backgroundColor } : {}),
+          ...(display?.textColor ? { text_color: display.textColor } : {}),
+        },
+      ],
+    }
+  }
+
+  async issuerMetadata(tenantId: string) {
+    await this.tenantOrThrow(tenantId)
+    const issuer = this.deps.urls.credentialIssuer(tenantId)
+    const templates = await this.deps.store.templates.list(tenantId, 'issuance')
+    return {
+      credential_issuer: issuer,
+      credential_endpoint: `${issuer}/credential`,
+      nonce_endpoint: `${issuer}/nonce`,
+      deferred_credential_endpoint: `${issuer}/deferred_credential`,
+      notification_endpoint: `${issuer}/notification`,
+      display: [{ name: `vc-harness issuer (${tenantId})`, locale: 'en' }],
+      credential_configurations_supported: Object.fromEntries(
+        templates.map((t) => [t.id, this.configuration(t)]),
+      ),
+      vc_harness_issuer_dids: await this.deps.issuerKeys.didsOf(tenantId),
+    }
+  }
+
+  async authorizationServerMetadata(tenantId: string) {
+    await this.tenantOrThrow(tenantId)
+    const issuer = this.deps.urls.credentialIssuer(tenantId)
+    return {
+      issuer,
+      token_endpoint: `${issuer}/token`,
+      grant_types_supported: [PRE_AUTHORIZED_GRANT],
+      token_endpoint_auth_methods_supported: ['none'],
+      'pre-authorized_grant_anonymous_access_supported': true,
+    }
+  }
+
+  async nonce(tenantId: string) {
+    await this.tenantOrThrow(tenantId)
+    return {
+      c_nonce: await this.newNonce(tenantId),
+      c_nonce_expires_in: this.deps.options.cNonceLifetimeSeconds,
+    }
+  }
+
+  private async newNonce(tenantId: string): Promise<string> {
+    const value = randomBytes(24).toString('base64url')
+    const now = this.deps.clock.now()
+    await this.deps.store.nonces.create(value, tenantId, now + this.deps.options.cNonceLifetimeSeconds * 1000)
+    if (++this.noncesIssued % NONCE_SWEEP_EVERY === 0) await this.deps.store.nonces.deleteExpired(now)
+    return value
+  }
+
+  /** Token endpoint, pre-authorized code grant (OpenID4VCI section 6). */
+  async token(tenantId: string, form: Form) {
+    const { store, clock, options, issuance } = this.deps
+    const grantType = form.grant_type
+    if (typeof grantType !== 'string') throw new OAuthError('invalid_request', 'grant_type is required')
+    if (grantType !== PRE_AUTHORIZED_GRANT) {
+      throw new OAuthError(
+        'unsupported_grant_type',
+        `grant_type "${grantType}" is not supported; use ${PRE_AUTHORIZED_GRANT}`,
+      )
+    }
+    const code = form['pre-authorized_code']
+    if (typeof code !== 'string' || code.length === 0) {
+      throw new OAuthError('invalid_request', 'pre-authorized_code is required')
+    }
+    const grant = await store.grants.byCodeHash(sha256(code))
+    if (!grant || grant.tenantId !== tenantId) {
+      throw new OAuthError('invalid_grant', 'pre-authorized_code is unknown to this credential issuer')
+    }
+    const now = clock.now()
+    if (grant.codeState === 'burnt') {
+      throw new OAuthError(
+        'invalid_grant',
+        'pre-authorized_code was invalidated after too many wrong tx_code attempts',
+      )
+    }
+    if (grant.codeState === 'used')
+      throw new OAuthError('invalid_grant', 'pre-authorized_code was already used')
+    if (now >= grant.codeExpiresAt) throw new OAuthError('invalid_grant', 'pre-authorized_code has expired')
+    const process = await store.processes.get(grant.processId)
+    if (process?.status !== 'PENDING') {
+      throw new OAuthError('invalid_grant', `the issuance process is ${process?.status ?? 'gone'}`)
+    }
+    const txCode = form.tx_code ?? form.user_pin
+    if (grant.txCodeHash) {
+      if (typeof txCode !== 'string' || txCode.length === 0) {
+        throw new OAuthError('invalid_request', 'tx_code is required: the offer announced one')
+      }
+      const given = Buffer.from(issuance.txCodeHash(grant.processId, txCode))
+      if (!timingSafeEqual(given, Buffer.from(grant.txCodeHash))) {
+        const { failures, burnt } = await store.grants.recordTxFailure(
+          grant.processId,
+          options.txCodeMaxAttempts,
+        )
+        throw new OAuthError(
+          'invalid_grant',
+          burnt
+            ? `tx_code is wrong; after ${failures} wrong attempts the pre-authorized_code is invalidated`
+            : `tx_code is wrong (${options.txCodeMaxAttempts - failures} attempts left)`,
+        )
+      }
+    } else if (txCode !== undefined && txCode !== '') {
+      throw new OAuthError('invalid_request', 'tx_code was sent but the offer did not announce one')
+    }
+    const accessToken = randomBytes(32).toString('base64url')
+    const expiresIn = options.accessTokenLifetimeSeconds
+    if (!(await store.grants.consumeCode(grant.processId, sha256(accessToken), now + expiresIn * 1000))) {
+      throw new OAuthError('invalid_grant', 'pre-authorized_code was already used')
+    }
+    return {
+      access_token: accessToken,
+      token_type: 'Bearer',
+      expires_in: expiresIn,
+      c_nonce: await this.newNonce(tenantId),
+      c_nonce_expires_in: options.cNonceLifetimeSeconds,
+    }
+  }
+
+  /** RFC 6750: the grant behind a Bearer access token of this tenant's issuer. */
+  async authenticate(tenantId: string, authorization: string | undefined): Promise<GrantRecord> {
+    if (!authorization) throw tokenError('an access token is required (Authorization: Bearer …)', false)
+    const match = /^Bearer +([A-Za-z0-9._~+/-]+=*)$/i.exec(authorization)
+    if (!match?.[1]) throw tokenError('Authorization must be "Bearer <access token>"', true)
+    const grant = await this.deps.store.grants.byTokenHash(sha256(match[1]))
+    if (!grant || grant.tenantId !== tenantId)
+      throw tokenError('access token is unknown to this issuer', true)
+    if (grant.tokenExpiresAt === null || this.deps.clock.now() >= grant.tokenExpiresAt) {
+      throw tokenError('access token has expired', true)
+    }
+    return grant
+  }
+
+  private async templateOf(process: ProcessRecord) {
+    const template = await this.deps.store.templates.get(process.tenantId, process.templateId, 'issuance')
+    if (!template) throw new Error(`template ${process.templateId} missing`)
+    return template
+  }
+
+  private proofContext(tenantId: string, template: TemplateRecord<'issuance'>): ProofContext {
+    const required = template.body.requiredPresentation
+    return {
+      credentialIssuer: this.deps.urls.credentialIssuer(tenantId),
+      now: this.deps.clock.now(),
+      maxAgeSeconds: this.deps.options.proofMaxAgeSeconds,
+      presentationDefinition: presentationDefinition(template),
+      trustedIssuers: (type) => required?.credentials.find((c) => c.type === type)?.trustedIssuers,
+    }
+  }
+
+  private async verifyProofs(body: Form, ctx: ProofContext): Promise<HolderProof> {
+    if (body.proof !== undefined && body.proofs !== undefined) {
+      throw new OAuthError('invalid_credential_request', 'send either proof or proofs, not both')
+    }
+    let proofs: { type: string; value: unknown }[]
+    if (isObject(body.proof)) {
+      const type = body.proof.proof_type
+      if (typeof type !== 'string') throw new OAuthError('invalid_proof', 'proof.proof_type is required')
+      proofs = [{ type, value: body.proof[type] }]
+    } else if (isObject(body.proofs)) {
+      const types = Object.keys(body.proofs)
+      const list = types.length === 1 && types[0] ? body.proofs[types[0]] : undefined
+      if (!types[0] || !Array.isArray(list) || list.length === 0 || list.length > MAX_PROOFS) {
+        throw new OAuthError(
+          'invalid_proof',
+          `proofs must hold one proof type with 1 to ${MAX_PROOFS} proofs`,
+        )
+      }
+      const type = types[0]
+      proofs = list.map((value) => ({ type, value }))
+    } else {
+      throw new OAuthError('invalid_proof', 'a key proof is required (proof or proofs)')
+    }
+    const verified: HolderProof[] = []
+    for (const { type, value } of proofs) {
+      if (type === 'jwt') verified.push(verifyJwtProof(value, ctx))
+      else if (type === 'di_vp' || type === 'ldp_vp') verified.push(await verifyDiVpProof(value, ctx))
+      else throw new OAuthError('invalid_proof', `proof type "${type}" is not supported; use jwt or di_vp`)
+    }
+    const [first] = verified
+    if (!first) throw new OAuthError('invalid_proof', 'a key proof is required')
+    if (verified.some((p) => p.holder.did !== first.holder.did || p.nonce !== first.nonce)) {
+      throw new OAuthError('invalid_proof', 'all proofs of one request must name the same holder and nonce')
+    }
+    return first
+  }
+
+  private static credentialsOf(process: ProcessRecord) {
+    return (process.data ?? []).map((c) => ({ credential: (c as { proof: { jwt: string } }).proof.jwt }))
+  }
+
+  /** Credential endpoint (OpenID4VCI section 8). */
+  async credential(tenantId: string, authorization: string | undefined, body: unknown) {
+    const grant = await this.authenticate(tenantId, authorization)
+    const { store, clock, issuance } = this.deps
+    if (!isObject(body)) throw new OAuthError('invalid_credential_request', 'body must be a JSON object')
+    const process = await store.processes.get(grant.processId)
+    if (!process) throw new Error(`process ${grant.processId} missing`)
+    if (process.status === 'REJECTED') {
+      throw new OAuthError(
+        'credential_request_denied',
+        `the issuer rejected this issuance${process.rejectedReason ? `: ${process.rejectedReason}` : ''}`,
+      )
+    }
+    if (body.credential_identifier !== undefined) {
+      throw new OAuthError(
+        'invalid_credential_request',
+        'credential_identifier is not supported: this issuer grants no authorization_details; send credential_configuration_id',
+      )
+    }
+    const configurationId = body.credential_configuration_id
+    if (typeof configurationId !== 'string') {
+      throw new OAuthError('invalid_credential_request', 'credential_configuration_id is required')
+    }
+    const configuration = await store.templates.get(tenantId, configurationId, 'issuance')
+    if (!configuration) {
+      throw new OAuthError(
+        'unknown_credential_configuration',
+        `credential configuration "${configurationId}" is not in this issuer's metadata`,
+      )
+    }
+    if (configurationId !== process.templateId) {
+      throw new OAuthError(
+        'invalid_credential_request',
+        `this access token grants "${process.templateId}", not "${configurationId}"`,
+      )
+    }
+    if (grant.credentialRequestedAt !== null) {
+      throw new OAuthError(
+        'invalid_credential_request',
+        'a credential was already requested with this access token; poll the deferred endpoint with its transaction_id',
+      )
+    }
+    const template = await this.templateOf(process)
+    const proof = await this.verifyProofs(body, this.proofContext(tenantId, template))
+    if (!(await store.nonces.consume(proof.nonce, tenantId, clock.now()))) {
+      throw new OAuthError(
+        'invalid_nonce',
+        'the nonce is unknown, expired or already used; fetch a fresh one',
+        {
+          body: {
+            c_nonce: await this.newNonce(tenantId),
+            c_nonce_expires_in: this.deps.options.cNonceLifetimeSeconds,
+          },
+        },
+      )
+    }
+    const validator = buildValidator(process.id, proof)
+    const holderDid = proof.holder.did
+    const key = await issuance.signingKey(template)
+    const outcome = await store.transaction(async (repos) => {
+      const fresh = await repos.processes.get(process.id)
+      if (!fresh || fresh.status === 'REJECTED') {
+        throw new OAuthError('credential_request_denied', 'the issuer rejected this issuance')
+      }
+      if (fresh.status !== 'PENDING')
+        throw new OAuthError('invalid_credential_request', `the process is ${fresh.status}`)
+      const bound: ProcessRecord = { ...fresh, validator }
+      const ready = fresh.submitted !== null
+      const transactionId = ready ? null : randomUUID()
+      const notificationId = ready ? randomUUID() : null
+      const recorded = await repos.grants.recordCredentialRequest(process.id, {
+        holderDid,
+        at: clock.now(),
+        transactionId,
+        notificationId,
+      })
+      if (!recorded)
+        throw new OAuthError(
+          'invalid_credential_request',
+          'a credential was already requested with this access token',
+        )
+      if (ready) {
+        const issued = await issuance.issueIn(
+          repos,
+          bound,
+          template,
+          fresh.submitted as never,
+          holderDid,
+          key,
+        )
+        return { process: issued, transactionId, notificationId }
+      }
+      const next = { ...bound, updatedAt: Math.max(clock.now(), fresh.updatedAt + 1) }
+      if (!(await repos.processes.update(next, fresh.updatedAt))) {
+        throw new OAuthError('invalid_credential_request', 'the process changed concurrently; retry')
+      }
+      return { process: next, transactionId, notificationId }
+    })
+    this.emit(outcome.process, outcome.process.status === 'ISSUED' ? 'issued' : 'holder_bound')
+    if (outcome.transactionId) {
+      return {
+        status: 202,
+        body: { transaction_id: outcome.transactionId, interval: this.deps.options.deferredIntervalSeconds },
+      }
+    }
+    return {
+      status: 200,
+      body: {
+        credentials: Oid4vciService.credentialsOf(outcome.process),
+        notification_id: outcome.notificationId,
+      },
+    }
+  }
+
+  /** Deferred credential endpoint (OpenID4VCI section 9). */
+  async deferred(tenantId: string, authorization: string | undefined, body: unknown) {
+    const grant = await this.authenticate(tenantId, authorization)
+    const transactionId = isObject(body) ? body.transaction_id : undefined
+    if (typeof transactionId !== 'string')
+      throw new OAuthError('invalid_request', 'transaction_id is required')
+    if (grant.transactionId === null || grant.transactionId !== transactionId) {
+      throw new OAuthError('invalid_transaction_id', 'transaction_id is unknown to this access token')
+    }
+    if (grant.redeemedAt !== null) {
+      throw new OAuthError('invalid_transaction_id', 'transaction_id was already redeemed')
+    }
+    const process = await this.deps.store.processes.get(grant.processId)
+    if (!process) throw new Error(`process ${grant.processId} missing`)
+    if (process.status === 'REJECTED') {
+      throw new OAuthError(
+        'credential_request_denied',
+        `the issuer rejected this issuance${process.rejectedReason ? `: ${process.rejectedReason}` : ''}`,
+      )
+    }
+    if (process.status === 'PENDING') {
+      throw new OAuthError(
+        'issuance_pending',
+        'the credential is not issued yet; retry after interval seconds',
+        {
+          body: { interval: this.deps.options.deferredIntervalSeconds },
+        },
+      )
+    }
+    const notificationId = randomUUID()
+    const redeemed = await this.deps.store.transaction(async (repos) => {
+      if (!(await repos.grants.markRedeemed(process.id, this.deps.clock.now()))) return false
+      await repos.grants.setNotificationId(process.id, notificationId)
+      return true
+    })
+    if (!redeemed) throw new OAuthError('invalid_transaction_id', 'transaction_id was already redeemed')
+    this.emit(process, 'credential_retrieved')
+    return { credentials: Oid4vciService.credentialsOf(process), notification_id: notificationId }
+  }
+
+  /** Notification endpoint (OpenID4VCI section 10); idempotent for a repeated notification. */
+  async notification(tenantId: string, authorization: string | undefined, body: unknown) {
+    const grant = await this.authenticate(tenantId, authorization)
+    if (!isObject(body)) throw new OAuthError('invalid_notification_request', 'body must be a JSON object')
+    const { notification_id: id, event } = body
+    if (typeof id !== 'string')
+      throw new OAuthError('invalid_notification_request', 'notification_id is required')
+    if (typeof event !== 'string' || !NOTIFICATION_EVENTS.has(event)) {
+      throw new OAuthError(
+        'invalid_notification_request',
+        `event must be one of ${[...NOTIFICATION_EVENTS].join(', ')}`,
+      )
+    }
+    if (grant.notificationId === null || grant.notificationId !== id) {
+      throw new OAuthError('invalid_notification_id', 'notification_id is unknown to this access token')
+    }
+    if (await this.deps.store.grants.recordNotification(grant.processId, event)) return
+    const recorded = (await this.deps.store.grants.get(grant.processId))?.notificationEvent
+    if (recorded !== event) {
+      throw new OAuthError(
+        'invalid_notification_id',
+        `this notification_id was already notified with "${recorded}"`,
+      )
+    }
+  }
+
+  private emit(process: ProcessRecord, step: 'issued' | 'holder_bound' | 'credential_retrieved') {
+    this.deps.events.emit({
+      kind: 'issuance',
+      tenantId: process.tenantId,
+      templateId: process.templateId,
+      processId: process.id,
+      status: process.status,
+      step,
+      at: process.updatedAt,
+    })
+  }
+}

@@ -1,0 +1,44 @@
+import { gunzipSync, gzipSync } from 'node:zlib'
+
+// Bitstring Status List v1.0: entries of `statusSize` bits, index 0 at the most significant bit of
+// byte 0; the published form is GZIP, base64url, with the multibase prefix "u".
+
+export const STATUS_SIZE = 2
+export const STATUS_VALUES = { active: 0, revoked: 1, suspended: 2 } as const
+export type StatusName = keyof typeof STATUS_VALUES
+export const STATUS_MESSAGES = [
+  { status: '0x0', message: 'active' },
+  { status: '0x1', message: 'revoked' },
+  { status: '0x2', message: 'suspended' },
+] as const
+
+export function emptyBitstring(entries: number): Uint8Array {
+  return new Uint8Array(Math.ceil((entries * STATUS_SIZE) / 8))
+}
+
+export function getStatus(bits: Uint8Array, index: number): number {
+  let value = 0
+  for (let i = 0; i < STATUS_SIZE; i++) {
+    const bit = index * STATUS_SIZE + i
+    value = (value << 1) | (((bits[bit >> 3] ?? 0) >> (7 - (bit & 7))) & 1)
+  }
+  return value
+}
+
+export function setStatus(bits: Uint8Array, index: number, value: number): void {
+  for (let i = 0; i < STATUS_SIZE; i++) {
+    const bit = index * STATUS_SIZE + i
+    const mask = 1 << (7 - (bit & 7))
+    const on = (value >> (STATUS_SIZE - 1 - i)) & 1
+    bits[bit >> 3] = on ? (bits[bit >> 3] ?? 0) | mask : (bits[bit >> 3] ?? 0) & ~mask
+  }
+}
+
+export function encodeList(bits: Uint8Array): string {
+  return `u${gzipSync(bits).toString('base64url')}`
+}
+
+export function decodeList(encoded: string): Uint8Array {
+  if (!encoded.startsWith('u')) throw new Error('encodedList must be multibase base64url (prefix "u")')
+  return new Uint8Array(gunzipSync(Buffer.from(encoded.slice(1), 'base64url')))
+}

@@ -1,0 +1,158 @@
+import { randomInt, randomUUID } from 'node:crypto'
+import { signJws } from '../../shared/jws.ts'
+import type { IssuerKeys } from '../crypto/issuer-keys.ts'
+import {
+  ConflictError,
+  type CredentialStatus,
+  type Repositories,
+  type SigningAlg,
+  type StatusListRecord,
+  type Store,
+} from '../store/index.ts'
+import type { Clock } from '../util/clock.ts'
+import type { PublicUrls } from '../util/urls.ts'
+import {
+  emptyBitstring,
+  encodeList,
+  STATUS_MESSAGES,
+  STATUS_SIZE,
+  STATUS_VALUES,
+  setStatus,
+} from './bitstring.ts'
+
+/** What goes into a credential's `credentialStatus` (Bitstring Status List, purpose "message"). */
+export interface StatusEntry {
+  id: string
+  type: 'BitstringStatusListEntry'
+  statusPurpose: 'message'
+  statusListIndex: string
+  statusListCredential: string
+  statusSize: number
+  statusMessage: typeof STATUS_MESSAGES
+}
+
+// A list is closed to new entries when this full, so random allocation stays cheap.
+const FILL_LIMIT = 0.75
+const ALLOCATION_TRIES = 32
+
+/**
+ * Status lists, one series per tenant and issuer key. Entries are allocated at random positions so
+ * that the index says nothing about issuance order or volume (herd privacy).
+ */
+export class StatusLists {
+  private readonly signed = new Map<string, { version: number; jwt: string }>()
+
+  constructor(
+    private readonly store: Store,
+    private readonly issuerKeys: IssuerKeys,
+    private readonly clock: Clock,
+    private readonly urls: PublicUrls,
+    private readonly listSize: number,
+  ) {}
+
+  /** Allocates an entry for a new credential; call inside the transaction that issues it. */
+  async allocate(
+    repos: Repositories,
+    input: { tenantId: string; alg: SigningAlg; credentialId: string; processId: string },
+  ): Promise<StatusEntry> {
+    const now = this.clock.now()
+    let list = await repos.statusLists.latest(input.tenantId, input.alg)
+    if (!list || list.used >= list.size * FILL_LIMIT) {
+      list = {
+        id: randomUUID(),
+        tenantId: input.tenantId,
+        alg: input.alg,
+        size: this.listSize,
+        bits: emptyBitstring(this.listSize),
+        used: 0,
+        version: 0,
+        createdAt: now,
+        updatedAt: now,
+      }
+      await repos.statusLists.create(list)
+    }
+    for (let attempt = 0; attempt < ALLOCATION_TRIES; attempt++) {
+      const index = randomInt(list.size)
+      try {
+        await repos.issuedCredentials.create({
+          id: input.credentialId,
+          processId: input.processId,
+          tenantId: input.tenantId,
+          listId: list.id,
+          listIndex: index,
+          status: 'active',
+          updatedAt: now,
+        })
+      } catch (error) {
+        if (error instanceof ConflictError && error.key === 'slot') continue
+        throw error
+      }
+      await repos.statusLists.save({ ...list, used: list.used + 1, updatedAt: now })
+      const url = this.urls.statusList(input.tenantId, list.id)
+      return {
+        id: `${url}#${index}`,
+        type: 'BitstringStatusListEntry',
+        statusPurpose: 'message',
+        statusListIndex: String(index),
+        statusListCredential: url,
+        statusSize: STATUS_SIZE,
+        statusMessage: STATUS_MESSAGES,
+      }
+    }
+    throw new Error(`no free status entry found in list ${list.id} after ${ALLOCATION_TRIES} tries`)
+  }
+
+  /** Sets the status bits of issued credentials; call inside the transaction that records the change. */
+  async apply(repos: Repositories, changes: { listId: string; index: number; status: CredentialStatus }[]) {
+    const now = this.clock.now()
+    const lists = new Map<string, StatusListRecord>()
+    for (const change of changes) {
+      let list = lists.get(change.listId)
+      if (!list) {
+        list = await repos.statusLists.get(change.listId)
+        if (!list) throw new Error(`status list ${change.listId} missing`)
+        lists.set(list.id, list)
+      }
+      setStatus(list.bits, change.index, STATUS_VALUES[change.status])
+    }
+    for (const list of lists.values()) {
+      await repos.statusLists.save({ ...list, version: list.version + 1, updatedAt: now })
+    }
+  }
+
+  /**
+   * The status-list credential as a signed JWT, re-signed only when the list changed. Undefined for an
+   * unknown list or one of another tenant.
+   */
+  async credential(tenantId: string, listId: string): Promise<string | undefined> {
+    const list = await this.store.statusLists.get(listId)
+    if (!list || list.tenantId !== tenantId) return undefined
+    const cached = this.signed.get(list.id)
+    if (cached && cached.version === list.version) return cached.jwt
+    const key = await this.issuerKeys.forTenant(tenantId, list.alg)
+    const url = this.urls.statusList(tenantId, list.id)
+    const now = Math.floor(this.clock.now() / 1000)
+    const vc = {
+      '@context': ['https://www.w3.org/ns/credentials/v2'],
+      id: url,
+      type: ['VerifiableCredential', 'BitstringStatusListCredential'],
+      issuer: key.did,
+      validFrom: new Date(list.updatedAt).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      credentialSubject: {
+        id: `${url}#list`,
+        type: 'BitstringStatusList',
+        statusPurpose: 'message',
+        statusSize: STATUS_SIZE,
+        statusMessage: STATUS_MESSAGES,
+        encodedList: encodeList(list.bits),
+      },
+    }
+    const jwt = signJws(
+      { alg: key.alg, typ: 'JWT', kid: key.kid },
+      { iss: key.did, sub: `${url}#list`, jti: url, iat: now, nbf: Math.floor(list.updatedAt / 1000), vc },
+      key.privateKey,
+    )
+    this.signed.set(list.id, { version: list.version, jwt })
+    return jwt
+  }
+}
