@@ -4,11 +4,13 @@ const USAGE = `Usage: vc-harness <command> [options]
 
 Commands:
   serve        run the reference service (see: vc-harness serve --help)
+  wallet       the simulated wallet: receive a credential offer, list held credentials (see: vc-harness wallet --help)
   help         show this text`
 
 // Each command is imported lazily: the wallet, cucumber and browser stacks are slow to load.
 const commands: Record<string, (argv: string[]) => Promise<void>> = {
   serve: async (argv) => (await import('./serve.ts')).serve(argv),
+  wallet: async (argv) => (await import('./wallet.ts')).wallet(argv),
 }
 
 export async function main(argv: string[]): Promise<number> {

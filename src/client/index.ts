@@ -65,6 +65,14 @@ export type NewApiKey = ApiKeyView & { secret: string }
 export interface IssuanceTemplateInput {
   id: string
   credentialType: string
+  signingAlg?: 'EdDSA' | 'ES256' | 'ES256K'
+  txCode?: { length?: number; inputMode?: 'numeric' | 'text'; description?: string }
+  requiredPresentation?: {
+    purpose?: string
+    credentials: { type: string; trustedIssuers?: string[]; fields?: string[] }[]
+  }
+  display?: { name: string; description?: string; locale?: string }
+  validityDays?: number
   webhookUrl?: string
   webhookSecret?: string
 }
@@ -166,7 +174,7 @@ export class RelyingPartyClient {
 
   /** 4.2; an undefined token sends no Authorization header. */
   createOffer(token: string | undefined, group: string) {
-    return this.request<{ credential_offer_uri: string } | Problem>(
+    return this.request<{ credential_offer_uri: string; tx_code?: string } | Problem>(
       this.urls.issuerUrl,
       '/api/v3/oidc-issuance/credential-offer',
       { method: 'POST', body: { group }, ...(token !== undefined ? { token } : {}) },
@@ -179,6 +187,37 @@ export class RelyingPartyClient {
       this.urls.issuerUrl,
       `/admin/v1/issuanceRequests/${encodeURIComponent(id)}`,
       { token },
+    )
+  }
+
+  /** 4.4: the body is an array of credential objects (section 2.3); the answer an array of processes. */
+  submitCredentials(token: string, id: string, credentials: unknown) {
+    return this.request<IssuanceProcess[] | Problem>(
+      this.urls.issuerUrl,
+      `/admin/v1/issuanceRequests/${encodeURIComponent(id)}/credentials`,
+      { method: 'PATCH', body: credentials, token },
+    )
+  }
+
+  /** Extension: PENDING → REJECTED (docs/api.md). */
+  rejectProcess(token: string, id: string, reason?: string) {
+    return this.request<IssuanceProcess | Problem>(
+      this.urls.issuerUrl,
+      `/admin/v1/issuanceRequests/${encodeURIComponent(id)}/reject`,
+      { method: 'POST', body: reason === undefined ? {} : { reason }, token },
+    )
+  }
+
+  /** Extension: revoke, suspend or reinstate the credentials of an ISSUED process. */
+  setCredentialStatus(
+    token: string,
+    id: string,
+    change: { status: 'active' | 'revoked' | 'suspended'; credentialIds?: string[] },
+  ) {
+    return this.request<{ credentials: { id: string; status: string }[] } | Problem>(
+      this.urls.issuerUrl,
+      `/admin/v1/issuanceRequests/${encodeURIComponent(id)}/credentials/status`,
+      { method: 'POST', body: change, token },
     )
   }
 

@@ -1,0 +1,184 @@
+import { existsSync } from 'node:fs'
+import { parseArgs } from 'node:util'
+// Types only: the wallet stack (Veramo, oid4vci-client) is imported when a command runs, not for --help.
+import type { HolderKeyType, Misbehaviour, ReceiveStep, StoredCredential, Wallet } from '../wallet/index.ts'
+
+export const WALLET_USAGE = `Usage: vc-harness wallet <command> [options]
+
+Commands:
+  receive <deep link>   receive a credential from an OpenID4VCI credential offer, given as the QR code
+                        carries it (openid-credential-offer://?credential_offer_uri=…, any scheme, or
+                        ?credential_offer=<JSON>); prints what was received as JSON on stdout
+  list                  print the holder and the credentials of a wallet file as JSON
+
+Options:
+  --wallet FILE         keep the holder key and the credentials in FILE (JSON, created on first use).
+                        FILE holds the holder's private key unencrypted (mode 0600): test identities only.
+                        Without it, receive uses a throw-away in-memory wallet.
+  --key-type T          holder key of a new wallet: Ed25519 (default), P-256 or secp256k1
+  --tx-code C           the transaction code the issuer showed out of band
+  --no-wait             do not poll a deferred credential: print its transaction id and stop
+  --timeout S           how long to poll a deferred credential, in seconds; default 600
+  --misbehave M         do one thing wrong on purpose (repeatable): wrong-nonce, replayed-nonce,
+                        bad-signature, wrong-aud, expired-iat, replayed-code, wrong-tx-code, foreign-kid,
+                        missing-tx-code, jwk-with-private-key, wrong-typ, alg-none (see src/wallet/README.md)
+  -h, --help            show this text
+
+Progress goes to stderr. Exit codes: 0 received (or pending with --no-wait), 1 the flow failed,
+2 bad arguments.`
+
+/** An argument error: main maps codes starting with ERR_PARSE_ARGS to exit code 2. */
+function usageError(message: string): Error {
+  return Object.assign(new TypeError(message), { code: 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' })
+}
+
+/** A failure whose message says everything: no stack trace on the console. */
+function plainError(message: string): Error {
+  const error = new Error(message)
+  error.stack = message
+  return error
+}
+
+function credentialView(credential: StoredCredential) {
+  return {
+    id: credential.id,
+    issuer: credential.issuer,
+    types: credential.types,
+    credentialSubject: credential.credentialSubject,
+    ...(credential.issuedAt && { issuedAt: credential.issuedAt }),
+    ...(credential.expiresAt && { expiresAt: credential.expiresAt }),
+    credentialIssuer: credential.credentialIssuer,
+    configurationId: credential.configurationId,
+    receivedAt: credential.receivedAt,
+    credential: credential.credential,
+  }
+}
+
+function progress(step: ReceiveStep, detail: unknown): void {
+  const d = (detail ?? {}) as Record<string, unknown>
+  const line: Record<ReceiveStep, () => string> = {
+    offer: () => `offer: ${d.credential_issuer} offers ${JSON.stringify(d.credential_configuration_ids)}`,
+    metadata: () => 'metadata: read',
+    token: () => `token: ${d.token_type ?? 'access'} token, expires in ${d.expires_in ?? '?'} s`,
+    credential: () =>
+      d.status === 202
+        ? `credential: deferred, transaction ${d.transactionId}, interval ${d.interval ?? '?'} s`
+        : 'credential: issued',
+    deferred: () => (d.status === 200 ? 'deferred: issued' : 'deferred: still pending'),
+    verify: () => 'verify: signature and holder binding checked, stored',
+    notification: () => `notification: ${String(detail)} sent`,
+  }
+  console.error(line[step]())
+}
+
+async function receive(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      wallet: { type: 'string' },
+      'key-type': { type: 'string' },
+      'tx-code': { type: 'string' },
+      'no-wait': { type: 'boolean' },
+      timeout: { type: 'string' },
+      misbehave: { type: 'string', multiple: true },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+    strict: true,
+  })
+  if (values.help) {
+    console.log(WALLET_USAGE)
+    return
+  }
+  if (positionals.length !== 1)
+    throw usageError('receive needs exactly one argument: the credential offer deep link')
+  const keyType = values['key-type']
+  const timeoutSeconds = values.timeout === undefined ? 600 : Number(values.timeout)
+  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
+    throw usageError(`--timeout: not a positive number: ${values.timeout}`)
+
+  const w = await import('../wallet/index.ts')
+  if (keyType !== undefined && !w.HOLDER_KEY_TYPES.includes(keyType as HolderKeyType)) {
+    throw usageError(`--key-type: expected one of ${w.HOLDER_KEY_TYPES.join(', ')}, got ${keyType}`)
+  }
+  for (const m of values.misbehave ?? []) {
+    if (!w.isMisbehaviour(m))
+      throw usageError(`--misbehave: unknown ${m}; known: ${w.MISBEHAVIOURS.join(', ')}`)
+  }
+  try {
+    const wallet = await w.Wallet.create({
+      ...(keyType !== undefined && { keyType: keyType as HolderKeyType }),
+      ...(values.wallet !== undefined && { file: values.wallet }),
+    })
+    console.error(`holder: ${wallet.did} (${wallet.keyType}, wallet ${wallet.location})`)
+    const result = await wallet.receive(positionals[0] as string, {
+      ...(values['tx-code'] !== undefined && { txCode: values['tx-code'] }),
+      misbehave: (values.misbehave ?? []) as Misbehaviour[],
+      waitForDeferred: values['no-wait'] ? false : { timeoutMs: timeoutSeconds * 1000 },
+      onStep: progress,
+    })
+    const output =
+      result.status === 'issued'
+        ? {
+            status: 'issued',
+            holder: wallet.did,
+            credentials: result.credentials.map(credentialView),
+            ...(result.notificationId && { notificationId: result.notificationId }),
+          }
+        : {
+            status: 'pending',
+            holder: wallet.did,
+            transactionId: result.transactionId,
+            ...(result.interval !== undefined && { interval: result.interval }),
+          }
+    console.log(JSON.stringify(output, null, 2))
+  } catch (error) {
+    if (
+      error instanceof w.WalletProtocolError ||
+      error instanceof w.WalletUsageError ||
+      error instanceof w.WalletFileError
+    ) {
+      throw plainError(error.message)
+    }
+    throw error
+  }
+}
+
+async function list(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: { wallet: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    strict: true,
+  })
+  if (values.help) {
+    console.log(WALLET_USAGE)
+    return
+  }
+  if (values.wallet === undefined) throw usageError('list needs --wallet FILE')
+  if (!existsSync(values.wallet)) throw plainError(`no wallet file at ${values.wallet}`)
+  const w = await import('../wallet/index.ts')
+  let wallet: Wallet
+  try {
+    wallet = await w.Wallet.create({ file: values.wallet })
+  } catch (error) {
+    if (error instanceof w.WalletFileError) throw plainError(error.message)
+    throw error
+  }
+  const output = {
+    holder: { did: wallet.did, kid: wallet.kid, keyType: wallet.keyType },
+    credentials: wallet.credentials().map(credentialView),
+  }
+  console.log(JSON.stringify(output, null, 2))
+}
+
+export async function wallet(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv
+  if (command === '--help' || command === '-h' || command === 'help') {
+    console.log(WALLET_USAGE)
+    return
+  }
+  if (command === 'receive') return receive(rest)
+  if (command === 'list') return list(rest)
+  console.error(WALLET_USAGE)
+  throw usageError(command === undefined ? 'missing command' : `unknown command "${command}"`)
+}

@@ -1,0 +1,94 @@
+// Errors the simulated wallet raises. A WalletProtocolError is what the other side answered (or what the
+// wallet found wrong in an answer): its message names the step, the HTTP status and the wire error, so a
+// failing test says exactly what broke.
+
+export type WalletStep =
+  | 'offer'
+  | 'metadata'
+  | 'token'
+  | 'nonce'
+  | 'credential'
+  | 'deferred'
+  | 'notification'
+  | 'verify'
+
+export interface WalletProtocolErrorDetails {
+  step: WalletStep
+  /** HTTP status of the answer; for 'verify' (and other checks of a 2xx answer) the status that carried it */
+  status: number
+  /** `error` of the `{error, error_description}` body, or of `WWW-Authenticate`, or a wallet-side code */
+  error?: string | undefined
+  errorDescription?: string | undefined
+  /** the parsed answer body, when there was one */
+  body?: unknown
+  /** the `WWW-Authenticate` header of a 401 */
+  wwwAuthenticate?: string | undefined
+}
+
+export class WalletProtocolError extends Error {
+  override name = 'WalletProtocolError'
+  readonly step: WalletStep
+  readonly status: number
+  readonly error: string | undefined
+  readonly errorDescription: string | undefined
+  readonly body: unknown
+  readonly wwwAuthenticate: string | undefined
+
+  constructor(details: WalletProtocolErrorDetails) {
+    super(`${details.step}: ${details.status} ${details.error}: ${details.errorDescription}`)
+    this.step = details.step
+    this.status = details.status
+    this.error = details.error
+    this.errorDescription = details.errorDescription
+    this.body = details.body
+    this.wwwAuthenticate = details.wwwAuthenticate
+  }
+}
+
+/** A problem on the wallet's side before anything went over the wire (bad deep link, missing tx code, …). */
+export class WalletUsageError extends Error {
+  override name = 'WalletUsageError'
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** `error="…"` and `error_description="…"` of a `WWW-Authenticate: Bearer …` header. */
+export function parseWwwAuthenticate(header: string | undefined): {
+  error?: string
+  errorDescription?: string
+} {
+  if (!header) return {}
+  const param = (name: string) => new RegExp(`${name}="([^"]*)"`).exec(header)?.[1]
+  const error = param('error')
+  const errorDescription = param('error_description')
+  return {
+    ...(error !== undefined && { error }),
+    ...(errorDescription !== undefined && { errorDescription }),
+  }
+}
+
+/** Builds the error for a non-success answer from its status, body and headers. */
+export function protocolError(
+  step: WalletStep,
+  status: number,
+  body: unknown,
+  wwwAuthenticate?: string | null,
+): WalletProtocolError {
+  const fromHeader = parseWwwAuthenticate(wwwAuthenticate ?? undefined)
+  const error = isObject(body) && typeof body.error === 'string' ? body.error : fromHeader.error
+  const errorDescription =
+    isObject(body) && typeof body.error_description === 'string'
+      ? body.error_description
+      : (fromHeader.errorDescription ??
+        (typeof body === 'string' && body.length > 0 ? body.slice(0, 500) : undefined))
+  return new WalletProtocolError({
+    step,
+    status,
+    error,
+    errorDescription,
+    body,
+    wwwAuthenticate: wwwAuthenticate ?? undefined,
+  })
+}

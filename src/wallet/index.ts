@@ -1,0 +1,26 @@
+// Public entry of the simulated wallet (see README.md in this folder).
+export { createWalletAgent, KEY_TYPE_INFO, P256KeyDIDProvider, type WalletAgent } from './agent.ts'
+export { type ParsedDeepLink, parseDeepLink } from './deep-link.ts'
+export { WalletProtocolError, type WalletStep, WalletUsageError } from './errors.ts'
+export type { FetchLike } from './http.ts'
+export {
+  type CredentialOffer,
+  type CredentialResult,
+  type DeferredResult,
+  IssuanceSession,
+  type IssuedCredentials,
+  type IssuerMetadata,
+  type NotificationEvent,
+  type PendingCredentials,
+  type RequestCredentialOptions,
+  type TokenResponse,
+} from './issuance.ts'
+export { isMisbehaviour, MISBEHAVIOURS, type Misbehaviour, WRONG_AUDIENCE } from './misbehaviour.ts'
+export { HOLDER_KEY_TYPES, type HolderKeyType, type StoredCredential, WalletFileError } from './store.ts'
+export {
+  type ReceiveOptions,
+  type ReceiveResult,
+  type ReceiveStep,
+  Wallet,
+  type WalletOptions,
+} from './wallet.ts'

@@ -1,0 +1,703 @@
+// One OpenID4VCI pre-authorized issuance, step by step, as docs/issuance.md profiles it. The offer, metadata,
+// token and credential requests go through @sphereon/oid4vci-client 0.20.1; the nonce request through its
+// HTTP helper; the deferred and notification endpoints (which the library gets wrong or hides) through plain
+// HTTP. Every non-success answer becomes a WalletProtocolError naming the step, status and wire error.
+import { setTimeout as sleep } from 'node:timers/promises'
+import {
+  AccessTokenClient,
+  CredentialOfferClient,
+  CredentialRequestClientBuilderV1_0_15,
+  MetadataClient,
+} from '@sphereon/oid4vci-client'
+import {
+  type AccessTokenResponse,
+  type CredentialConfigurationSupportedV1_0_15,
+  type CredentialOfferPayloadV1_0_15,
+  type CredentialOfferRequestWithBaseUrl,
+  type EndpointMetadataResultV1_0_15,
+  formPost,
+  type IssuerMetadataV1_0_15,
+  PRE_AUTH_CODE_LITERAL,
+  PRE_AUTH_GRANT_LITERAL,
+  type ProofOfPossession,
+  type TxCode,
+} from '@sphereon/oid4vci-common'
+import type { IPresentationDefinition } from '@sphereon/pex'
+import type { DiSigner } from '../shared/data-integrity.ts'
+import type { JwsAlg } from '../shared/did-key.ts'
+import { parseDeepLink } from './deep-link.ts'
+import { protocolError, WalletProtocolError, WalletUsageError } from './errors.ts'
+import { type FetchLike, httpRequest } from './http.ts'
+import { assertMisbehaviours, type Misbehaviour } from './misbehaviour.ts'
+import { buildDiVpProof, buildJwtProof, buildTokenRequest, type JwtSigner } from './proof.ts'
+import { quietly } from './quiet.ts'
+import type { HolderKeyType, StoredCredential } from './store.ts'
+
+// re-exported for callers that import the issuance module directly
+export { WalletProtocolError } from './errors.ts'
+export type { Misbehaviour } from './misbehaviour.ts'
+
+export type TokenResponse = AccessTokenResponse
+export type NotificationEvent = 'credential_accepted' | 'credential_failure' | 'credential_deleted'
+export type CredentialOffer = CredentialOfferPayloadV1_0_15 & {
+  presentation_definition?: IPresentationDefinition
+  [extension: string]: unknown
+}
+export type IssuerMetadata = NonNullable<EndpointMetadataResultV1_0_15['credentialIssuerMetadata']> &
+  Partial<IssuerMetadataV1_0_15> & { deferred_credential_endpoint?: string; notification_endpoint?: string }
+
+/** The credential endpoint issued at once. */
+export interface IssuedCredentials {
+  status: 200
+  /** the credentials as issued (jwt_vc_json: compact JWTs) */
+  credentials: unknown[]
+  notificationId?: string
+  body: unknown
+}
+/** The credential endpoint accepted the request; the credential comes later from the deferred endpoint. */
+export interface PendingCredentials {
+  status: 202
+  transactionId: string
+  /** seconds the server asks the wallet to wait between deferred requests */
+  interval?: number
+  body: unknown
+}
+export type CredentialResult = IssuedCredentials | PendingCredentials
+/** One deferred request: issued, or still pending (`400 issuance_pending`). */
+export type DeferredResult =
+  | IssuedCredentials
+  | { status: 400; error: 'issuance_pending'; interval?: number; body: unknown }
+
+export interface RequestCredentialOptions {
+  misbehave?: readonly Misbehaviour[]
+  /** prove with this nonce instead of the token's c_nonce or a fresh one from the nonce endpoint */
+  nonce?: string
+  /** default: `di_vp` when the offer carries a presentation_definition, else `jwt` */
+  proofType?: 'jwt' | 'di_vp'
+  /** di_vp: present exactly these credentials (compact JWTs) instead of selecting with Presentation Exchange */
+  share?: string[]
+  /** default: the offer's first credential_configuration_id */
+  configurationId?: string
+}
+
+/** What a session needs from the wallet holding the key and the credentials. */
+export interface WalletContext {
+  readonly did: string
+  readonly kid: string
+  readonly alg: JwsAlg
+  readonly keyType: HolderKeyType
+  readonly fetch: FetchLike | undefined
+  jwtSigner(): JwtSigner
+  diSigner(): DiSigner
+  privateJwk(): Promise<JsonWebKey>
+  credentials(): StoredCredential[]
+  lastConsumedNonce(): string | undefined
+  rememberConsumedNonce(nonce: string): void
+  /** verifies the credentials and stores them (all or none); failures are WalletProtocolError step 'verify' */
+  accept(
+    credentials: unknown[],
+    origin: { credentialIssuer: string; configurationId: string; status: number },
+  ): Promise<StoredCredential[]>
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
+
+/** oid4vci-common's endpoint URL check rejects hosts without a dot (docker service names) and IPv6 literals. */
+function explainUrlError(error: unknown, url: string | undefined): never {
+  if (message(error) === 'URL is not valid') {
+    throw new WalletUsageError(
+      `oid4vci-client rejects the endpoint URL ${url}: it accepts only dotted host names, localhost or IPv4`,
+    )
+  }
+  throw error
+}
+
+export class IssuanceSession {
+  /** the deep link as scanned */
+  readonly deepLink: string
+  /** the deep link's credential_offer_uri, when the offer came by reference */
+  readonly offerUri: string | undefined
+  /** the credential offer (`credential_offer` by value, or what `credential_offer_uri` answered) */
+  readonly offer: CredentialOffer
+  /** the credential issuer metadata as oid4vci-client keeps it (its V1_0_15 subset of the document) */
+  readonly issuerMetadata: IssuerMetadata
+  /** all endpoints oid4vci-client found (token endpoint, AS metadata, …) */
+  readonly endpoints: EndpointMetadataResultV1_0_15
+  /** what the holder must share to obtain the credential (an extension of the offer) */
+  readonly presentationDefinition: IPresentationDefinition | undefined
+  /** the transaction code the offer announced */
+  readonly txCodeSpec: TxCode | undefined
+  readonly credentialIssuer: string
+
+  private readonly wallet: WalletContext
+  private readonly offerRequest: CredentialOfferRequestWithBaseUrl
+  private currentToken: TokenResponse | undefined
+  private tokenNonceUsed = false
+  private lastInterval: number | undefined
+  private lastAnswerAt = 0
+  private lastNotificationId: string | undefined
+
+  private constructor(
+    wallet: WalletContext,
+    deepLink: string,
+    offerRequest: CredentialOfferRequestWithBaseUrl,
+    endpoints: EndpointMetadataResultV1_0_15,
+  ) {
+    this.wallet = wallet
+    this.deepLink = deepLink
+    this.offerUri = parseDeepLink(deepLink).offerUri
+    this.offerRequest = offerRequest
+    this.offer = offerRequest.credential_offer as CredentialOffer
+    this.endpoints = endpoints
+    this.issuerMetadata = endpoints.credentialIssuerMetadata as IssuerMetadata
+    this.credentialIssuer = this.offer.credential_issuer
+    const pd = this.offer.presentation_definition
+    this.presentationDefinition = isObject(pd) ? (pd as IPresentationDefinition) : undefined
+    this.txCodeSpec = offerRequest.txCode
+  }
+
+  /** Reads the offer (fetching `credential_offer_uri`) and the issuer and authorization server metadata. */
+  static async start(wallet: WalletContext, deepLink: string): Promise<IssuanceSession> {
+    const link = parseDeepLink(deepLink)
+    // oid4vci-client's own fetch of credential_offer_uri runs the JSON through decodeJsonProperties, which
+    // turns arrays of objects into "[object Object]" (the presentation_definition), drops falsy values and
+    // URI-decodes every string; fetch it here and hand the library the exact JSON by value instead. An inline
+    // offer is re-encoded the same way (the library does not undo form encoding such as '+' for a space).
+    const offerJson = link.offerUri ? await fetchOffer(link.offerUri, wallet.fetch) : link.offer
+    const libraryUri = `${deepLink.trim().split('?')[0]}?credential_offer=${encodeURIComponent(JSON.stringify(offerJson))}`
+    let offerRequest: CredentialOfferRequestWithBaseUrl
+    try {
+      offerRequest = await quietly(() => CredentialOfferClient.fromURI(libraryUri))
+    } catch (error) {
+      throw new WalletProtocolError({
+        step: 'offer',
+        status: link.offerUri ? 200 : 0,
+        error: 'invalid_credential_offer',
+        errorDescription: message(error),
+      })
+    }
+    const offer = offerRequest.credential_offer
+    if (!isObject(offer) || typeof offer.credential_issuer !== 'string') {
+      throw new WalletProtocolError({
+        step: 'offer',
+        status: 200,
+        error: 'invalid_credential_offer',
+        errorDescription: 'the offer has no credential_issuer',
+        body: offer,
+      })
+    }
+    const grant = offer.grants?.[PRE_AUTH_GRANT_LITERAL]
+    if (!grant?.[PRE_AUTH_CODE_LITERAL]) {
+      throw new WalletProtocolError({
+        step: 'offer',
+        status: 200,
+        error: 'invalid_credential_offer',
+        errorDescription: 'the offer has no pre-authorized_code grant (the only flow this wallet speaks)',
+        body: offer,
+      })
+    }
+    if (
+      !Array.isArray(offer.credential_configuration_ids) ||
+      offer.credential_configuration_ids.length === 0
+    ) {
+      throw new WalletProtocolError({
+        step: 'offer',
+        status: 200,
+        error: 'invalid_credential_offer',
+        errorDescription: 'the offer has no credential_configuration_ids',
+        body: offer,
+      })
+    }
+
+    let endpoints: EndpointMetadataResultV1_0_15
+    try {
+      endpoints = await quietly(() => MetadataClient.retrieveAllMetadataFromCredentialOffer(offerRequest))
+    } catch (error) {
+      throw await diagnose('metadata', wellKnown(offer.credential_issuer), error, wallet.fetch)
+    }
+    const metadata = endpoints.credentialIssuerMetadata
+    const configurations = metadata?.credential_configurations_supported ?? {}
+    const missing = offer.credential_configuration_ids.filter((id) => !(id in configurations))
+    if (!metadata || missing.length > 0) {
+      // oid4vci-client falls back to defaults when the metadata is missing; find out what the server said
+      const answer = await httpRequest(wellKnown(offer.credential_issuer), { method: 'GET' }, wallet.fetch)
+      if (answer.status >= 400) throw protocolError('metadata', answer.status, answer.body)
+      throw new WalletProtocolError({
+        step: 'metadata',
+        status: answer.status,
+        error: 'invalid_issuer_metadata',
+        errorDescription: `credential_configurations_supported lacks the offered ${missing.join(', ')}`,
+        body: answer.body,
+      })
+    }
+    if (metadata.credential_issuer !== offer.credential_issuer) {
+      throw new WalletProtocolError({
+        step: 'metadata',
+        status: 200,
+        error: 'invalid_issuer_metadata',
+        errorDescription: `metadata credential_issuer ${metadata.credential_issuer} differs from the offer's ${offer.credential_issuer}`,
+        body: metadata,
+      })
+    }
+    return new IssuanceSession(wallet, deepLink, offerRequest, endpoints)
+  }
+
+  /** The pre-authorized code of the offer. */
+  get preAuthorizedCode(): string {
+    return this.offer.grants?.[PRE_AUTH_GRANT_LITERAL]?.[PRE_AUTH_CODE_LITERAL] as string
+  }
+
+  /** The token response of the last successful token request. */
+  get tokenResponse(): TokenResponse | undefined {
+    return this.currentToken
+  }
+
+  get configurations(): Record<string, CredentialConfigurationSupportedV1_0_15> {
+    return this.issuerMetadata.credential_configurations_supported ?? {}
+  }
+
+  /**
+   * Redeems the pre-authorized code. Misbehaviours: 'wrong-tx-code', 'missing-tx-code', and 'replayed-code'
+   * (redeems twice, answers with the second answer).
+   */
+  async token(opts: { txCode?: string; misbehave?: readonly Misbehaviour[] } = {}): Promise<TokenResponse> {
+    const misbehave = assertMisbehaviours(opts.misbehave)
+    const needsCode = this.txCodeSpec !== undefined
+    const deliberate = misbehave.includes('wrong-tx-code') || misbehave.includes('missing-tx-code')
+    if (needsCode && opts.txCode === undefined && !deliberate) {
+      const spec = this.txCodeSpec as TxCode
+      throw new WalletUsageError(
+        `the offer requires a transaction code (${spec.input_mode ?? 'numeric'}${spec.length ? `, ${spec.length} characters` : ''}${spec.description ? `: ${spec.description}` : ''}); pass txCode (CLI: --tx-code)`,
+      )
+    }
+    const form = buildTokenRequest({
+      preAuthorizedCode: this.preAuthorizedCode,
+      clientId: this.wallet.did,
+      ...(opts.txCode !== undefined && { txCode: opts.txCode }),
+      ...(this.txCodeSpec && { txCodeSpec: this.txCodeSpec }),
+      misbehave,
+    })
+    let response = await this.redeem(form)
+    if (misbehave.includes('replayed-code')) {
+      if (response.error) throw response.error
+      response = await this.redeem(form)
+    }
+    if (response.error) throw response.error
+    this.currentToken = response.token
+    this.tokenNonceUsed = false
+    return response.token as TokenResponse
+  }
+
+  private async redeem(
+    form: Record<string, string>,
+  ): Promise<{ token?: TokenResponse; error?: WalletProtocolError }> {
+    const client = new AccessTokenClient()
+    const code = form.tx_code
+    let answer: Awaited<ReturnType<typeof client.acquireAccessTokenUsingRequest>>
+    try {
+      answer = await quietly(() =>
+        client.acquireAccessTokenUsingRequest({
+          accessTokenRequest: form as never,
+          // the library checks the code against this before sending: describe what is being sent
+          pinMetadata: code === undefined ? { isPinRequired: false } : { isPinRequired: true },
+          metadata: this.endpoints,
+          issuerOpts: { issuer: this.credentialIssuer },
+        }),
+      )
+    } catch (error) {
+      if (/valid pin must be present/.test(message(error))) {
+        throw new WalletUsageError(
+          `oid4vci-client refuses to send tx_code ${JSON.stringify(code)}: it sends only letters and digits`,
+        )
+      }
+      throw error
+    }
+    if (answer.errorBody !== undefined || !answer.successBody) {
+      return {
+        error: protocolError(
+          'token',
+          answer.origResponse.status,
+          answer.errorBody,
+          answer.origResponse.headers.get('www-authenticate'),
+        ),
+      }
+    }
+    const token = answer.successBody
+    if (typeof token.access_token !== 'string' || token.access_token.length === 0) {
+      return {
+        error: new WalletProtocolError({
+          step: 'token',
+          status: answer.origResponse.status,
+          error: 'invalid_token_response',
+          errorDescription: 'no access_token',
+          body: token,
+        }),
+      }
+    }
+    return { token }
+  }
+
+  private requireToken(): TokenResponse {
+    if (!this.currentToken) throw new WalletUsageError('no access token yet: call token() first')
+    return this.currentToken
+  }
+
+  /** A fresh c_nonce from the nonce endpoint. */
+  async nonce(): Promise<string> {
+    const endpoint = this.issuerMetadata.nonce_endpoint
+    if (!endpoint) throw new WalletUsageError('the issuer metadata has no nonce_endpoint')
+    const answer = await quietly(() => formPost(endpoint, ''))
+    const status = answer.origResponse.status
+    if (answer.errorBody !== undefined || !isObject(answer.successBody)) {
+      throw protocolError('nonce', status, answer.errorBody ?? answer.successBody)
+    }
+    const cNonce = answer.successBody.c_nonce
+    if (typeof cNonce !== 'string' || cNonce.length === 0) {
+      throw new WalletProtocolError({
+        step: 'nonce',
+        status,
+        error: 'invalid_nonce_response',
+        errorDescription: 'no c_nonce',
+        body: answer.successBody,
+      })
+    }
+    return cNonce
+  }
+
+  private async chooseNonce(
+    opts: RequestCredentialOptions,
+    misbehave: readonly Misbehaviour[],
+  ): Promise<string> {
+    if (opts.nonce !== undefined) return opts.nonce
+    if (misbehave.includes('replayed-nonce')) {
+      const consumed = this.wallet.lastConsumedNonce()
+      if (!consumed) {
+        throw new WalletUsageError(
+          "'replayed-nonce' needs a nonce this wallet already used in a successful credential request: receive a credential first",
+        )
+      }
+      return consumed
+    }
+    const token = this.requireToken()
+    if (token.c_nonce && !this.tokenNonceUsed) {
+      this.tokenNonceUsed = true
+      return token.c_nonce
+    }
+    return await this.nonce()
+  }
+
+  /**
+   * Credentials the holder shares for the offer's presentation_definition: per input descriptor the newest
+   * held credential Presentation Exchange selects; the whole set must then evaluate to `info`.
+   */
+  async selectCredentials(): Promise<string[]> {
+    const definition = this.presentationDefinition
+    if (!definition) return []
+    const { PEX } = await import('@sphereon/pex')
+    const pex = new PEX()
+    const held = this.wallet
+      .credentials()
+      .map((c) => c.credential)
+      .reverse()
+    const holderDIDs = [this.wallet.did]
+    const selected: string[] = []
+    const unsatisfied: string[] = []
+    for (const descriptor of definition.input_descriptors) {
+      const single = { ...definition, input_descriptors: [descriptor] } as IPresentationDefinition
+      delete (single as { submission_requirements?: unknown }).submission_requirements
+      const result = held.length > 0 ? pex.selectFrom(single, held, { holderDIDs }) : undefined
+      const index = result?.vcIndexes?.[0]
+      const pick =
+        index !== undefined ? held[index] : (result?.verifiableCredential?.[0] as string | undefined)
+      if (!result || result.areRequiredCredentialsPresent === 'error' || typeof pick !== 'string') {
+        unsatisfied.push(descriptor.id)
+      } else if (!selected.includes(pick)) {
+        selected.push(pick)
+      }
+    }
+    if (unsatisfied.length > 0) {
+      throw new WalletUsageError(
+        `no held credential satisfies input descriptor(s) ${unsatisfied.join(', ')} of presentation definition ${definition.id}`,
+      )
+    }
+    const check = pex.evaluateCredentials(definition, selected, { holderDIDs })
+    if (check.areRequiredCredentialsPresent !== 'info') {
+      const reasons = (check.errors ?? []).map((e) => `${e.tag}: ${e.message}`).join('; ')
+      throw new WalletUsageError(`the selected credentials do not satisfy ${definition.id}: ${reasons}`)
+    }
+    return selected
+  }
+
+  /** Requests the credential with a `jwt` or `di_vp` proof. 200: issued now; 202: deferred. */
+  async requestCredential(opts: RequestCredentialOptions = {}): Promise<CredentialResult> {
+    const misbehave = assertMisbehaviours(opts.misbehave)
+    const token = this.requireToken()
+    const proofType = opts.proofType ?? (this.presentationDefinition ? 'di_vp' : 'jwt')
+    const diSigner = proofType === 'di_vp' ? this.wallet.diSigner() : undefined
+    const share = diSigner ? (opts.share ?? (await this.selectCredentials())) : []
+    const nonce = await this.chooseNonce(opts, misbehave)
+    const proof = diSigner
+      ? await buildDiVpProof(diSigner, {
+          holder: this.wallet.did,
+          credentials: share,
+          challenge: nonce,
+          domain: this.credentialIssuer,
+          misbehave,
+        })
+      : {
+          proof_type: 'jwt' as const,
+          jwt: await buildJwtProof(this.wallet.jwtSigner(), {
+            audience: this.credentialIssuer,
+            nonce,
+            misbehave,
+            privateJwk: () => this.wallet.privateJwk(),
+          }),
+        }
+
+    const configurationId = opts.configurationId ?? (this.offer.credential_configuration_ids[0] as string)
+    const builder = CredentialRequestClientBuilderV1_0_15.fromCredentialOffer({
+      credentialOffer: this.offerRequest,
+      metadata: this.endpoints,
+    })
+    builder.withTokenFromResponse(token)
+    builder.withCredentialConfigurationId(configurationId)
+    const client = builder.build()
+    let answer: Awaited<ReturnType<typeof client.acquireCredentialsUsingProof>>
+    try {
+      answer = await quietly(() =>
+        // the library passes a ready proof object through untouched, so it carries di_vp too (its type says jwt)
+        client.acquireCredentialsUsingProof({
+          proofInput: proof as ProofOfPossession,
+          format: 'jwt_vc_json',
+        }),
+      )
+    } catch (error) {
+      explainUrlError(error, client.getCredentialEndpoint())
+    }
+    const status = answer.origResponse.status
+    if (answer.errorBody !== undefined || !isObject(answer.successBody)) {
+      throw protocolError(
+        'credential',
+        status,
+        answer.errorBody ?? answer.successBody,
+        answer.origResponse.headers.get('www-authenticate'),
+      )
+    }
+    const body = answer.successBody as Record<string, unknown>
+    if (!misbehave.includes('wrong-nonce')) this.wallet.rememberConsumedNonce(nonce)
+    this.lastAnswerAt = Date.now()
+    if (Array.isArray(body.credentials)) return this.issued(200, body, 'credential')
+    if (typeof body.transaction_id === 'string') {
+      const interval = typeof body.interval === 'number' ? body.interval : undefined
+      this.lastInterval = interval
+      return {
+        status: 202,
+        transactionId: body.transaction_id,
+        ...(interval !== undefined && { interval }),
+        body,
+      }
+    }
+    throw new WalletProtocolError({
+      step: 'credential',
+      status,
+      error: 'invalid_credential_response',
+      errorDescription: 'neither credentials nor transaction_id',
+      body,
+    })
+  }
+
+  private issued(
+    status: number,
+    body: Record<string, unknown>,
+    step: 'credential' | 'deferred',
+  ): IssuedCredentials {
+    const entries = body.credentials as unknown[]
+    const credentials = entries.map((entry) => (isObject(entry) ? entry.credential : undefined))
+    if (credentials.length === 0 || credentials.some((c) => c === undefined)) {
+      throw new WalletProtocolError({
+        step,
+        status,
+        error: 'invalid_credential_response',
+        errorDescription: 'credentials must be a non-empty array of {credential}',
+        body,
+      })
+    }
+    const notificationId = typeof body.notification_id === 'string' ? body.notification_id : undefined
+    if (notificationId) this.lastNotificationId = notificationId
+    return { status: 200, credentials, ...(notificationId && { notificationId }), body }
+  }
+
+  private endpoint(name: 'deferred_credential_endpoint' | 'notification_endpoint'): string {
+    const url = this.issuerMetadata[name]
+    if (typeof url !== 'string' || url.length === 0) {
+      throw new WalletUsageError(`the issuer metadata has no ${name}`)
+    }
+    return url
+  }
+
+  /** One request to the deferred credential endpoint. */
+  async deferred(transactionId: string): Promise<DeferredResult> {
+    const token = this.requireToken()
+    const answer = await httpRequest(
+      this.endpoint('deferred_credential_endpoint'),
+      { method: 'POST', json: { transaction_id: transactionId }, bearer: token.access_token },
+      this.wallet.fetch,
+    )
+    this.lastAnswerAt = Date.now()
+    const body = answer.body
+    if (answer.status === 200 && isObject(body) && Array.isArray(body.credentials)) {
+      return this.issued(200, body, 'deferred')
+    }
+    if (answer.status === 400 && isObject(body) && body.error === 'issuance_pending') {
+      const interval = typeof body.interval === 'number' ? body.interval : undefined
+      if (interval !== undefined) this.lastInterval = interval
+      return { status: 400, error: 'issuance_pending', ...(interval !== undefined && { interval }), body }
+    }
+    if (answer.status >= 200 && answer.status < 300) {
+      throw new WalletProtocolError({
+        step: 'deferred',
+        status: answer.status,
+        error: 'invalid_credential_response',
+        errorDescription: 'no credentials array',
+        body,
+      })
+    }
+    throw protocolError('deferred', answer.status, body, answer.headers['www-authenticate'])
+  }
+
+  /**
+   * Polls the deferred endpoint until the credential is issued, never sooner than the server's `interval`
+   * (default 5 s) after its previous answer. Past `timeoutMs`: WalletProtocolError 'deferred' 400
+   * issuance_pending.
+   */
+  async awaitDeferred(
+    transactionId: string,
+    opts: { timeoutMs: number; signal?: AbortSignal; onPoll?: (result: DeferredResult) => void },
+  ): Promise<IssuedCredentials> {
+    const deadline = Date.now() + opts.timeoutMs
+    for (;;) {
+      const next = this.lastAnswerAt + (this.lastInterval ?? 5) * 1000
+      if (next > deadline) {
+        throw new WalletProtocolError({
+          step: 'deferred',
+          status: 400,
+          error: 'issuance_pending',
+          errorDescription: `still pending after ${opts.timeoutMs} ms (transaction ${transactionId})`,
+        })
+      }
+      const wait = next - Date.now()
+      if (wait > 0) await sleep(wait, undefined, opts.signal ? { signal: opts.signal } : undefined)
+      const result = await this.deferred(transactionId)
+      opts.onPoll?.(result)
+      if (result.status === 200) return result
+    }
+  }
+
+  /** Sends a notification (default id: the last notification_id received in this session). Expects 204. */
+  async notify(
+    event: NotificationEvent,
+    opts: { notificationId?: string; description?: string } = {},
+  ): Promise<void> {
+    const token = this.requireToken()
+    const notificationId = opts.notificationId ?? this.lastNotificationId
+    if (!notificationId) throw new WalletUsageError('no notification_id to notify about')
+    const answer = await httpRequest(
+      this.endpoint('notification_endpoint'),
+      {
+        method: 'POST',
+        json: {
+          notification_id: notificationId,
+          event,
+          ...(opts.description !== undefined && { event_description: opts.description }),
+        },
+        bearer: token.access_token,
+      },
+      this.wallet.fetch,
+    )
+    if (answer.status < 200 || answer.status >= 300) {
+      throw protocolError('notification', answer.status, answer.body, answer.headers['www-authenticate'])
+    }
+  }
+
+  /** Verifies credentials this session received and stores them in the wallet. */
+  async accept(issued: IssuedCredentials, configurationId?: string): Promise<StoredCredential[]> {
+    return this.wallet.accept(issued.credentials, {
+      credentialIssuer: this.credentialIssuer,
+      configurationId: configurationId ?? (this.offer.credential_configuration_ids[0] as string),
+      status: issued.status,
+    })
+  }
+}
+
+/** GET credential_offer_uri: a JSON object, or a WalletProtocolError with what the server answered. */
+async function fetchOffer(
+  offerUri: string,
+  fetchImpl: FetchLike | undefined,
+): Promise<Record<string, unknown>> {
+  let answer: Awaited<ReturnType<typeof httpRequest>>
+  try {
+    answer = await httpRequest(offerUri, { method: 'GET' }, fetchImpl)
+  } catch (error) {
+    throw new WalletProtocolError({
+      step: 'offer',
+      status: 0,
+      error: 'unreachable',
+      errorDescription: `${offerUri}: ${message(error)}`,
+    })
+  }
+  if (answer.status < 200 || answer.status >= 300) throw protocolError('offer', answer.status, answer.body)
+  const contentType = answer.headers['content-type'] ?? ''
+  const invalid = (description: string) =>
+    new WalletProtocolError({
+      step: 'offer',
+      status: answer.status,
+      error: 'invalid_credential_offer',
+      errorDescription: description,
+      body: answer.body,
+    })
+  if (!contentType.startsWith('application/json'))
+    throw invalid(`content type ${contentType || '(none)'} is not application/json`)
+  if (!isObject(answer.body)) throw invalid('the offer is not a JSON object')
+  return answer.body
+}
+
+function wellKnown(issuer: string): string {
+  return `${issuer.replace(/\/$/, '')}/.well-known/openid-credential-issuer`
+}
+
+/**
+ * oid4vci-client reports a failed metadata request without the answer's body; ask once more (a safe GET) to
+ * say what the server answered.
+ */
+async function diagnose(
+  step: 'metadata',
+  url: string,
+  error: unknown,
+  fetchImpl: FetchLike | undefined,
+): Promise<Error> {
+  let answer: Awaited<ReturnType<typeof httpRequest>>
+  try {
+    answer = await httpRequest(url, { method: 'GET' }, fetchImpl)
+  } catch (networkError) {
+    return new WalletProtocolError({
+      step,
+      status: 0,
+      error: 'unreachable',
+      errorDescription: `${url}: ${message(networkError)}`,
+    })
+  }
+  if (answer.status >= 400) return protocolError(step, answer.status, answer.body)
+  return new WalletProtocolError({
+    step,
+    status: answer.status,
+    error: 'invalid_issuer_metadata',
+    errorDescription: message(error),
+    body: answer.body,
+  })
+}

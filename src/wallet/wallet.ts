@@ -1,0 +1,377 @@
+// The simulated wallet: a Veramo agent holding one did:key, a credential store, and OpenID4VCI issuance
+// (step by step through IssuanceSession, or in one call with receive()).
+import { createHash } from 'node:crypto'
+import type { DiSigner } from '../shared/data-integrity.ts'
+import type { JwsAlg } from '../shared/did-key.ts'
+import { decodeJws } from '../shared/jws.ts'
+import {
+  type AgentHandle,
+  createHolder,
+  createWalletAgent,
+  exportPrivateKeyHex,
+  type HolderKey,
+  privateJwkFromHex,
+  type WalletAgent,
+} from './agent.ts'
+import { WalletProtocolError, WalletUsageError } from './errors.ts'
+import type { FetchLike } from './http.ts'
+import {
+  IssuanceSession,
+  type IssuedCredentials,
+  type NotificationEvent,
+  type WalletContext,
+} from './issuance.ts'
+import { assertMisbehaviours, type Misbehaviour } from './misbehaviour.ts'
+import type { JwtSigner } from './proof.ts'
+import {
+  emptyState,
+  FileWalletStore,
+  type HolderKeyType,
+  MemoryWalletStore,
+  type StoredCredential,
+  WalletFileError,
+  type WalletState,
+  type WalletStore,
+} from './store.ts'
+
+export interface WalletOptions {
+  /** holder key type of a new wallet; default Ed25519. Must match the key of an existing wallet file. */
+  keyType?: HolderKeyType
+  /** keep keys and credentials in this JSON file (created on first use); default: in memory only */
+  file?: string
+  /** HTTP client for the wallet's own requests (deferred, notification, diagnostics); default undici.request */
+  fetch?: FetchLike
+}
+
+export type ReceiveStep =
+  | 'offer'
+  | 'metadata'
+  | 'token'
+  | 'credential'
+  | 'deferred'
+  | 'verify'
+  | 'notification'
+
+export interface ReceiveOptions {
+  txCode?: string
+  misbehave?: readonly Misbehaviour[]
+  /** poll the deferred endpoint when the credential is not issued at once; default false. true: up to 10 min */
+  waitForDeferred?: boolean | { timeoutMs: number }
+  onStep?: (step: ReceiveStep, detail?: unknown) => void
+}
+
+export type ReceiveResult =
+  | {
+      status: 'issued'
+      credentials: StoredCredential[]
+      notificationId?: string
+      session: IssuanceSession
+    }
+  | {
+      status: 'pending'
+      transactionId: string
+      interval?: number
+      session: IssuanceSession
+    }
+
+const DEFAULT_DEFERRED_TIMEOUT_MS = 10 * 60 * 1000
+const MAX_REMEMBERED_NONCES = 64
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function asStringArray(value: unknown): string[] {
+  if (typeof value === 'string') return [value]
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : []
+}
+
+function isoFromSeconds(value: unknown): string | undefined {
+  return typeof value === 'number' && Number.isFinite(value)
+    ? new Date(value * 1000).toISOString()
+    : undefined
+}
+
+export class Wallet implements WalletContext {
+  readonly agent: WalletAgent
+  readonly did: string
+  /** the holder's did:key key id (`did#multibase`), as proofs name it */
+  readonly kid: string
+  readonly alg: JwsAlg
+  readonly keyType: HolderKeyType
+  readonly fetch: FetchLike | undefined
+  /** where the state lives: a file path or '(memory)' */
+  readonly location: string
+
+  private readonly handle: AgentHandle
+  private readonly holder: HolderKey
+  private readonly store: WalletStore
+  private readonly state: WalletState
+  private readonly consumedNonces: string[] = []
+
+  private constructor(
+    handle: AgentHandle,
+    holder: HolderKey,
+    store: WalletStore,
+    state: WalletState,
+    fetch?: FetchLike,
+  ) {
+    this.handle = handle
+    this.agent = handle.agent
+    this.holder = holder
+    this.store = store
+    this.state = state
+    this.did = holder.did
+    this.kid = holder.kid
+    this.alg = holder.alg
+    this.keyType = holder.keyType
+    this.fetch = fetch
+    this.location = store.location
+  }
+
+  /** A new wallet, or the one kept in `file`. */
+  static async create(opts: WalletOptions = {}): Promise<Wallet> {
+    const store: WalletStore = opts.file ? new FileWalletStore(opts.file) : new MemoryWalletStore()
+    const state = (await store.load()) ?? emptyState()
+    const handle = createWalletAgent()
+    let holder: HolderKey
+    if (state.holder) {
+      const saved = state.holder
+      if (opts.keyType && opts.keyType !== saved.keyType) {
+        throw new WalletUsageError(
+          `${store.location} holds a ${saved.keyType} holder key (${saved.did}); it cannot become ${opts.keyType}`,
+        )
+      }
+      if (!saved.privateKeyHex) throw new WalletFileError(`${store.location}: holder has no private key`)
+      holder = await createHolder(handle.agent, saved.keyType, saved.privateKeyHex)
+      if (holder.did !== saved.did) {
+        throw new WalletFileError(`${store.location}: the private key does not belong to ${saved.did}`)
+      }
+    } else {
+      holder = await createHolder(handle.agent, opts.keyType ?? 'Ed25519')
+      state.holder = {
+        keyType: holder.keyType,
+        did: holder.did,
+        kid: holder.kid,
+        // the private key is written only where the user asked for a file
+        ...(store.persistent && { privateKeyHex: await exportPrivateKeyHex(handle, holder) }),
+      }
+      await store.save(state)
+    }
+    return new Wallet(handle, holder, store, state, opts.fetch)
+  }
+
+  /** The credentials held, oldest first. */
+  credentials(): StoredCredential[] {
+    return structuredClone(this.state.credentials)
+  }
+
+  /** Starts an issuance from a deep link: reads the offer and the issuer metadata. */
+  startIssuance(deepLink: string): Promise<IssuanceSession> {
+    return IssuanceSession.start(this, deepLink)
+  }
+
+  /**
+   * The whole pre-authorized flow: offer, metadata, token, credential request (jwt proof, or di_vp when the
+   * offer asks for a presentation), deferred polling when asked, verification, storage, and a
+   * credential_accepted notification.
+   */
+  async receive(deepLink: string, opts: ReceiveOptions = {}): Promise<ReceiveResult> {
+    const step = opts.onStep ?? (() => {})
+    const misbehave = assertMisbehaviours(opts.misbehave)
+    const session = await this.startIssuance(deepLink)
+    step('offer', session.offer)
+    step('metadata', session.issuerMetadata)
+    const token = await session.token({
+      ...(opts.txCode !== undefined && { txCode: opts.txCode }),
+      misbehave,
+    })
+    step('token', { token_type: token.token_type, expires_in: token.expires_in })
+    const result = await session.requestCredential({ misbehave })
+    step('credential', result.status === 200 ? { status: 200 } : result)
+    let issued: IssuedCredentials
+    if (result.status === 202) {
+      const wait = opts.waitForDeferred ?? false
+      if (wait === false) {
+        return {
+          status: 'pending',
+          transactionId: result.transactionId,
+          ...(result.interval !== undefined && { interval: result.interval }),
+          session,
+        }
+      }
+      const timeoutMs = wait === true ? DEFAULT_DEFERRED_TIMEOUT_MS : wait.timeoutMs
+      issued = await session.awaitDeferred(result.transactionId, {
+        timeoutMs,
+        onPoll: (poll) => step('deferred', poll.status === 200 ? { status: 200 } : poll),
+      })
+    } else {
+      issued = result
+    }
+    let stored: StoredCredential[]
+    try {
+      stored = await session.accept(issued)
+    } catch (error) {
+      // tell the issuer, then report what was wrong with the credential
+      if (issued.notificationId && error instanceof WalletProtocolError) {
+        await this.notifyQuietly(session, 'credential_failure', issued.notificationId, error.message)
+      }
+      throw error
+    }
+    step('verify', stored)
+    if (issued.notificationId) {
+      await session.notify('credential_accepted', { notificationId: issued.notificationId })
+      step('notification', 'credential_accepted')
+    }
+    return {
+      status: 'issued',
+      credentials: stored,
+      ...(issued.notificationId && { notificationId: issued.notificationId }),
+      session,
+    }
+  }
+
+  private async notifyQuietly(
+    session: IssuanceSession,
+    event: NotificationEvent,
+    notificationId: string,
+    description: string,
+  ): Promise<void> {
+    try {
+      await session.notify(event, { notificationId, description: description.slice(0, 200) })
+    } catch {}
+  }
+
+  // --- WalletContext: what an IssuanceSession uses ---------------------------------------------------------
+
+  /** Signs proof JWTs through the Veramo KMS (keyManagerSign answers base64url). */
+  jwtSigner(): JwtSigner {
+    const { agent, holder } = this
+    return {
+      kid: holder.kid,
+      alg: holder.alg,
+      async sign(signingInput: string): Promise<Uint8Array> {
+        const signature = await agent.keyManagerSign({
+          keyRef: holder.keyRef,
+          data: signingInput,
+          algorithm: holder.alg,
+          encoding: 'utf-8',
+        })
+        return Buffer.from(signature, 'base64url')
+      },
+    }
+  }
+
+  /** A Data Integrity signer over the Veramo KMS; eddsa-rdfc-2022 needs an Ed25519 holder. */
+  diSigner(): DiSigner {
+    const { agent, holder } = this
+    if (holder.keyType !== 'Ed25519') {
+      throw new WalletUsageError(
+        `a di_vp proof needs an Ed25519 holder key (docs/issuance.md); this wallet holds a ${holder.keyType} key`,
+      )
+    }
+    return {
+      id: holder.kid,
+      algorithm: 'Ed25519',
+      async sign({ data }: { data: Uint8Array }): Promise<Uint8Array> {
+        const signature = await agent.keyManagerSign({
+          keyRef: holder.keyRef,
+          data: Buffer.from(data).toString('hex'),
+          algorithm: 'EdDSA',
+          encoding: 'base16',
+        })
+        return Buffer.from(signature, 'base64url')
+      },
+    }
+  }
+
+  /** The holder's private JWK, read from the KMS; only the 'jwk-with-private-key' misbehaviour uses it. */
+  async privateJwk(): Promise<JsonWebKey> {
+    return privateJwkFromHex(this.keyType, await exportPrivateKeyHex(this.handle, this.holder))
+  }
+
+  lastConsumedNonce(): string | undefined {
+    return this.consumedNonces.at(-1)
+  }
+
+  rememberConsumedNonce(nonce: string): void {
+    this.consumedNonces.push(nonce)
+    if (this.consumedNonces.length > MAX_REMEMBERED_NONCES) this.consumedNonces.shift()
+  }
+
+  /**
+   * Verifies each credential with Veramo (signature against the issuer's did:key, validity period) and checks
+   * it is bound to this holder (`sub` and `credentialSubject.id`); stores them all, or none.
+   */
+  async accept(
+    credentials: unknown[],
+    origin: { credentialIssuer: string; configurationId: string; status: number },
+  ): Promise<StoredCredential[]> {
+    const fail = (error: string, description: string): never => {
+      throw new WalletProtocolError({
+        step: 'verify',
+        status: origin.status,
+        error,
+        errorDescription: description,
+      })
+    }
+    const accepted: StoredCredential[] = []
+    for (const [index, credential] of credentials.entries()) {
+      if (typeof credential !== 'string') {
+        fail('unsupported_credential_format', `credentials[${index}] is not a jwt_vc_json string`)
+      }
+      const jwt = credential as string
+      const result = await this.agent.verifyCredential({
+        credential: jwt,
+        // the status list is not fetched at receipt (no status plugin in this agent); verifiers check it
+        policies: { credentialStatus: false },
+      })
+      if (!result.verified) {
+        fail('invalid_credential', `credentials[${index}]: ${result.error?.message ?? 'not verified'}`)
+      }
+      let payload: Record<string, unknown>
+      try {
+        payload = decodeJws(jwt).payload
+      } catch (error) {
+        return fail('invalid_credential', `credentials[${index}]: ${(error as Error).message}`)
+      }
+      const vc = isObject(payload.vc) ? payload.vc : {}
+      const subject = isObject(vc.credentialSubject) ? vc.credentialSubject : {}
+      if (payload.sub !== this.did) {
+        fail(
+          'wrong_subject',
+          `credentials[${index}]: sub ${String(payload.sub)} is not the holder ${this.did}`,
+        )
+      }
+      if (subject.id !== undefined && subject.id !== this.did) {
+        fail(
+          'wrong_subject',
+          `credentials[${index}]: credentialSubject.id ${String(subject.id)} is not the holder`,
+        )
+      }
+      const issuer = typeof payload.iss === 'string' ? payload.iss : ''
+      const issuedAt = isoFromSeconds(payload.nbf ?? payload.iat)
+      const expiresAt = isoFromSeconds(payload.exp)
+      accepted.push({
+        id:
+          typeof payload.jti === 'string'
+            ? payload.jti
+            : `urn:sha256:${createHash('sha256').update(jwt).digest('hex')}`,
+        format: 'jwt_vc_json',
+        credential: jwt,
+        issuer,
+        subject: this.did,
+        types: asStringArray(vc.type),
+        credentialSubject: { ...subject, id: this.did },
+        ...(issuedAt && { issuedAt }),
+        ...(expiresAt && { expiresAt }),
+        credentialIssuer: origin.credentialIssuer,
+        configurationId: origin.configurationId,
+        receivedAt: new Date().toISOString(),
+      })
+    }
+    this.state.credentials.push(...accepted)
+    await this.store.save(this.state)
+    return structuredClone(accepted)
+  }
+}
