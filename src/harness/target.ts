@@ -28,7 +28,7 @@
 import type { ApiKeyCredentials, ServiceUrls } from '../client/index.ts'
 // Types only (erased at run time): an external run still never loads the service.
 import type { ServiceConfig } from '../service/config/index.ts'
-import type { ManualClock } from '../service/util/clock.ts'
+import type { ShiftedClock } from '../service/util/clock.ts'
 
 export type Capability = 'portal' | 'clock'
 export const CAPABILITIES: readonly Capability[] = ['portal', 'clock']
@@ -46,6 +46,12 @@ export interface TenantFixture {
   issuanceTemplate: string
   /** Another template of the same tenant that the application key is not linked to. */
   otherTemplate: string
+  /**
+   * Templates with a particular setup, for the issuance features: one asking for a tx_code, one issuing a
+   * VerifiableId, one requiring the holder to present a VerifiableId. Present on provisioned tenants;
+   * scenarios that need them are tagged @needs-portal.
+   */
+  templates?: { txCode: string; identity: string; requiresIdentity: string }
   /** Application key linked to `issuanceTemplate`. */
   appKey: KeySecret
   /** Application key without a linked template (only tenants provisioned through the portal have one). */
@@ -62,7 +68,7 @@ export interface Target {
   /** Operator credentials; present exactly when the target has `portal`. */
   operator?: ApiKeyCredentials
   /** The service's clock; present exactly when the target has `clock`. */
-  clock?: ManualClock
+  clock?: ShiftedClock
   close(): Promise<void>
 }
 
@@ -98,7 +104,7 @@ export async function startTarget(env: Env = process.env): Promise<Target> {
 /** The service in this process on 127.0.0.1, a free port, an in-memory database and a hand-moved clock. */
 export async function startEmbedded(env: Env = process.env): Promise<Target> {
   // Imported here so an external run never loads the service (nor its database driver).
-  const [{ startServer }, { DEMO_CONFIG_PATH, loadConfigFile }, { ManualClock }] = await Promise.all([
+  const [{ startServer }, { DEMO_CONFIG_PATH, loadConfigFile }, { ShiftedClock }] = await Promise.all([
     import('../service/server.ts'),
     import('../service/config/index.ts'),
     import('../service/util/clock.ts'),
@@ -106,7 +112,7 @@ export async function startEmbedded(env: Env = process.env): Promise<Target> {
   const configPath = env.VC_HARNESS_CONFIG ?? DEMO_CONFIG_PATH
   const config = loadConfigFile(configPath)
   const { tenant, operator } = fixtureFromConfig(config, configPath)
-  const clock = new ManualClock()
+  const clock = new ShiftedClock()
   const server = await startServer({ config, dataDir: ':memory:', host: '127.0.0.1', port: 0, clock })
   return {
     kind: 'embedded',

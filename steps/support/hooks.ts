@@ -36,6 +36,12 @@ Before(function (this: HarnessWorld, { pickle }) {
   return undefined
 })
 
+// A scenario that moved the service's clock puts it back, so later scenarios (and wallets, which sign with
+// real time) see real time again. Scenarios run one at a time per worker, each with its own target.
+After(function (this: HarnessWorld) {
+  if (this.target.clock?.shifted) this.target.clock.reset()
+})
+
 // A scenario whose last answer was an error that no step looked at has not shown what it claims.
 After(function (this: HarnessWorld, { result }) {
   if (result?.status !== Status.PASSED) return

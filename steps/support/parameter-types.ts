@@ -39,3 +39,31 @@ defineParameterType({
       garbage: 'garbage',
     })[text] as Spoiling,
 })
+
+/** {misbehaviour}: one deliberate defect of the simulated wallet (src/wallet/README.md). */
+defineParameterType({
+  name: 'misbehaviour',
+  regexp:
+    /wrong-nonce|replayed-nonce|bad-signature|wrong-aud|expired-iat|replayed-code|wrong-tx-code|foreign-kid|missing-tx-code|jwk-with-private-key|wrong-typ|alg-none/,
+  transformer: (text: string) => text,
+})
+
+/** {keyType}: the holder key of the simulated wallet. */
+defineParameterType({
+  name: 'keyType',
+  regexp: /Ed25519|P-256|secp256k1/,
+  transformer: (text: string) => text,
+})
+
+/** {templateRole}: which of the tenant's issuance templates an offer is for. */
+defineParameterType({
+  name: 'templateRole',
+  regexp: /the linked template|the tx_code template|the identity template|the template requiring an identity/,
+  transformer: (text: string) =>
+    ({
+      'the linked template': 'linked',
+      'the tx_code template': 'tx-code',
+      'the identity template': 'identity',
+      'the template requiring an identity': 'requires-identity',
+    })[text],
+})

@@ -3,6 +3,7 @@ import { setWorldConstructor, World } from '@cucumber/cucumber'
 import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from 'jose'
 import { type ApiKeyCredentials, type ApiResponse, ok, RelyingPartyClient } from '../../src/client/index.ts'
 import type { KeySecret, Target, TenantFixture } from '../../src/harness/target.ts'
+import { IssuanceFlow, type TemplateRole } from './issuance.ts'
 
 // The one piece of module state: the target this worker process started in BeforeAll (hooks.ts).
 // Parallel workers are separate processes, each with its own.
@@ -60,6 +61,13 @@ export class HarnessWorld extends World {
   private readonly tokens = new Map<Caller, string>()
   private readonly kept = new Map<string, Answer>()
   private last: Answer | undefined
+  private flow: IssuanceFlow | undefined
+
+  /** The scenario's wallet and issuance process (steps/support/issuance.ts). */
+  get issuance(): IssuanceFlow {
+    this.flow ??= new IssuanceFlow(this)
+    return this.flow
+  }
 
   // Looked up on first use, so a --dry-run (which runs no hooks) can still build worlds.
   private get runtime() {
@@ -116,10 +124,25 @@ export class HarnessWorld extends World {
     const adminToken = await this.client.token({ keyId: adminKey.id, secret: adminKey.secret, tenant })
     const issuanceTemplate = 'degree'
     const otherTemplate = 'transcript'
+    const templates = {
+      txCode: 'degree-tx-code',
+      identity: 'verifiable-id',
+      requiresIdentity: 'degree-for-id-holders',
+    }
     await Promise.all(
       [
         { id: issuanceTemplate, credentialType: 'UniversityDegreeCredential' },
         { id: otherTemplate, credentialType: 'TranscriptCredential' },
+        { id: templates.txCode, credentialType: 'UniversityDegreeCredential', txCode: { length: 6 } },
+        { id: templates.identity, credentialType: 'VerifiableId' },
+        {
+          id: templates.requiresIdentity,
+          credentialType: 'UniversityDegreeCredential',
+          requiredPresentation: {
+            purpose: 'The degree is issued to holders of a verified identity',
+            credentials: [{ type: 'VerifiableId', fields: ['$.credentialSubject.familyName'] }],
+          },
+        },
       ].map(async (t) =>
         ok(await this.client.createIssuanceTemplate(adminToken, t), `create template ${t.id}`),
       ),
@@ -138,6 +161,7 @@ export class HarnessWorld extends World {
       tenant,
       issuanceTemplate,
       otherTemplate,
+      templates,
       appKey: { id: appKey.id, secret: appKey.secret },
       unlinkedAppKey: { id: unlinkedKey.id, secret: unlinkedKey.secret },
       adminKey,
@@ -150,6 +174,31 @@ export class HarnessWorld extends World {
     if (configured !== this.tenant.tenant) return configured
     this.log('no second tenant known: using a tenant id that does not exist')
     return `t-other-${randomBytes(4).toString('hex')}`
+  }
+
+  /** The template id of a role; roles beyond `linked` exist on provisioned tenants only. */
+  templateFor(role: TemplateRole): string {
+    if (role === 'linked') return this.tenant.issuanceTemplate
+    const templates = this.tenant.templates
+    if (!templates)
+      throw new Error(
+        `tenant "${this.tenant.tenant}" has no ${role} template: tag the scenario @needs-portal`,
+      )
+    return role === 'tx-code'
+      ? templates.txCode
+      : role === 'identity'
+        ? templates.identity
+        : templates.requiresIdentity
+  }
+
+  /** A token of the unlinked application key, which may open offers for every template of the tenant. */
+  async unlinkedAppToken(): Promise<string> {
+    const cached = this.tokens.get('unlinkedApp')
+    if (cached) return cached
+    const key = this.key('unlinkedApp')
+    const token = await this.client.token({ keyId: key.id, secret: key.secret, tenant: this.tenant.tenant })
+    this.tokens.set('unlinkedApp', token)
+    return token
   }
 
   key(caller: Caller): KeySecret {
@@ -285,6 +334,11 @@ export class HarnessWorld extends World {
     this.last = { response, what, checked: false }
   }
 
+  /** Records an answer obtained elsewhere (the issuance flow), for the expectations below. */
+  recordAnswer(response: ApiResponse<unknown>, what: string) {
+    this.record(response, what)
+  }
+
   /** The last answer, marked as checked. */
   get answer(): ApiResponse<unknown> {
     if (!this.last) throw new Error('no request has been sent in this scenario yet')
@@ -312,7 +366,7 @@ export class HarnessWorld extends World {
   }
 
   /** Throws naming the broken requirement, what was expected and what came back. */
-  fail(expected: string, response = this.last?.response): never {
+  fail(expected: string, response: ApiResponse<unknown> | null | undefined = this.last?.response): never {
     const tags = this.scenario.tags.length > 0 ? ` (${this.scenario.tags.join(' ')})` : ''
     const lines = [`${this.scenario.name}${tags}`, `Expected: ${expected}`]
     if (this.last && response === this.last.response) lines.push(`Request: ${this.last.what}`)

@@ -217,14 +217,14 @@ export class IssuanceService {
   }
 
   private static requirePending(process: ProcessRecord) {
+    if (process.status === 'ISSUED' || process.submitted !== null) {
+      throw new AppError('already_submitted', `credentials were already submitted to process "${process.id}"`)
+    }
     if (process.status !== 'PENDING') {
       throw new AppError(
         'process_not_pending',
         `process "${process.id}" is ${process.status}; only PENDING processes change`,
       )
-    }
-    if (process.submitted !== null) {
-      throw new AppError('already_submitted', `credentials were already submitted to process "${process.id}"`)
     }
   }
 

@@ -17,5 +17,26 @@ export class ManualClock implements Clock {
   }
 }
 
+/**
+ * Real time plus an offset that can be moved forward and reset: the conformance harness's clock. A
+ * wallet signs with real time, so the service's clock must keep running; a scenario that moved it
+ * resets it afterwards so later scenarios see real time again.
+ */
+export class ShiftedClock implements Clock {
+  private offset = 0
+  now() {
+    return Date.now() + this.offset
+  }
+  advance(ms: number) {
+    this.offset += ms
+  }
+  get shifted() {
+    return this.offset !== 0
+  }
+  reset() {
+    this.offset = 0
+  }
+}
+
 /** ISO 8601 UTC with milliseconds, the interface's timestamp format: 2026-11-22T10:15:00.123Z. */
 export const isoTime = (ms: number): string => new Date(ms).toISOString()
