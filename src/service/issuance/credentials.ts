@@ -115,7 +115,11 @@ function typeWithSchema(input: Record<string, unknown>, template: IssuanceTempla
  * Validates submitted credential objects and applies the defaults of rule 1. Throws 400
  * `invalid_credential` naming every problem; nothing is stored then.
  */
-export function prepareCredentials(input: unknown, template: IssuanceTemplate): PreparedCredential[] {
+export function prepareCredentials(
+  input: unknown,
+  template: IssuanceTemplate,
+  known: { issuerDid: string; holderDid: string | null },
+): PreparedCredential[] {
   if (!Array.isArray(input) || input.length === 0) {
     throw new AppError('invalid_credential', 'body must be a non-empty array of credential objects', {
       errors: [{ field: 'body', message: 'must be a non-empty array' }],
@@ -131,7 +135,30 @@ export function prepareCredentials(input: unknown, template: IssuanceTemplate): 
     )
   }
   const problems: Problem[] = []
-  for (const [i, item] of input.entries()) checkOne(item, `body/${i}`, template, problems)
+  for (const [i, item] of input.entries()) {
+    checkOne(item, `body/${i}`, template, problems)
+    if (!isObject(item)) continue
+    const issuer = isObject(item.issuer) ? item.issuer.id : item.issuer
+    if (issuer !== undefined && issuer !== known.issuerDid) {
+      problems.push({
+        field: `body/${i}/issuer`,
+        message: `must be this template's issuer DID ${known.issuerDid} (or left out)`,
+      })
+    }
+    const subject = isObject(item.credentialSubject) ? item.credentialSubject.id : undefined
+    const alreadyFlagged = problems.some((p) => p.field.startsWith(`body/${i}/credentialSubject`))
+    if (
+      typeof subject === 'string' &&
+      !alreadyFlagged &&
+      known.holderDid !== null &&
+      subject !== known.holderDid
+    ) {
+      problems.push({
+        field: `body/${i}/credentialSubject/id`,
+        message: `must be the holder the wallet proved, ${known.holderDid} (or left out)`,
+      })
+    }
+  }
   const ids = input.map((c) => (isObject(c) ? c.id : undefined)).filter((id) => id !== undefined)
   if (new Set(ids).size !== ids.length)
     problems.push({ field: 'body', message: 'credential ids must be unique' })
@@ -175,34 +202,17 @@ export function signCredential(
     validityDays?: number | undefined
   },
 ): { credential: Record<string, unknown>; jwt: string } {
-  const subjectId = prepared.credentialSubject.id
-  if (subjectId !== undefined && subjectId !== input.holderDid) {
-    throw new AppError(
-      'invalid_credential',
-      `credentialSubject.id "${String(subjectId)}" is not the holder the wallet proved (${input.holderDid})`,
-      { errors: [{ field: 'credentialSubject/id', message: 'differs from the validator holder DID' }] },
-    )
-  }
-  const issuerId =
-    typeof prepared.issuer === 'string' ? prepared.issuer : (prepared.issuer as { id?: unknown })?.id
-  if (issuerId !== undefined && issuerId !== input.key.did) {
-    throw new AppError(
-      'invalid_credential',
-      `issuer "${String(issuerId)}" is not this template's issuer DID ${input.key.did}`,
-      {
-        errors: [
-          { field: 'issuer', message: 'must be the tenant issuer DID for the template signing algorithm' },
-        ],
-      },
-    )
-  }
+  const subjectId = holderConflict([prepared], input.holderDid)
+  if (subjectId !== undefined)
+    throw new Error(`credentialSubject.id ${subjectId} is not the holder ${input.holderDid}`)
   const issuanceDate = (prepared.issuanceDate as string | undefined) ?? vcTime(input.now)
   const expirationDate =
     (prepared.expirationDate as string | undefined) ??
     (input.validityDays ? vcTime(input.now + input.validityDays * 86_400_000) : undefined)
   const credential: Record<string, unknown> = {
     ...prepared,
-    issuer: input.key.did,
+    // An issuer object (e.g. with a name) keeps its members; its id is the signing DID.
+    issuer: isObject(prepared.issuer) ? { ...prepared.issuer, id: input.key.did } : input.key.did,
     issuanceDate,
     ...(expirationDate ? { expirationDate } : {}),
     credentialSubject: { ...prepared.credentialSubject, id: input.holderDid },
@@ -224,4 +234,11 @@ export function signCredential(
   )
   const proof: JwtProof = { type: 'JwtProof2020', jwt }
   return { credential: { ...credential, proof }, jwt }
+}
+
+/** The first credentialSubject.id that names someone other than `holderDid`, if any. */
+export function holderConflict(prepared: PreparedCredential[], holderDid: string): string | undefined {
+  return prepared
+    .map((c) => c.credentialSubject.id)
+    .find((id): id is string => id !== undefined && id !== holderDid) as string | undefined
 }

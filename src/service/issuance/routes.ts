@@ -3,11 +3,13 @@ import { guard, principalOf } from '../auth/guard.ts'
 import type { AuthService } from '../auth/service.ts'
 import { invalidField } from '../errors/problem.ts'
 import type { CredentialStatus, ProcessStatus } from '../store/index.ts'
+import { newAjv } from '../util/ajv.ts'
 import type { PublicUrls } from '../util/urls.ts'
 import {
   createOfferSchema,
   credentialStatusSchema,
   listProcessesSchema,
+  RejectBody,
   readProcessSchema,
   rejectProcessSchema,
   submitCredentialsSchema,
@@ -77,11 +79,23 @@ export const issuanceRoutes: FastifyPluginAsync<IssuanceRouteOptions> = async (a
     ],
   )
 
-  app.post<{ Params: { id: string }; Body: { reason?: string } | undefined }>(
+  const validReject = newAjv({ allErrors: true }).compile(RejectBody)
+  app.post<{ Params: { id: string }; Body: unknown }>(
     '/admin/v1/issuanceRequests/:id/reject',
     { schema: rejectProcessSchema, onRequest: appOrAdmin },
-    async (request) =>
-      processView(await issuance.reject(principalOf(request), request.params.id, request.body?.reason)),
+    async (request) => {
+      const body = request.body ?? {}
+      if (!validReject(body)) {
+        const first = validReject.errors?.[0]
+        const extra = (first?.params as { additionalProperty?: string } | undefined)?.additionalProperty
+        throw invalidField(
+          `body${first?.instancePath ?? ''}${extra ? `/${extra}` : ''}`,
+          first?.message ?? 'is invalid',
+        )
+      }
+      const { reason } = body as { reason?: string }
+      return processView(await issuance.reject(principalOf(request), request.params.id, reason))
+    },
   )
 
   app.post<{ Params: { id: string }; Body: { status: CredentialStatus; credentialIds?: string[] } }>(

@@ -18,7 +18,7 @@ import {
 } from '../store/index.ts'
 import { type Clock, isoTime } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
-import { type PreparedCredential, prepareCredentials, signCredential } from './credentials.ts'
+import { holderConflict, type PreparedCredential, prepareCredentials, signCredential } from './credentials.ts'
 
 export const PROCESS_TYPE = 'OIDC4VCI_PRE_AUTHORIZED'
 
@@ -249,13 +249,34 @@ export class IssuanceService {
     const current = await this.getProcess(principal, id)
     IssuanceService.requirePending(current)
     const template = await this.templateOf(current)
-    const prepared = prepareCredentials(body, template.body)
-    const grant = await this.store.grants.get(id)
     const key = await this.signingKey(template)
+    const known = await this.store.grants.get(id)
+    const prepared = prepareCredentials(body, template.body, {
+      issuerDid: key.did,
+      holderDid: known?.holderDid ?? null,
+    })
+    const taken = await this.store.issuedCredentials.existing(prepared.map((c) => c.id))
+    if (taken.length > 0) {
+      throw new AppError('credential_id_conflict', `credential id "${taken[0]}" was already issued`)
+    }
     const next = await this.store.transaction(async (repos) => {
       const fresh = (await repos.processes.get(id)) ?? current
       IssuanceService.requirePending(fresh)
-      if (grant?.holderDid) return this.issueIn(repos, fresh, template, prepared, grant.holderDid, key)
+      // Read inside the transaction: a wallet request committed since the read above has bound a holder.
+      const holderDid = (await repos.grants.get(id))?.holderDid ?? null
+      if (holderDid) {
+        const conflict = holderConflict(prepared, holderDid)
+        if (conflict !== undefined) {
+          throw new AppError(
+            'invalid_credential',
+            `credentialSubject.id ${conflict} is not the holder the wallet proved (${holderDid})`,
+            {
+              errors: [{ field: 'body/credentialSubject/id', message: `must be ${holderDid} (or left out)` }],
+            },
+          )
+        }
+        return this.issueIn(repos, fresh, template, prepared, holderDid, key)
+      }
       const waiting: ProcessRecord = { ...fresh, submitted: prepared, updatedAt: this.nextStamp(fresh) }
       await this.save(repos, fresh, waiting)
       return waiting

@@ -2,7 +2,9 @@ import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import { JWS_ALGS } from '../../shared/did-key.ts'
 import type { IssuanceTemplate, Oid4vciOptions } from '../config/schema.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
+import { AppError } from '../errors/problem.ts'
 import type { ServiceEvents } from '../events.ts'
+import { holderConflict, type PreparedCredential } from '../issuance/credentials.ts'
 import { type IssuanceService, sha256 } from '../issuance/service.ts'
 import type { GrantRecord, ProcessRecord, Store, TemplateRecord } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
@@ -224,7 +226,8 @@ export class Oid4vciService {
     if (now >= grant.codeExpiresAt) throw new OAuthError('invalid_grant', 'pre-authorized_code has expired')
     const process = await store.processes.get(grant.processId)
     if (process?.status !== 'PENDING') {
-      throw new OAuthError('invalid_grant', `the issuance process is ${process?.status ?? 'gone'}`)
+      const reason = process?.rejectedReason ? `: ${process.rejectedReason}` : ''
+      throw new OAuthError('invalid_grant', `the issuance process is ${process?.status ?? 'gone'}${reason}`)
     }
     const txCode = form.tx_code ?? form.user_pin
     if (grant.txCodeHash) {
@@ -377,6 +380,15 @@ export class Oid4vciService {
     }
     const template = await this.templateOf(process)
     const proof = await this.verifyProofs(body, this.proofContext(tenantId, template))
+    // Content submitted for a named holder is not handed to another one; nothing is consumed then.
+    const conflict =
+      process.submitted && holderConflict(process.submitted as PreparedCredential[], proof.holder.did)
+    if (conflict) {
+      throw new OAuthError(
+        'credential_request_denied',
+        `the credential prepared for this offer is bound to ${conflict}, not to the proving holder ${proof.holder.did}`,
+      )
+    }
     if (!(await store.nonces.consume(proof.nonce, tenantId, clock.now()))) {
       throw new OAuthError(
         'invalid_nonce',
@@ -415,15 +427,26 @@ export class Oid4vciService {
           'a credential was already requested with this access token',
         )
       if (ready) {
-        const issued = await issuance.issueIn(
-          repos,
-          bound,
-          template,
-          fresh.submitted as never,
-          holderDid,
-          key,
-        )
-        return { process: issued, transactionId, notificationId }
+        try {
+          const issued = await issuance.issueIn(
+            repos,
+            bound,
+            template,
+            fresh.submitted as never,
+            holderDid,
+            key,
+          )
+          return { process: issued, transactionId, notificationId }
+        } catch (error) {
+          // E.g. a custom credential id issued meanwhile by another process: nothing is written.
+          if (error instanceof AppError) {
+            throw new OAuthError(
+              'credential_request_denied',
+              `the submitted content cannot be issued: ${error.detail}`,
+            )
+          }
+          throw error
+        }
       }
       const next = { ...bound, updatedAt: Math.max(clock.now(), fresh.updatedAt + 1) }
       if (!(await repos.processes.update(next, fresh.updatedAt))) {

@@ -120,6 +120,8 @@ export interface IssuedCredentialRepository {
   /** Inserts; throws ConflictError when (listId, listIndex) is taken. */
   create(record: IssuedCredentialRecord): Promise<void>
   listByProcess(processId: string): Promise<IssuedCredentialRecord[]>
+  /** Those of `ids` that were already issued. */
+  existing(ids: string[]): Promise<string[]>
   setStatus(id: string, status: CredentialStatus, at: number): Promise<void>
 }
 

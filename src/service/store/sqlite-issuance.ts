@@ -395,6 +395,11 @@ export class SqliteIssuedCredentials implements IssuedCredentialRepository {
       }),
     )
   }
+  async existing(ids: string[]) {
+    if (ids.length === 0) return []
+    const rows = await this.db.selectFrom('issued_credentials').select('id').where('id', 'in', ids).execute()
+    return rows.map((r) => r.id)
+  }
   async setStatus(id: string, status: CredentialStatus, at: number) {
     await this.db
       .updateTable('issued_credentials')
