@@ -19,7 +19,7 @@ export interface WalletJob {
   app: { keyId: string; secret: string }
   admin: { keyId: string; secret: string }
   wallets: number
-  /** Stop starting flows after this many seconds, or after `flows` flows, whichever comes first. */
+  /** Stop starting flows after this many seconds, or after `flows` flows (0: no limit), whichever comes first. */
   durationSec: number
   flows: number
 }
@@ -102,7 +102,7 @@ async function run(job: WalletJob): Promise<WalletResult> {
   }
 
   async function loop(wallet: Wallet) {
-    while (performance.now() < deadline && started < job.flows) {
+    while (performance.now() < deadline && (job.flows === 0 || started < job.flows)) {
       started++
       try {
         await flow(wallet)

@@ -119,7 +119,7 @@ async function main(): Promise<number> {
         admin: DEMO.admin,
         wallets,
         durationSec,
-        flows: smoke ? 3 * wallets : Number.POSITIVE_INFINITY,
+        flows: smoke ? 3 * wallets : 0,
       }
       const cpu0 = process.cpuUsage()
       const result = await runWallets(job)
@@ -159,7 +159,7 @@ async function main(): Promise<number> {
         peakRssMb: { wallet: result.peakRssMb, service: Math.round(process.memoryUsage().rss / 1048576) },
       }
       rows.push(row)
-      if (result.errors > 0) failed = true
+      if (result.errors > 0 || result.flows === 0) failed = true
     }
   } finally {
     await server.close()

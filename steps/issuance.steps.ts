@@ -284,7 +284,7 @@ Then('the submission answer is an array holding the ISSUED process with its data
 Then('the listed processes include this one with its validator', function (this: W) {
   const list = this.answer.body as { id: string; status: string; validator: unknown }[]
   const mine = list.find((p) => p.id === this.issuance.processId)
-  if (!mine || mine.status !== 'PENDING' || mine.validator === null) {
+  if (mine?.status !== 'PENDING' || mine.validator === null) {
     this.fail('the PENDING process, with the validator the wallet filled, in the list')
   }
 })

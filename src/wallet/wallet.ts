@@ -182,12 +182,18 @@ export class Wallet implements WalletContext {
     const session = await this.startIssuance(deepLink)
     step('offer', session.offer)
     step('metadata', session.issuerMetadata)
+    // what the offer asks to be presented is settled before the single-use pre-authorized code is redeemed
+    let share: string[] | undefined
+    if (session.presentationDefinition) {
+      this.diSigner() // a WalletUsageError for a holder key that cannot make the di_vp proof
+      share = await session.selectCredentials()
+    }
     const token = await session.token({
       ...(opts.txCode !== undefined && { txCode: opts.txCode }),
       misbehave,
     })
     step('token', { token_type: token.token_type, expires_in: token.expires_in })
-    const result = await session.requestCredential({ misbehave })
+    const result = await session.requestCredential({ misbehave, ...(share && { share }) })
     step('credential', result.status === 200 ? { status: 200 } : result)
     let issued: IssuedCredentials
     if (result.status === 202) {

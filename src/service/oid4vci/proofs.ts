@@ -114,13 +114,12 @@ export function verifyJwtProof(jwt: unknown, ctx: ProofContext): HolderProof {
   }
 }
 
-function checkIat(iat: unknown, ctx: ProofContext) {
+function checkIat(iat: unknown, ctx: ProofContext, what = 'proof JWT iat') {
   const now = Math.floor(ctx.now / 1000)
-  if (typeof iat !== 'number' || !Number.isFinite(iat))
-    throw invalid('proof JWT iat is missing or not a number')
-  if (iat > now + FUTURE_SKEW_SECONDS) throw invalid(`proof JWT iat is ${iat - now} s in the future`)
+  if (typeof iat !== 'number' || !Number.isFinite(iat)) throw invalid(`${what} is missing or not a number`)
+  if (iat > now + FUTURE_SKEW_SECONDS) throw invalid(`${what} is ${iat - now} s in the future`)
   if (iat < now - ctx.maxAgeSeconds) {
-    throw invalid(`proof JWT iat is ${now - iat} s old; at most ${ctx.maxAgeSeconds} s is accepted`)
+    throw invalid(`${what} is ${now - iat} s old; at most ${ctx.maxAgeSeconds} s is accepted`)
   }
 }
 
@@ -192,7 +191,7 @@ export async function verifyDiVpProof(vp: unknown, ctx: ProofContext): Promise<H
   const holder = resolveDidKey(result.holderKid)
   const created = typeof result.proof.created === 'string' ? Date.parse(result.proof.created) : Number.NaN
   if (Number.isNaN(created)) throw invalid('di_vp proof has no valid created time')
-  checkIat(Math.floor(created / 1000), ctx)
+  checkIat(Math.floor(created / 1000), ctx, 'di_vp proof created')
 
   const entries = Array.isArray(vp.verifiableCredential)
     ? vp.verifiableCredential
