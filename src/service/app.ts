@@ -114,7 +114,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     urls,
     issuance,
     issuerKeys,
-    events,
     options: config.oid4vci,
   })
   const services: AppServices = {

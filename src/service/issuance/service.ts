@@ -115,7 +115,8 @@ export class IssuanceService {
     return Array.from({ length }, () => alphabet[randomInt(alphabet.length)]).join('')
   }
 
-  private emit(process: ProcessRecord, step: ProcessChanged['step']) {
+  /** Announces a committed change of `process` (webhooks, streams and tests subscribe). */
+  emit(process: ProcessRecord, step: ProcessChanged['step']) {
     this.deps.events.emit({
       kind: 'issuance',
       tenantId: process.tenantId,

@@ -3,7 +3,6 @@ import { JWS_ALGS } from '../../shared/did-key.ts'
 import type { IssuanceTemplate, Oid4vciOptions } from '../config/schema.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import { AppError } from '../errors/problem.ts'
-import type { ServiceEvents } from '../events.ts'
 import { holderConflict, type PreparedCredential } from '../issuance/credentials.ts'
 import { type IssuanceService, sha256 } from '../issuance/service.ts'
 import type { GrantRecord, ProcessRecord, Store, TemplateRecord } from '../store/index.ts'
@@ -31,7 +30,6 @@ export interface Oid4vciDeps {
   urls: PublicUrls
   issuance: IssuanceService
   issuerKeys: IssuerKeys
-  events: ServiceEvents
   options: Oid4vciOptions
 }
 
@@ -72,6 +70,12 @@ export function presentationDefinition(
     })),
   }
 }
+
+const denied = (process: ProcessRecord) =>
+  new OAuthError(
+    'credential_request_denied',
+    `the issuer rejected this issuance${process.rejectedReason ? `: ${process.rejectedReason}` : ''}`,
+  )
 
 /** The wallet-facing OpenID4VCI issuer of every tenant (docs/issuance.md). */
 export class Oid4vciService {
@@ -344,10 +348,7 @@ export class Oid4vciService {
     const process = await store.processes.get(grant.processId)
     if (!process) throw new Error(`process ${grant.processId} missing`)
     if (process.status === 'REJECTED') {
-      throw new OAuthError(
-        'credential_request_denied',
-        `the issuer rejected this issuance${process.rejectedReason ? `: ${process.rejectedReason}` : ''}`,
-      )
+      throw denied(process)
     }
     if (body.credential_identifier !== undefined) {
       throw new OAuthError(
@@ -406,9 +407,7 @@ export class Oid4vciService {
     const key = await issuance.signingKey(template)
     const outcome = await store.transaction(async (repos) => {
       const fresh = await repos.processes.get(process.id)
-      if (!fresh || fresh.status === 'REJECTED') {
-        throw new OAuthError('credential_request_denied', 'the issuer rejected this issuance')
-      }
+      if (!fresh || fresh.status === 'REJECTED') throw denied(fresh ?? process)
       if (fresh.status !== 'PENDING')
         throw new OAuthError('invalid_credential_request', `the process is ${fresh.status}`)
       const bound: ProcessRecord = { ...fresh, validator }
@@ -454,7 +453,7 @@ export class Oid4vciService {
       }
       return { process: next, transactionId, notificationId }
     })
-    this.emit(outcome.process, outcome.process.status === 'ISSUED' ? 'issued' : 'holder_bound')
+    this.deps.issuance.emit(outcome.process, outcome.process.status === 'ISSUED' ? 'issued' : 'holder_bound')
     if (outcome.transactionId) {
       return {
         status: 202,
@@ -485,10 +484,7 @@ export class Oid4vciService {
     const process = await this.deps.store.processes.get(grant.processId)
     if (!process) throw new Error(`process ${grant.processId} missing`)
     if (process.status === 'REJECTED') {
-      throw new OAuthError(
-        'credential_request_denied',
-        `the issuer rejected this issuance${process.rejectedReason ? `: ${process.rejectedReason}` : ''}`,
-      )
+      throw denied(process)
     }
     if (process.status === 'PENDING') {
       throw new OAuthError(
@@ -506,7 +502,7 @@ export class Oid4vciService {
       return true
     })
     if (!redeemed) throw new OAuthError('invalid_transaction_id', 'transaction_id was already redeemed')
-    this.emit(process, 'credential_retrieved')
+    this.deps.issuance.emit(process, 'credential_retrieved')
     return { credentials: Oid4vciService.credentialsOf(process), notification_id: notificationId }
   }
 
@@ -534,17 +530,5 @@ export class Oid4vciService {
         `this notification_id was already notified with "${recorded}"`,
       )
     }
-  }
-
-  private emit(process: ProcessRecord, step: 'issued' | 'holder_bound' | 'credential_retrieved') {
-    this.deps.events.emit({
-      kind: 'issuance',
-      tenantId: process.tenantId,
-      templateId: process.templateId,
-      processId: process.id,
-      status: process.status,
-      step,
-      at: process.updatedAt,
-    })
   }
 }

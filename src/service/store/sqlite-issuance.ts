@@ -13,6 +13,7 @@ import {
   type StatusListRecord,
   type StatusListRepository,
 } from './index.ts'
+import { insertOrConflict, isUniqueViolation } from './sqlite-errors.ts'
 
 // Tables of the wallet-facing issuance protocol (migration 0002) and their repositories.
 
@@ -73,20 +74,6 @@ export interface IssuanceProtocolSchema {
   issued_credentials: IssuedCredentialsTable
 }
 type Db = Kysely<IssuanceProtocolSchema>
-
-function isUniqueViolation(error: unknown): boolean {
-  const code = (error as { code?: string }).code ?? ''
-  return code.startsWith('SQLITE_CONSTRAINT_PRIMARYKEY') || code.startsWith('SQLITE_CONSTRAINT_UNIQUE')
-}
-
-async function insertOrConflict(work: Promise<unknown>, what: string): Promise<void> {
-  try {
-    await work
-  } catch (error) {
-    if (isUniqueViolation(error)) throw new ConflictError(`${what} already exists`)
-    throw error
-  }
-}
 
 const changed = (result: { numUpdatedRows: bigint } | undefined) => (result?.numUpdatedRows ?? 0n) > 0n
 

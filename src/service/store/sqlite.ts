@@ -27,6 +27,7 @@ import {
   type TenantRepository,
 } from './index.ts'
 import { migrations } from './migrations.ts'
+import { insertOrConflict } from './sqlite-errors.ts'
 import {
   type IssuanceProtocolSchema,
   SqliteGrants,
@@ -96,20 +97,6 @@ export const DATABASE_FILE = 'vc-harness.db'
 const json = (value: unknown): string | null =>
   value === null || value === undefined ? null : JSON.stringify(value)
 const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T))
-
-function isUniqueViolation(error: unknown): boolean {
-  const code = (error as { code?: string }).code ?? ''
-  return code.startsWith('SQLITE_CONSTRAINT_PRIMARYKEY') || code.startsWith('SQLITE_CONSTRAINT_UNIQUE')
-}
-
-async function insertOrConflict(work: Promise<unknown>, what: string): Promise<void> {
-  try {
-    await work
-  } catch (error) {
-    if (isUniqueViolation(error)) throw new ConflictError(`${what} already exists`)
-    throw error
-  }
-}
 
 const toTenant = (row: Selectable<TenantsTable>): TenantRecord => ({
   id: row.id,
