@@ -9,22 +9,21 @@ import {
   SqliteDialect,
 } from 'kysely'
 import Database from 'libsql'
-import {
-  type ApiKeyRecord,
-  type ApiKeyRepository,
-  ConflictError,
-  type ProcessQuery,
-  type ProcessRecord,
-  type ProcessRepository,
-  type Repositories,
-  type ServiceKeyRecord,
-  type ServiceKeyRepository,
-  type Store,
-  type TemplateKind,
-  type TemplateRecord,
-  type TemplateRepository,
-  type TenantRecord,
-  type TenantRepository,
+import type {
+  ApiKeyRecord,
+  ApiKeyRepository,
+  ProcessQuery,
+  ProcessRecord,
+  ProcessRepository,
+  Repositories,
+  ServiceKeyRecord,
+  ServiceKeyRepository,
+  Store,
+  TemplateKind,
+  TemplateRecord,
+  TemplateRepository,
+  TenantRecord,
+  TenantRepository,
 } from './index.ts'
 import { migrations } from './migrations.ts'
 import { insertOrConflict } from './sqlite-errors.ts'
