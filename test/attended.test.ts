@@ -8,7 +8,6 @@ import {
   changeStatus,
   DEGREE,
   grantFor,
-  type Holder,
   jwtRequest,
   newHolder,
   oid4vciConfig,
@@ -17,6 +16,7 @@ import {
   rejectProcess,
   submit,
   WIDE_APP,
+  walletAsked,
   walletPost,
 } from './oid4vci-helpers.ts'
 
@@ -39,19 +39,6 @@ type ProcessBody = {
   group: string
   validator: Record<string, unknown> | null
   data?: Credential[]
-}
-
-/** Offer, token and the wallet's credential request (202): the process waits for the relying party. */
-async function walletAsked(t: TestApp, group = 'degree', holder: Holder = newHolder()) {
-  const g = await grantFor(t.app, group)
-  const response = await walletPost(
-    t.app,
-    'credential',
-    g.accessToken,
-    jwtRequest(group, proofJwt(holder, t.clock, g.cNonce)),
-  )
-  assert.equal(response.statusCode, 202, response.body)
-  return { ...g, holder, transactionId: response.json().transaction_id as string }
 }
 
 /** Asserts a 400 invalid_credential naming exactly `fields` (in any order). */

@@ -334,3 +334,21 @@ export const VERIFIABLE_ID = [
     credentialSubject: { familyName: 'Doe', firstName: 'Jane', dateOfBirth: '1990-01-01' },
   },
 ]
+
+/** Offer, token and the wallet's credential request (202): the process waits for the relying party. */
+export async function walletAsked(
+  t: { app: FastifyInstance; clock: ManualClock },
+  group = 'degree',
+  holder: Holder = newHolder(),
+) {
+  const g = await grantFor(t.app, group)
+  const response = await walletPost(
+    t.app,
+    'credential',
+    g.accessToken,
+    jwtRequest(group, proofJwt(holder, t.clock, g.cNonce)),
+  )
+  if (response.statusCode !== 202)
+    throw new Error(`credential request: ${response.statusCode} ${response.body}`)
+  return { ...g, holder, transactionId: response.json().transaction_id as string }
+}

@@ -34,6 +34,7 @@ import {
   submit,
   VERIFIABLE_ID,
   WIDE_APP,
+  walletAsked,
   walletPost,
 } from './oid4vci-helpers.ts'
 
@@ -1300,19 +1301,7 @@ describe('deferred credential and notification endpoints', () => {
   })
   after(() => t.close())
 
-  /** A grant whose wallet has asked (202): returns its transaction id. */
-  async function waiting(group = 'degree') {
-    const holder = newHolder()
-    const g = await grantFor(t.app, group)
-    const response = await walletPost(
-      t.app,
-      'credential',
-      g.accessToken,
-      jwtRequest(group, proofJwt(holder, t.clock, g.cNonce)),
-    )
-    assert.equal(response.statusCode, 202, response.body)
-    return { ...g, holder, transactionId: response.json().transaction_id as string }
-  }
+  const waiting = (group = 'degree') => walletAsked(t, group)
   const deferred = (accessToken: string | undefined, body: unknown) =>
     walletPost(t.app, 'deferred_credential', accessToken, body)
   const notify = (accessToken: string | undefined, body: unknown) =>

@@ -282,12 +282,6 @@ export class Oid4vciService {
     return grant
   }
 
-  private async templateOf(process: ProcessRecord) {
-    const template = await this.deps.store.templates.get(process.tenantId, process.templateId, 'issuance')
-    if (!template) throw new Error(`template ${process.templateId} missing`)
-    return template
-  }
-
   private proofContext(tenantId: string, template: TemplateRecord<'issuance'>): ProofContext {
     const required = template.body.requiredPresentation
     return {
@@ -379,7 +373,8 @@ export class Oid4vciService {
         'a credential was already requested with this access token; poll the deferred endpoint with its transaction_id',
       )
     }
-    const template = await this.templateOf(process)
+    // Checked equal to the process's template above: it is the template.
+    const template = configuration
     const proof = await this.verifyProofs(body, this.proofContext(tenantId, template))
     // Content submitted for a named holder is not handed to another one; nothing is consumed then.
     const conflict =

@@ -87,7 +87,7 @@ export class StatusLists {
         if (error instanceof ConflictError && error.key === 'slot') continue
         throw error
       }
-      await repos.statusLists.save({ ...list, used: list.used + 1, updatedAt: now })
+      await repos.statusLists.countAllocation(list.id, now)
       const url = this.urls.statusList(input.tenantId, list.id)
       return {
         id: `${url}#${index}`,

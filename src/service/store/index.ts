@@ -114,6 +114,8 @@ export interface StatusListRepository {
   latest(tenantId: string, alg: SigningAlg): Promise<StatusListRecord | undefined>
   create(list: StatusListRecord): Promise<void>
   save(list: StatusListRecord): Promise<void>
+  /** Counts one more allocated entry (the bits are unchanged: a new entry is active, 0). */
+  countAllocation(id: string, at: number): Promise<void>
 }
 
 export interface IssuedCredentialRepository {

@@ -336,6 +336,13 @@ export class SqliteStatusLists implements StatusListRepository {
       .where('id', '=', l.id)
       .execute()
   }
+  async countAllocation(id: string, at: number) {
+    await this.db
+      .updateTable('status_lists')
+      .set((eb) => ({ used: eb('used', '+', 1), updated_at: at }))
+      .where('id', '=', id)
+      .execute()
+  }
 }
 
 export class SqliteIssuedCredentials implements IssuedCredentialRepository {
