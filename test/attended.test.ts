@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { decodeList, getStatus } from '../src/service/status/bitstring.ts'
+import { decodeList, getStatus } from '../src/shared/bitstring.ts'
 import { JWS_ALGS, resolveDidKey } from '../src/shared/did-key.ts'
 import { decodeJws, verifyJws } from '../src/shared/jws.ts'
 import { auth, DEMO, makeApp, OTHER, problemOf, type TestApp, tokenFor } from './helpers.ts'

@@ -241,7 +241,7 @@ function watchedFetch() {
 function nextEvent(match: (event: ProcessChanged) => boolean): Promise<ProcessChanged> {
   return new Promise((resolve) => {
     const off = server.app.services.events.on((event) => {
-      if (!match(event)) return
+      if (event.kind !== 'issuance' || !match(event)) return
       off()
       resolve(event)
     })

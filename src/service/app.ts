@@ -24,6 +24,9 @@ import { openSqliteStore } from './store/sqlite.ts'
 import { newAjv } from './util/ajv.ts'
 import { type Clock, systemClock } from './util/clock.ts'
 import { PublicUrls } from './util/urls.ts'
+import { oid4vpRoutes, verificationRoutes } from './verification/routes.ts'
+import { VerificationService } from './verification/service.ts'
+import { httpStatusListSource, StatusChecker, type StatusListSource } from './verification/status.ts'
 
 export interface AppOptions {
   config: ServiceConfig
@@ -47,6 +50,7 @@ export interface AppServices {
   statusLists: StatusLists
   events: ServiceEvents
   portal: PortalService
+  verification: VerificationService
 }
 
 declare module 'fastify' {
@@ -116,6 +120,22 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     issuerKeys,
     options: config.oid4vci,
   })
+  // Lists this service publishes are read in-process; any other issuer's over HTTP.
+  const statusSource: StatusListSource = async (url) => {
+    const own = urls.ownStatusList(url)
+    if (!own) return httpStatusListSource(url)
+    const jwt = await statusLists.credential(own.tenantId, own.listId)
+    if (!jwt) throw new Error(`no status list at ${url}`)
+    return jwt
+  }
+  const verification = new VerificationService({
+    store,
+    clock,
+    urls,
+    issuerKeys,
+    events,
+    status: new StatusChecker(statusSource),
+  })
   const services: AppServices = {
     store,
     clock,
@@ -127,6 +147,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     statusLists,
     events,
     portal: new PortalService(store, clock),
+    verification,
   }
   app.decorate('services', services)
 
@@ -167,6 +188,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     pageSize: { default: config.listPageSize, max: config.listMaxPageSize },
   })
   await app.register(oid4vciRoutes, { oid4vci, statusLists })
+  await app.register(verificationRoutes, { auth, verification, clock })
+  await app.register(oid4vpRoutes, { verification })
   await app.register(portalRoutes, { prefix: '/portal/v1', auth, portal: services.portal })
   return app
 }

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events'
-import type { ProcessStatus } from './store/index.ts'
+import type { ProcessStatus, SessionStatus } from './store/index.ts'
 
-/** State changes of issuance processes: webhooks, the QR page's stream and tests subscribe here. */
+/** State changes of issuance processes and verification sessions: webhooks, the QR page's stream and tests subscribe here. */
 export interface ProcessChanged {
   kind: 'issuance'
   tenantId: string
@@ -13,6 +13,30 @@ export interface ProcessChanged {
   at: number
 }
 
+/** The webhook body of section 6. */
+export interface WebhookBody {
+  id: string
+  subject: string
+  status: 'SUCCESS' | 'REJECT'
+  payload?: Record<string, unknown>
+  verificationResult: { checks: string[]; warnings: string[]; errors: string[] }
+}
+
+/** State changes of verification sessions. */
+export interface SessionChanged {
+  kind: 'verification'
+  tenantId: string
+  templateId: string
+  sessionId: string
+  status: SessionStatus
+  step: 'session_created' | 'request_retrieved' | 'verified' | 'rejected'
+  at: number
+  /** Set on verified and rejected: what the template's webhook receives. */
+  webhook?: WebhookBody
+}
+
+export type ServiceEvent = ProcessChanged | SessionChanged
+
 export class ServiceEvents {
   private readonly emitter = new EventEmitter({ captureRejections: false })
 
@@ -22,20 +46,20 @@ export class ServiceEvents {
   }
 
   /** Emitted after the change is committed, never before. */
-  emit(event: ProcessChanged): void {
-    this.emitter.emit('process', event)
+  emit(event: ServiceEvent): void {
+    this.emitter.emit('event', event)
   }
 
-  on(listener: (event: ProcessChanged) => void): () => void {
+  on(listener: (event: ServiceEvent) => void): () => void {
     // A failing subscriber must not turn a committed change into an error answer.
-    const safe = (event: ProcessChanged) => {
+    const safe = (event: ServiceEvent) => {
       try {
         listener(event)
       } catch (error) {
         process.emitWarning(`event subscriber failed: ${(error as Error).message}`)
       }
     }
-    this.emitter.on('process', safe)
-    return () => this.emitter.off('process', safe)
+    this.emitter.on('event', safe)
+    return () => this.emitter.off('event', safe)
   }
 }

@@ -140,6 +140,43 @@ export const IssuanceTemplate = Type.Object(
 )
 export type IssuanceTemplate = Static<typeof IssuanceTemplate>
 
+const GroupName = Type.String({
+  pattern: '^[A-Za-z][A-Za-z0-9_-]{0,63}$',
+  description: 'Submission-requirement group name (input descriptors name it in `group`).',
+})
+
+export const RequestedField = Type.Object(
+  {
+    path: Type.String({
+      pattern: '^\\$\\.credentialSubject\\.[A-Za-z0-9_@-]+(\\.[A-Za-z0-9_@-]+)*$',
+      maxLength: 200,
+      description: 'Dotted JSONPath of the claim, e.g. $.credentialSubject.familyName.',
+    }),
+    credentialTypes: Type.Optional(
+      Type.Array(CredentialTypeName, {
+        minItems: 1,
+        maxItems: 20,
+        uniqueItems: true,
+        description: 'Credential types the field is asked of. Default: every requested type.',
+      }),
+    ),
+    purpose: Type.Optional(
+      Type.String({ maxLength: 300, description: "Why it is asked. Default: the template's purpose." }),
+    ),
+    sensitive: Type.Optional(
+      Type.Boolean({ default: false, description: 'Data agreement `attribute_sensitive`. Default: false.' }),
+    ),
+    optional: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description: 'When true the credential matches without the claim. Default: false (required).',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+export type RequestedField = Static<typeof RequestedField>
+
 export const VerificationTemplate = Type.Object(
   {
     id: TemplateId,
@@ -148,15 +185,77 @@ export const VerificationTemplate = Type.Object(
       maxLength: 200,
       description: 'Shown to the holder as the request name.',
     }),
-    credentialTypes: Type.Array(Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_-]{0,127}$' }), {
+    credentialTypes: Type.Array(CredentialTypeName, {
       minItems: 1,
       maxItems: 20,
-      description: 'Credential types requested, one input descriptor each.',
+      uniqueItems: true,
+      description:
+        'Credential types the holder must share, one input descriptor each, in the group "mandatory" (rule all).',
     }),
+    optionalGroups: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            name: GroupName,
+            credentialTypes: Type.Array(CredentialTypeName, { minItems: 1, maxItems: 20, uniqueItems: true }),
+            min: Type.Optional(
+              Type.Integer({
+                minimum: 0,
+                maximum: 20,
+                default: 1,
+                description: 'How many of the group the holder must share (rule pick). Default: 1.',
+              }),
+            ),
+            purpose: Type.Optional(Type.String({ maxLength: 300 })),
+          },
+          { additionalProperties: false },
+        ),
+        {
+          maxItems: 10,
+          description:
+            'Further groups the holder picks from (`submission_requirements` rule pick). Default: none.',
+        },
+      ),
+    ),
+    purpose: Type.Optional(
+      Type.String({
+        maxLength: 500,
+        description: 'Why the relying party asks (descriptors, requirements, data agreement). Default: none.',
+      }),
+    ),
+    requestedFields: Type.Optional(
+      Type.Array(RequestedField, {
+        maxItems: 50,
+        description: 'Claims the credentials must contain (input descriptor `fields`). Default: none.',
+      }),
+    ),
     trustedIssuers: Type.Optional(
       Type.Array(Type.String({ pattern: '^did:[a-z0-9]+:.+$', maxLength: 512 }), {
         maxItems: 100,
         description: "Issuer DIDs accepted. Default: this tenant's own issuer DIDs.",
+      }),
+    ),
+    requireStatus: Type.Optional(
+      Type.Boolean({
+        default: true,
+        description:
+          'true: every credential must carry a credentialStatus and be active (`statuses.active.directive` required). false: one without a status is accepted with a warning. Default: true.',
+      }),
+    ),
+    sessionLifetimeSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 30,
+        maximum: 86400,
+        default: 600,
+        description: 'How long a session (and its request object) lives. Default: 600.',
+      }),
+    ),
+    consentDurationDays: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 3650,
+        default: 30,
+        description: 'Data agreement `data_receiver.consent_duration`. Default: 30.',
       }),
     ),
     webhookUrl: Type.Optional(WebhookUrl),

@@ -7,7 +7,7 @@ import {
 } from '../../shared/data-integrity.ts'
 import { type DidKey, JWS_ALGS, resolveDidKey } from '../../shared/did-key.ts'
 import { decodeJws, JwsError, verifyJws } from '../../shared/jws.ts'
-import { OAuthError } from './errors.ts'
+import { OAuthError } from '../errors/oauth.ts'
 
 // Key proofs of the credential request (OpenID4VCI Appendix F): what the wallet proves, checked
 // entirely here before anything is stored.
@@ -124,7 +124,7 @@ function checkIat(iat: unknown, ctx: ProofContext, what = 'proof JWT iat') {
 }
 
 /** The shared credential as the validator shows it: the decoded VC with its JWT as proof. */
-function sharedView(jwt: string, payload: Record<string, unknown>): Record<string, unknown> {
+export function sharedView(jwt: string, payload: Record<string, unknown>): Record<string, unknown> {
   const vc = isObject(payload.vc) ? payload.vc : {}
   const subject = isObject(vc.credentialSubject) ? vc.credentialSubject : {}
   return {

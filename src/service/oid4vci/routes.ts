@@ -1,7 +1,7 @@
 import formbody from '@fastify/formbody'
-import type { FastifyError, FastifyPluginAsync, FastifyReply } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply } from 'fastify'
+import { installOAuthErrors, OAuthError } from '../errors/oauth.ts'
 import type { StatusLists } from '../status/service.ts'
-import { OAuthError } from './errors.ts'
 import type { Oid4vciService } from './service.ts'
 
 export interface Oid4vciRouteOptions {
@@ -12,19 +12,6 @@ export interface Oid4vciRouteOptions {
 type TenantParams = { tenant: string }
 const tags = ['OpenID4VCI (wallet)']
 
-// Fastify's own client errors on these routes become `invalid_request` in the OAuth error shape.
-function toOAuth(error: FastifyError): OAuthError {
-  if (error instanceof OAuthError) return error
-  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
-    return new OAuthError('invalid_request', 'request body too large')
-  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-    return new OAuthError('invalid_request', 'unsupported Content-Type for this endpoint')
-  }
-  if (error.validation || error.code?.startsWith('FST_ERR_CTP'))
-    return new OAuthError('invalid_request', error.message)
-  return new OAuthError('server_error', 'an internal error occurred')
-}
-
 /**
  * The wallet-facing issuer of every tenant (docs/issuance.md). Encapsulated: its form parser and its
  * OAuth-style error handler apply to these routes only.
@@ -34,17 +21,7 @@ export const oid4vciRoutes: FastifyPluginAsync<Oid4vciRouteOptions> = async (
   { oid4vci, statusLists },
 ) => {
   await app.register(formbody, { bodyLimit: 16 * 1024 })
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const oauth = toOAuth(error)
-    if (oauth.status >= 500) request.log.error({ err: error }, 'unhandled error')
-    return reply
-      .code(oauth.status)
-      .headers({ 'Cache-Control': 'no-store', Pragma: 'no-cache', ...oauth.extra.headers })
-      .send(oauth.toBody())
-  })
-  app.addHook('onSend', async (_request, reply) => {
-    if (!reply.hasHeader('Cache-Control')) reply.header('Cache-Control', 'no-store')
-  })
+  installOAuthErrors(app)
   const json = (reply: FastifyReply, body: unknown) => reply.type('application/json').send(body)
 
   const issuerMetadata = async (request: { params: TenantParams }, reply: FastifyReply) =>

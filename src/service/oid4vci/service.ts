@@ -2,13 +2,13 @@ import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import { JWS_ALGS } from '../../shared/did-key.ts'
 import type { IssuanceTemplate, Oid4vciOptions } from '../config/schema.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
+import { OAuthError, tokenError } from '../errors/oauth.ts'
 import { AppError } from '../errors/problem.ts'
 import { holderConflict, type PreparedCredential } from '../issuance/credentials.ts'
 import { type IssuanceService, sha256 } from '../issuance/service.ts'
 import type { GrantRecord, ProcessRecord, Store, TemplateRecord } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
-import { OAuthError, tokenError } from './errors.ts'
 import {
   buildValidator,
   type HolderProof,

@@ -1,4 +1,12 @@
 import { randomInt, randomUUID } from 'node:crypto'
+import {
+  emptyBitstring,
+  encodeList,
+  STATUS_MESSAGES,
+  STATUS_SIZE,
+  STATUS_VALUES,
+  setStatus,
+} from '../../shared/bitstring.ts'
 import { signJws } from '../../shared/jws.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import {
@@ -11,14 +19,6 @@ import {
 } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
-import {
-  emptyBitstring,
-  encodeList,
-  STATUS_MESSAGES,
-  STATUS_SIZE,
-  STATUS_VALUES,
-  setStatus,
-} from './bitstring.ts'
 
 /** What goes into a credential's `credentialStatus` (Bitstring Status List, purpose "message"). */
 export interface StatusEntry {

@@ -8,6 +8,7 @@ import type {
   ProcessRecord,
   ProcessStatus,
   ServiceKeyRecord,
+  SessionRecord,
   SigningAlg,
   StatusListRecord,
   TemplateKind,
@@ -127,6 +128,18 @@ export interface IssuedCredentialRepository {
   setStatus(id: string, status: CredentialStatus, at: number): Promise<void>
 }
 
+export interface SessionRepository {
+  create(session: SessionRecord): Promise<void>
+  get(id: string): Promise<SessionRecord | undefined>
+  /** Sets requestedAt on the first fetch of the request object; true only for that first fetch. */
+  markRequested(id: string, at: number): Promise<boolean>
+  /**
+   * Records the outcome (status, submission, validations, subject, sourceWallet, updatedAt) only while the
+   * session is still PENDING and unexpired at `now`: false means another response came first or it expired.
+   */
+  complete(session: SessionRecord, now: number): Promise<boolean>
+}
+
 export interface ServiceKeyRepository {
   list(): Promise<ServiceKeyRecord[]>
   create(key: ServiceKeyRecord): Promise<void>
@@ -143,6 +156,7 @@ export interface Repositories {
   nonces: NonceRepository
   statusLists: StatusListRepository
   issuedCredentials: IssuedCredentialRepository
+  sessions: SessionRepository
 }
 
 export interface Store extends Repositories {

@@ -151,4 +151,35 @@ export const migrations: Record<string, Migration> = {
         .execute()
     },
   },
+  '0003_verification': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('verification_sessions')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('tenant_id', 'text', (c) => c.notNull().references('tenants.id'))
+        .addColumn('template_id', 'text', (c) => c.notNull())
+        .addColumn('created_by_key', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('definition', 'text', (c) => c.notNull())
+        .addColumn('request', 'text', (c) => c.notNull())
+        .addColumn('request_jwt', 'text', (c) => c.notNull())
+        .addColumn('policy', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'integer', (c) => c.notNull())
+        .addColumn('updated_at', 'integer', (c) => c.notNull())
+        .addColumn('expires_at', 'integer', (c) => c.notNull())
+        .addColumn('requested_at', 'integer')
+        .addColumn('submission', 'text')
+        .addColumn('submission_format', 'text', (c) => c.notNull().defaultTo(''))
+        .addColumn('validations', 'text')
+        .addColumn('subject', 'text')
+        .addColumn('source_wallet', 'text')
+        .addColumn('callback', 'text')
+        .execute()
+      await db.schema
+        .createIndex('sessions_by_tenant')
+        .on('verification_sessions')
+        .columns(['tenant_id', 'created_at'])
+        .execute()
+    },
+  },
 }

@@ -35,6 +35,7 @@ import {
   SqliteNonces,
   SqliteStatusLists,
 } from './sqlite-issuance.ts'
+import { SqliteSessions, type VerificationSchema } from './sqlite-verification.ts'
 
 interface TenantsTable {
   id: string
@@ -82,7 +83,7 @@ interface ServiceKeysTable {
   public_jwk: string
   created_at: number
 }
-interface Schema extends IssuanceProtocolSchema {
+interface Schema extends IssuanceProtocolSchema, VerificationSchema {
   tenants: TenantsTable
   api_keys: ApiKeysTable
   templates: TemplatesTable
@@ -436,6 +437,7 @@ function repositories(db: Db): Repositories {
     nonces: new SqliteNonces(protocol),
     statusLists: new SqliteStatusLists(protocol),
     issuedCredentials: new SqliteIssuedCredentials(protocol),
+    sessions: new SqliteSessions(db as unknown as Kysely<VerificationSchema>),
   }
 }
 

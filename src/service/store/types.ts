@@ -134,3 +134,49 @@ export interface IssuedCredentialRecord {
   status: CredentialStatus
   updatedAt: number
 }
+
+/** Stored session states; EXPIRED is derived from `expiresAt` for a session still PENDING. */
+export type SessionStatus = 'PENDING' | 'VERIFIED' | 'REJECTED'
+
+/** One verifier check's outcome (docs/verification.md lists the checks). */
+export interface CheckOutcome {
+  check: string
+  result: 'passed' | 'failed' | 'not_run'
+  message: string
+}
+
+/** What the verifier concluded about a response: the `Validations` of section 2.9. */
+export interface Validations {
+  status: 'SUCCESS' | 'REJECT'
+  checks: CheckOutcome[]
+  /** The webhook form (section 6): checks run, warnings, errors. */
+  verificationResult: { checks: string[]; warnings: string[]; errors: string[] }
+}
+
+/** A verification session (OpenID4VP): the signed request, and once answered the outcome. */
+export interface SessionRecord {
+  id: string
+  tenantId: string
+  templateId: string
+  createdByKey: string
+  status: SessionStatus
+  /** The presentation definition of section 2.8, with `dataAgreement` and `proof`. */
+  definition: Record<string, unknown>
+  /** Claims of the signed request object (nonce, state, the DIF-only presentation_definition, …). */
+  request: Record<string, unknown>
+  /** The signed request object served at request_uri. */
+  requestJwt: string
+  /** What the checks hold the response to, fixed when the session opens. */
+  policy: { trustedIssuers: string[]; requireStatus: boolean }
+  createdAt: number
+  updatedAt: number
+  expiresAt: number
+  requestedAt: number | null
+  /** What the holder shared; set only on a VERIFIED session. */
+  submission: Record<string, unknown> | null
+  submissionFormat: string
+  validations: Validations | null
+  subject: string | null
+  sourceWallet: string | null
+  callback: string | null
+}

@@ -27,6 +27,31 @@ export class PublicUrls {
     return `${this.credentialIssuer(tenantId)}/status/${encodeURIComponent(listId)}`
   }
 
+  /** Where a wallet fetches the signed request object of a verification session (last segment: its id). */
+  verifierRequest(tenantId: string, sessionId: string): string {
+    return `${this.base()}/oid4vp/${encodeURIComponent(tenantId)}/requests/${encodeURIComponent(sessionId)}`
+  }
+
+  /** Where a wallet posts its response (direct_post); the link's redirect_uri. */
+  verifierResponse(tenantId: string, sessionId: string): string {
+    return `${this.base()}/oid4vp/${encodeURIComponent(tenantId)}/responses/${encodeURIComponent(sessionId)}`
+  }
+
+  /**
+   * The reverse of statusList(): the tenant and list id of a URL this service publishes, or undefined
+   * for any other URL (which a verifier then fetches over HTTP).
+   */
+  ownStatusList(url: string): { tenantId: string; listId: string } | undefined {
+    const prefix = `${this.base()}/oid4vci/`
+    if (!url.startsWith(prefix)) return undefined
+    const match = /^([^/?#]+)\/status\/([^/?#]+)$/.exec(url.slice(prefix.length))
+    if (!match) return undefined
+    return {
+      tenantId: decodeURIComponent(match[1] as string),
+      listId: decodeURIComponent(match[2] as string),
+    }
+  }
+
   absolute(path: string): string {
     return `${this.base()}${path}`
   }

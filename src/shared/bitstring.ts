@@ -16,10 +16,11 @@ export function emptyBitstring(entries: number): Uint8Array {
   return new Uint8Array(Math.ceil((entries * STATUS_SIZE) / 8))
 }
 
-export function getStatus(bits: Uint8Array, index: number): number {
+/** The value of entry `index` in a list of `size`-bit entries (default: ours, 2 bits). */
+export function getStatus(bits: Uint8Array, index: number, size = STATUS_SIZE): number {
   let value = 0
-  for (let i = 0; i < STATUS_SIZE; i++) {
-    const bit = index * STATUS_SIZE + i
+  for (let i = 0; i < size; i++) {
+    const bit = index * size + i
     value = (value << 1) | (((bits[bit >> 3] ?? 0) >> (7 - (bit & 7))) & 1)
   }
   return value
@@ -38,7 +39,12 @@ export function encodeList(bits: Uint8Array): string {
   return `u${gzipSync(bits).toString('base64url')}`
 }
 
+// A list of 2^20 two-bit entries is 256 KiB; anything inflating far beyond is a decompression bomb.
+const MAX_LIST_BYTES = 4 * 1024 * 1024
+
 export function decodeList(encoded: string): Uint8Array {
   if (!encoded.startsWith('u')) throw new Error('encodedList must be multibase base64url (prefix "u")')
-  return new Uint8Array(gunzipSync(Buffer.from(encoded.slice(1), 'base64url')))
+  return new Uint8Array(
+    gunzipSync(Buffer.from(encoded.slice(1), 'base64url'), { maxOutputLength: MAX_LIST_BYTES }),
+  )
 }

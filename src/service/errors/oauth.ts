@@ -1,0 +1,83 @@
+import type { FastifyError, FastifyInstance } from 'fastify'
+
+// Wallet-facing errors: `{error, error_description}` with the OAuth 2.0 / OpenID4VCI / OpenID4VP codes,
+// never problem+json (ARCHITECTURE.md, "two error families").
+
+export const OAUTH_ERRORS = {
+  invalid_request: 400,
+  invalid_grant: 400,
+  unsupported_grant_type: 400,
+  invalid_client: 401,
+  invalid_token: 401,
+  invalid_credential_request: 400,
+  unknown_credential_configuration: 400,
+  unknown_credential_identifier: 400,
+  invalid_proof: 400,
+  invalid_nonce: 400,
+  invalid_encryption_parameters: 400,
+  credential_request_denied: 400,
+  issuance_pending: 400,
+  invalid_transaction_id: 400,
+  invalid_notification_id: 400,
+  invalid_notification_request: 400,
+  invalid_presentation: 400,
+  session_closed: 409,
+  session_expired: 410,
+  not_found: 404,
+  server_error: 500,
+} as const
+
+export type OAuthErrorCode = keyof typeof OAUTH_ERRORS
+
+export class OAuthError extends Error {
+  override name = 'OAuthError'
+  readonly status: number
+  constructor(
+    readonly error: OAuthErrorCode,
+    readonly description: string,
+    readonly extra: { headers?: Record<string, string>; body?: Record<string, unknown> } = {},
+  ) {
+    super(`${error}: ${description}`)
+    this.status = OAUTH_ERRORS[error]
+  }
+
+  toBody(): Record<string, unknown> {
+    return { error: this.error, error_description: this.description, ...this.extra.body }
+  }
+}
+
+/** 401 with the RFC 6750 challenge; `error="invalid_token"` only when a token was presented. */
+export function tokenError(description: string, presented: boolean): OAuthError {
+  const challenge = presented
+    ? `Bearer error="invalid_token", error_description="${description.replaceAll('"', "'")}"`
+    : 'Bearer'
+  return new OAuthError('invalid_token', description, { headers: { 'WWW-Authenticate': challenge } })
+}
+
+// Fastify's own client errors on wallet-facing routes become `invalid_request` in the OAuth error shape.
+function toOAuth(error: FastifyError): OAuthError {
+  if (error instanceof OAuthError) return error
+  if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
+    return new OAuthError('invalid_request', 'request body too large')
+  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return new OAuthError('invalid_request', 'unsupported Content-Type for this endpoint')
+  }
+  if (error.validation || error.code?.startsWith('FST_ERR_CTP'))
+    return new OAuthError('invalid_request', error.message)
+  return new OAuthError('server_error', 'an internal error occurred')
+}
+
+/** For an encapsulated wallet-facing plugin: OAuth-shaped errors and `no-store` on every answer. */
+export function installOAuthErrors(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const oauth = toOAuth(error)
+    if (oauth.status >= 500) request.log.error({ err: error }, 'unhandled error')
+    return reply
+      .code(oauth.status)
+      .headers({ 'Cache-Control': 'no-store', Pragma: 'no-cache', ...oauth.extra.headers })
+      .send(oauth.toBody())
+  })
+  app.addHook('onSend', async (_request, reply) => {
+    if (!reply.hasHeader('Cache-Control')) reply.header('Cache-Control', 'no-store')
+  })
+}

@@ -1,0 +1,229 @@
+import { createHash } from 'node:crypto'
+import { JWS_ALGS } from '../../shared/did-key.ts'
+import { signJws } from '../../shared/jws.ts'
+import type { RequestedField, VerificationTemplate } from '../config/schema.ts'
+import type { IssuerKey } from '../crypto/issuer-keys.ts'
+
+// The presentation definition of section 2.8, built from a verification template: DIF Presentation
+// Exchange 2.0 plus the interface's `dataAgreement` and `proof`.
+
+export const MANDATORY_GROUP = 'mandatory'
+/** Formats named by the interface (2.8) plus the JWT VC names PEX matches Veramo-style credentials on. */
+const LDP_PROOF_TYPES = [
+  'JsonWebSignature2020',
+  'Ed25519Signature2018',
+  'EcdsaSecp256k1Signature2019',
+  'RsaSignature2018',
+]
+export const DEFINITION_FORMAT = {
+  jwt: { alg: [...JWS_ALGS] },
+  jwt_vc: { alg: [...JWS_ALGS] },
+  jwt_vc_json: { alg: [...JWS_ALGS] },
+  jwt_vp: { alg: [...JWS_ALGS] },
+  jwt_vp_json: { alg: [...JWS_ALGS] },
+  ldp: { proof_type: LDP_PROOF_TYPES },
+  ldp_vp: { proof_type: LDP_PROOF_TYPES },
+}
+const DATA_AGREEMENT_CONTEXT =
+  'https://raw.githubusercontent.com/decentralised-dataexchange/data-exchange-agreements/main/interface-specs/jsonld/contexts/dexa-context.jsonld'
+
+const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
+/** RFC 8785-style canonical JSON (sorted keys): what the definition and agreement proofs sign. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`
+  }
+  return JSON.stringify(value)
+}
+
+/** A detached compact JWS (`header..signature`) over the canonical JSON of `value`. */
+export function detachedJws(value: unknown, key: IssuerKey): string {
+  const jws = signJws(
+    { alg: key.alg, kid: key.kid, b64: true, typ: 'JOSE' },
+    { canonical: canonicalJson(value) },
+    key.privateKey,
+  )
+  const [header, , signature] = jws.split('.')
+  return `${header}..${signature}`
+}
+
+/** The payload a detached proof signed; verifiers rebuild it to check the signature. */
+export function detachedPayload(value: unknown): string {
+  return Buffer.from(JSON.stringify({ canonical: canonicalJson(value) }), 'utf8').toString('base64url')
+}
+
+export interface DefinitionInput {
+  sessionId: string
+  template: VerificationTemplate
+  /** Template record's last update: part of the data agreement's template_version. */
+  templateUpdatedAt: number
+  trustedIssuers: readonly string[]
+  verifier: IssuerKey
+  nonce: string
+  /** data_receiver.url and proof domain. */
+  receiverUrl: string
+  now: number
+}
+
+interface Requested {
+  type: string
+  group: string
+  purpose: string | undefined
+}
+
+function requestedCredentials(t: VerificationTemplate): Requested[] {
+  return [
+    ...t.credentialTypes.map((type) => ({ type, group: MANDATORY_GROUP, purpose: t.purpose })),
+    ...(t.optionalGroups ?? []).flatMap((g) =>
+      g.credentialTypes.map((type) => ({ type, group: g.name, purpose: g.purpose ?? t.purpose })),
+    ),
+  ]
+}
+
+const fieldsFor = (t: VerificationTemplate, type: string): RequestedField[] =>
+  (t.requestedFields ?? []).filter((f) => !f.credentialTypes || f.credentialTypes.includes(type))
+
+/** Descriptor ids are the type for the mandatory group and `group.type` for the others: unique per definition. */
+export const descriptorId = (r: { type: string; group: string }) =>
+  r.group === MANDATORY_GROUP ? r.type : `${r.group}.${r.type}`
+
+function inputDescriptor(t: VerificationTemplate, r: Requested, trusted: readonly string[]) {
+  const issuerPattern = `^(${trusted.map(escapeRegex).join('|')})$`
+  return {
+    id: descriptorId(r),
+    name: r.type,
+    ...(r.purpose ? { purpose: r.purpose } : {}),
+    group: [r.group],
+    constraints: {
+      fields: [
+        {
+          // "matched by the last element of the type array" (2.8)
+          path: ['$.vc.type[-1:]', '$.type[-1:]'],
+          purpose: `The credential is a ${r.type}`,
+          filter: { type: 'string', const: r.type },
+          intent_to_retain: false,
+        },
+        {
+          path: ['$.iss', '$.vc.issuer', '$.issuer', '$.vc.issuer.id', '$.issuer.id'],
+          purpose: 'The credential comes from an issuer this relying party trusts',
+          filter: { type: 'string', pattern: issuerPattern },
+          intent_to_retain: false,
+        },
+        ...fieldsFor(t, r.type).map((f) => ({
+          path: [f.path.replace(/^\$\./, '$.vc.'), f.path],
+          ...((f.purpose ?? t.purpose) ? { purpose: f.purpose ?? t.purpose } : {}),
+          intent_to_retain: false,
+          ...(f.optional ? { optional: true } : {}),
+        })),
+      ],
+      ...(t.requireStatus === false ? {} : { statuses: { active: { directive: 'required' } } }),
+    },
+  }
+}
+
+function submissionRequirements(t: VerificationTemplate) {
+  return [
+    {
+      name: MANDATORY_GROUP,
+      ...(t.purpose ? { purpose: t.purpose } : {}),
+      rule: 'all',
+      from: MANDATORY_GROUP,
+    },
+    ...(t.optionalGroups ?? []).map((g) => ({
+      name: g.name,
+      ...((g.purpose ?? t.purpose) ? { purpose: g.purpose ?? t.purpose } : {}),
+      rule: 'pick',
+      min: g.min ?? 1,
+      from: g.name,
+    })),
+  ]
+}
+
+function dataAgreement(input: DefinitionInput, requested: Requested[]) {
+  const { template: t, verifier, now } = input
+  const personalData = requested.flatMap((r) => {
+    const fields = fieldsFor(t, r.type)
+    if (fields.length === 0) {
+      return [{ attribute_name: r.type, attribute_sensitive: false, purposes: r.purpose ? [r.purpose] : [] }]
+    }
+    return fields.map((f) => ({
+      attribute_name: f.path.split('.').at(-1) as string,
+      attribute_sensitive: f.sensitive ?? false,
+      purposes: [f.purpose ?? t.purpose].filter((p): p is string => typeof p === 'string'),
+    }))
+  })
+  const templateVersion = createHash('sha256')
+    .update(canonicalJson({ body: t, updatedAt: input.templateUpdatedAt }))
+    .digest('base64url')
+    .slice(0, 16)
+  const agreement = {
+    '@context': [DATA_AGREEMENT_CONTEXT],
+    id: `urn:uuid:${input.sessionId}`,
+    version: '1.0.0',
+    template_id: t.id,
+    template_version: templateVersion,
+    purposes: t.purpose ? [t.purpose] : null,
+    personal_data: personalData,
+    data_receiver: {
+      id: verifier.did,
+      consent_duration: t.consentDurationDays ?? 30,
+      form_of_consent: 'explicit',
+      url: input.receiverUrl,
+    },
+  }
+  const proof = {
+    type: 'DetachedJws',
+    created: new Date(now).toISOString(),
+    verificationMethod: verifier.kid,
+    proofPurpose: 'authentication',
+    domain: input.receiverUrl,
+    nonce: input.nonce,
+    signatureValue: detachedJws(agreement, verifier),
+  }
+  return {
+    ...agreement,
+    event: [
+      { principle_did: verifier.did, proof: [proof], state: 'offer', version: '1.0.0', timestamp: now },
+    ],
+  }
+}
+
+/**
+ * The definition as a wallet gets it in the request object: DIF Presentation Exchange members only.
+ * Libraries validate it against the DIF schema, which refuses the interface's `dataAgreement` and `proof`.
+ */
+export function difDefinition(definition: Record<string, unknown>): Record<string, unknown> {
+  const { dataAgreement: _agreement, proof: _proof, ...dif } = definition
+  return dif
+}
+
+/**
+ * Section 2.8. `proof` is a detached JWS by the verifier over the canonical JSON of the definition
+ * without `proof` (docs/verification.md says how to check it).
+ */
+export function buildDefinition(input: DefinitionInput): Record<string, unknown> {
+  const { template: t, verifier } = input
+  const requested = requestedCredentials(t)
+  const definition = {
+    id: input.sessionId,
+    name: t.name,
+    ...(t.purpose ? { purpose: t.purpose } : {}),
+    dataAgreement: dataAgreement(input, requested),
+    format: DEFINITION_FORMAT,
+    submission_requirements: submissionRequirements(t),
+    input_descriptors: requested.map((r) => inputDescriptor(t, r, input.trustedIssuers)),
+  }
+  const proof = {
+    type: 'DetachedJws',
+    created: new Date(input.now).toISOString(),
+    creator: verifier.kid,
+    proofPurpose: 'authentication',
+    proofValue: detachedJws(definition, verifier),
+  }
+  return { ...definition, proof: [proof] }
+}

@@ -1,0 +1,54 @@
+import { Type } from 'typebox'
+import { problems } from '../errors/schemas.ts'
+
+const Open = (description: string) => Type.Object({}, { additionalProperties: true, description })
+const IsoTime = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds.' })
+
+export const createSessionSchema = {
+  tags: ['Verification'],
+  summary: 'Create a verification session (interface 4.6)',
+  description:
+    'Opens a session for the verification template `ssiConfigId`: the OpenID4VP authentication request (encode it as the QR code) and its presentation definition.',
+  body: Type.Object(
+    { ssiConfigId: Type.String({ minLength: 1, maxLength: 128, description: 'Verification template id.' }) },
+    { additionalProperties: false },
+  ),
+  response: {
+    201: Type.Object({
+      authentication_request: Type.String({
+        description:
+          'openid-vp://?client_id=…&redirect_uri=…&request_uri=…&response_mode=direct_post&response_type=vp_token&scope=openid',
+      }),
+      presentation_definition: Open('Section 2.8; its id is the session id.'),
+    }),
+    ...problems(400, 401, 403, 404, 413, 415),
+  },
+}
+
+const SessionBody = Type.Object({
+  Id: Type.String(),
+  Status: Type.Enum(['PENDING', 'VERIFIED', 'REJECTED', 'EXPIRED'], {
+    description: 'Extension: the session state (docs/verification.md).',
+  }),
+  PresentationSubmission: Type.Union([Type.Null(), Open('What the holder shared; set only when VERIFIED.')]),
+  PresentationSubmissionFormat: Type.String({ description: '"jwt_vp" when VERIFIED, else empty.' }),
+  Validations: Type.Union([Type.Null(), Open('Per-check outcome once the wallet answered.')]),
+  PresentationDefinition: Open('Section 2.8.'),
+  AuthRequest: Open('The signed request object claims, plus redirect_uri and the definition members.'),
+  RequestedAt: Type.Union([Type.Null(), IsoTime]),
+  CreatedAt: IsoTime,
+  UpdatedAt: IsoTime,
+  ExpiredAt: IsoTime,
+  DeletedAt: Type.Null(),
+  SourceWallet: Type.String({ description: "The responding wallet's User-Agent, empty when none." }),
+  Callback: Type.String({ description: "The template's webhook URL, empty when none." }),
+  Subject: Type.String({ description: 'The holder DID once it has proven it, empty before.' }),
+})
+
+export const readSessionSchema = {
+  tags: ['Verification'],
+  summary: 'Read a verification session (interface 4.7)',
+  description: '202 while the session waits for the wallet; 200 once it is VERIFIED, REJECTED or EXPIRED.',
+  params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) }),
+  response: { 200: SessionBody, 202: SessionBody, ...problems(401, 403, 404) },
+}
