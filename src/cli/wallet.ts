@@ -1,7 +1,15 @@
 import { existsSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 // Types only: the wallet stack (Veramo, oid4vci-client) is imported when a command runs, not for --help.
-import type { HolderKeyType, Misbehaviour, ReceiveStep, StoredCredential, Wallet } from '../wallet/index.ts'
+import type {
+  HolderKeyType,
+  Misbehaviour,
+  PresentationMisbehaviour,
+  PresentStep,
+  ReceiveStep,
+  StoredCredential,
+  Wallet,
+} from '../wallet/index.ts'
 
 export const WALLET_USAGE = `Usage: vc-harness wallet <command> [options]
 
@@ -9,6 +17,9 @@ Commands:
   receive <deep link>   receive a credential from an OpenID4VCI credential offer, given as the QR code
                         carries it (openid-credential-offer://?credential_offer_uri=…, any scheme, or
                         ?credential_offer=<JSON>); prints what was received as JSON on stdout
+  present <link>        answer an OpenID4VP authorization request, given as the QR code carries it
+                        (openid-vp://?client_id=…&request_uri=…), with the held credentials; prints the
+                        outcome as JSON on stdout (also the verifier's error answer, before exiting 1)
   list                  print the holder and the credentials of a wallet file as JSON
 
 Options:
@@ -19,13 +30,18 @@ Options:
   --tx-code C           the transaction code the issuer showed out of band
   --no-wait             do not poll a deferred credential: print its transaction id and stop
   --timeout S           how long to poll a deferred credential, in seconds; default 600
-  --misbehave M         do one thing wrong on purpose (repeatable): wrong-nonce, replayed-nonce,
-                        bad-signature, wrong-aud, expired-iat, replayed-code, wrong-tx-code, foreign-kid,
-                        missing-tx-code, jwk-with-private-key, wrong-typ, alg-none (see src/wallet/README.md)
+  --misbehave M         do one thing wrong on purpose (repeatable; see src/wallet/README.md).
+                        receive: wrong-nonce, replayed-nonce, bad-signature, wrong-aud, expired-iat,
+                        replayed-code, wrong-tx-code, foreign-kid, missing-tx-code, jwk-with-private-key,
+                        wrong-typ, alg-none.
+                        present: vp-wrong-nonce, vp-wrong-aud, vp-foreign-key, vp-replayed (needs an earlier
+                        presentation in the same process, so not from this CLI), tampered-credential,
+                        untrusted-issuer, revoked-credential, expired-session, lying-submission,
+                        access-denied.
   -h, --help            show this text
 
-Progress goes to stderr. Exit codes: 0 received (or pending with --no-wait), 1 the flow failed,
-2 bad arguments.`
+Progress goes to stderr. Exit codes: 0 received (or pending with --no-wait) / presented (or declined with
+access-denied, answered 2xx), 1 the flow failed, 2 bad arguments.`
 
 /** An argument error: main maps codes starting with ERR_PARSE_ARGS to exit code 2. */
 function usageError(message: string): Error {
@@ -102,8 +118,12 @@ async function receive(argv: string[]): Promise<void> {
     throw usageError(`--key-type: expected one of ${w.HOLDER_KEY_TYPES.join(', ')}, got ${keyType}`)
   }
   for (const m of values.misbehave ?? []) {
-    if (!w.isMisbehaviour(m))
-      throw usageError(`--misbehave: unknown ${m}; known: ${w.MISBEHAVIOURS.join(', ')}`)
+    if (!w.isMisbehaviour(m)) {
+      const flow = w.isPresentationMisbehaviour(m)
+        ? ' (a presentation misbehaviour: use it with present)'
+        : ''
+      throw usageError(`--misbehave: unknown ${m}${flow}; known: ${w.MISBEHAVIOURS.join(', ')}`)
+    }
   }
   try {
     const wallet = await w.Wallet.create({
@@ -144,6 +164,93 @@ async function receive(argv: string[]): Promise<void> {
   }
 }
 
+function presentProgress(step: PresentStep, detail: unknown): void {
+  const d = (detail ?? {}) as Record<string, unknown>
+  const line: Record<PresentStep, () => string> = {
+    request: () =>
+      `request: ${d.clientId} asks for presentation definition ${d.definitionId}, answer to ${d.responseUri}`,
+    status: () => `status: ${d.lists} status list(s) read`,
+    select: () =>
+      d.replayed
+        ? `select: replaying the previous presentation of ${JSON.stringify(d.replayed)}`
+        : `select: ${((d.chosen as { descriptor: string; credential: string }[]) ?? []).map((c) => `${c.descriptor} ← ${c.credential}`).join(', ')}`,
+    response: () => `response: HTTP ${d.status}`,
+  }
+  console.error(line[step]())
+}
+
+async function present(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      wallet: { type: 'string' },
+      misbehave: { type: 'string', multiple: true },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+    strict: true,
+  })
+  if (values.help) {
+    console.log(WALLET_USAGE)
+    return
+  }
+  if (positionals.length !== 1)
+    throw usageError('present needs exactly one argument: the authorization request link')
+  if (values.wallet !== undefined && !existsSync(values.wallet)) {
+    throw plainError(`no wallet file at ${values.wallet} (receive a credential into it first)`)
+  }
+  const w = await import('../wallet/index.ts')
+  for (const m of values.misbehave ?? []) {
+    if (!w.isPresentationMisbehaviour(m)) {
+      const flow = w.isMisbehaviour(m) ? ' (an issuance misbehaviour: use it with receive)' : ''
+      throw usageError(
+        `--misbehave: ${m} is not a presentation misbehaviour${flow}; known: ${w.PRESENTATION_MISBEHAVIOURS.join(', ')}`,
+      )
+    }
+  }
+  let wallet: Wallet | undefined
+  try {
+    wallet = await w.Wallet.create(values.wallet !== undefined ? { file: values.wallet } : {})
+    console.error(`holder: ${wallet.did} (${wallet.keyType}, wallet ${wallet.location})`)
+    const result = await wallet.present(positionals[0] as string, {
+      misbehave: (values.misbehave ?? []) as PresentationMisbehaviour[],
+      onStep: presentProgress,
+    })
+    const output = {
+      status: result.status,
+      holder: wallet.did,
+      sessionId: result.sessionId,
+      clientId: result.clientId,
+      responseUri: result.responseUri,
+      httpStatus: result.httpStatus,
+      response: result.response,
+      ...(result.redirectUri !== undefined && { redirectUri: result.redirectUri }),
+      presented: result.presented,
+      ...(result.presentationSubmission && { presentationSubmission: result.presentationSubmission }),
+      ...(result.vpToken && { vpToken: result.vpToken }),
+    }
+    console.log(JSON.stringify(output, null, 2))
+  } catch (error) {
+    if (error instanceof w.WalletProtocolError) {
+      // the verifier's (or the wallet's) verdict is an outcome too: JSON on stdout, exit code 1
+      const output = {
+        status: 'failed',
+        ...(wallet && { holder: wallet.did }),
+        step: error.step,
+        httpStatus: error.status,
+        error: error.error,
+        error_description: error.errorDescription,
+      }
+      console.log(JSON.stringify(output, null, 2))
+      throw plainError(error.message)
+    }
+    if (error instanceof w.WalletUsageError || error instanceof w.WalletFileError) {
+      throw plainError(error.message)
+    }
+    throw error
+  }
+}
+
 async function list(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
@@ -178,6 +285,7 @@ export async function wallet(argv: string[]): Promise<void> {
     return
   }
   if (command === 'receive') return receive(rest)
+  if (command === 'present') return present(rest)
   if (command === 'list') return list(rest)
   console.error(WALLET_USAGE)
   throw usageError(command === undefined ? 'missing command' : `unknown command "${command}"`)

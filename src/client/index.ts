@@ -80,9 +80,50 @@ export interface VerificationTemplateInput {
   id: string
   name: string
   credentialTypes: string[]
+  optionalGroups?: { name: string; credentialTypes: string[]; min?: number; purpose?: string }[]
+  purpose?: string
+  requestedFields?: {
+    path: string
+    credentialTypes?: string[]
+    purpose?: string
+    sensitive?: boolean
+    optional?: boolean
+  }[]
   trustedIssuers?: string[]
+  requireStatus?: boolean
+  sessionLifetimeSeconds?: number
+  consentDurationDays?: number
   webhookUrl?: string
   webhookSecret?: string
+}
+
+/** Section 2.7. */
+export interface SessionCreated {
+  authentication_request: string
+  presentation_definition: Record<string, unknown> & { id: string }
+}
+
+/** Section 2.9 (plus Status); docs/verification.md. */
+export interface SessionRead {
+  Id: string
+  Status: 'PENDING' | 'VERIFIED' | 'REJECTED' | 'EXPIRED'
+  PresentationSubmission: Record<string, unknown> | null
+  PresentationSubmissionFormat: string
+  Validations: {
+    status: 'SUCCESS' | 'REJECT'
+    checks: { check: string; result: 'passed' | 'failed' | 'not_run'; message: string }[]
+    verificationResult: { checks: string[]; warnings: string[]; errors: string[] }
+  } | null
+  PresentationDefinition: Record<string, unknown>
+  AuthRequest: Record<string, unknown>
+  RequestedAt: string | null
+  CreatedAt: string
+  UpdatedAt: string
+  ExpiredAt: string
+  DeletedAt: string | null
+  SourceWallet: string
+  Callback: string
+  Subject: string
 }
 export type TemplateView<T> = Omit<T, 'webhookSecret'> & {
   hasWebhookSecret: boolean
@@ -182,6 +223,24 @@ export class RelyingPartyClient {
   }
 
   /** 4.3 */
+  /** 4.6: open a verification session for template `ssiConfigId`. */
+  createSession(token: string | undefined, ssiConfigId: string) {
+    return this.request<SessionCreated | Problem>(this.urls.verifierUrl, '/api/v3/sessions', {
+      method: 'POST',
+      body: { ssiConfigId },
+      ...(token !== undefined ? { token } : {}),
+    })
+  }
+
+  /** 4.7: 202 while the session waits for the wallet, 200 once it is final. */
+  readSession(token: string, id: string) {
+    return this.request<SessionRead | Problem>(
+      this.urls.verifierUrl,
+      `/api/v3/sessions/${encodeURIComponent(id)}`,
+      { token },
+    )
+  }
+
   getProcess(token: string, id: string) {
     return this.request<IssuanceProcess | Problem>(
       this.urls.issuerUrl,

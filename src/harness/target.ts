@@ -52,6 +52,12 @@ export interface TenantFixture {
    * scenarios that need them are tagged @needs-portal.
    */
   templates?: { txCode: string; identity: string; requiresIdentity: string }
+  /**
+   * Verification templates (provisioned tenants only): a degree check asking for the degree claim, one
+   * asking for a degree and one of two identity credentials (pick), and one accepting credentials without
+   * a status entry.
+   */
+  verificationTemplates?: { degreeCheck: string; degreeAndIdentity: string; statusOptional: string }
   /** Application key linked to `issuanceTemplate`. */
   appKey: KeySecret
   /** Application key without a linked template (only tenants provisioned through the portal have one). */

@@ -11,6 +11,9 @@ export type WalletStep =
   | 'deferred'
   | 'notification'
   | 'verify'
+  // OpenID4VP: fetching and checking the request object, posting the authorization response
+  | 'request'
+  | 'response'
 
 export interface WalletProtocolErrorDetails {
   step: WalletStep

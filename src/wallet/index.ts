@@ -15,9 +15,29 @@ export {
   type RequestCredentialOptions,
   type TokenResponse,
 } from './issuance.ts'
-export { isMisbehaviour, MISBEHAVIOURS, type Misbehaviour, WRONG_AUDIENCE } from './misbehaviour.ts'
+export {
+  isMisbehaviour,
+  isPresentationMisbehaviour,
+  MISBEHAVIOURS,
+  type Misbehaviour,
+  PRESENTATION_MISBEHAVIOURS,
+  type PresentationMisbehaviour,
+  WRONG_AUDIENCE,
+} from './misbehaviour.ts'
+export {
+  ACCESS_DENIED_DESCRIPTION,
+  type PresentationResult,
+  PresentationSession,
+  type PresentStep,
+  type RespondOptions,
+  type StartPresentationOptions,
+} from './presentation.ts'
+export { type ParsedPresentationLink, parsePresentationLink } from './presentation-link.ts'
+export { type DescriptorMatch, NoMatchingCredentialsError, type Selection } from './presentation-select.ts'
+export type { DescriptorMapEntry, PresentationSubmission } from './presentation-vp.ts'
 export { HOLDER_KEY_TYPES, type HolderKeyType, type StoredCredential, WalletFileError } from './store.ts'
 export {
+  type PresentOptions,
   type ReceiveOptions,
   type ReceiveResult,
   type ReceiveStep,

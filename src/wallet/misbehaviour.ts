@@ -1,6 +1,11 @@
 // What a misbehaving wallet can do wrong. Each misbehaviour changes exactly one thing of an otherwise correct
-// request; src/wallet/README.md has the table, test/wallet-unit.test.ts proves each one.
+// request; src/wallet/README.md has the tables, test/wallet-unit.test.ts (issuance) and
+// test/wallet-present-unit.test.ts (presentation) prove each one.
+//
+// Issuance and presentation misbehaviours are two separate lists with disjoint names: passing one to the
+// other flow is a TypeError that says which flow it belongs to, never a silently ignored option.
 
+/** Misbehaviours of the OpenID4VCI issuance flow (`receive`, `IssuanceSession`). */
 export const MISBEHAVIOURS = [
   'wrong-nonce',
   'replayed-nonce',
@@ -31,7 +36,32 @@ export const JWT_ONLY_MISBEHAVIOURS: readonly Misbehaviour[] = [
   'alg-none',
 ]
 
-/** The `aud` (jwt) or `domain` (di_vp) of the 'wrong-aud' misbehaviour. */
+/** Misbehaviours of the OpenID4VP presentation flow (`present`, `PresentationSession.respond`). */
+export const PRESENTATION_MISBEHAVIOURS = [
+  'vp-wrong-nonce',
+  'vp-wrong-aud',
+  'vp-foreign-key',
+  'vp-replayed',
+  'tampered-credential',
+  'untrusted-issuer',
+  'revoked-credential',
+  'expired-session',
+  'lying-submission',
+  'access-denied',
+] as const
+
+export type PresentationMisbehaviour = (typeof PRESENTATION_MISBEHAVIOURS)[number]
+
+/**
+ * Presentation misbehaviours that replace the whole answer, so they combine with nothing but
+ * 'expired-session' (which changes no byte on the wire).
+ */
+export const EXCLUSIVE_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbehaviour[] = [
+  'vp-replayed',
+  'access-denied',
+]
+
+/** The `aud` (jwt proof, VP) or `domain` (di_vp) of the 'wrong-aud' and 'vp-wrong-aud' misbehaviours. */
 export const WRONG_AUDIENCE = 'https://wrong-audience.invalid'
 /** How far in the past 'expired-iat' puts `iat` (jwt) or `created` (di_vp). */
 export const EXPIRED_IAT_SECONDS = 3600
@@ -40,12 +70,41 @@ export function isMisbehaviour(value: unknown): value is Misbehaviour {
   return typeof value === 'string' && (MISBEHAVIOURS as readonly string[]).includes(value)
 }
 
+export function isPresentationMisbehaviour(value: unknown): value is PresentationMisbehaviour {
+  return typeof value === 'string' && (PRESENTATION_MISBEHAVIOURS as readonly string[]).includes(value)
+}
+
+/** Checks issuance misbehaviours; a presentation misbehaviour or an unknown name is a TypeError. */
 export function assertMisbehaviours(values: readonly unknown[] | undefined): readonly Misbehaviour[] {
   const list = values ?? []
   for (const value of list) {
-    if (!isMisbehaviour(value)) {
-      throw new TypeError(`unknown misbehaviour ${JSON.stringify(value)}; known: ${MISBEHAVIOURS.join(', ')}`)
+    if (isMisbehaviour(value)) continue
+    if (isPresentationMisbehaviour(value)) {
+      throw new TypeError(
+        `misbehaviour ${JSON.stringify(value)} belongs to the presentation flow (present, respond), not to issuance; issuance misbehaviours: ${MISBEHAVIOURS.join(', ')}`,
+      )
     }
+    throw new TypeError(`unknown misbehaviour ${JSON.stringify(value)}; known: ${MISBEHAVIOURS.join(', ')}`)
   }
   return list as readonly Misbehaviour[]
+}
+
+/** Checks presentation misbehaviours; an issuance misbehaviour or an unknown name is a TypeError. */
+export function assertPresentationMisbehaviours(
+  values: readonly unknown[] | undefined,
+): readonly PresentationMisbehaviour[] {
+  const list = values ?? []
+  for (const value of list) {
+    if (isPresentationMisbehaviour(value)) continue
+    if (isMisbehaviour(value)) {
+      const twin = `vp-${value}`
+      throw new TypeError(
+        `misbehaviour ${JSON.stringify(value)} belongs to the issuance flow (receive, IssuanceSession), not to presentation${isPresentationMisbehaviour(twin) ? ` (did you mean ${twin}?)` : ''}; presentation misbehaviours: ${PRESENTATION_MISBEHAVIOURS.join(', ')}`,
+      )
+    }
+    throw new TypeError(
+      `unknown presentation misbehaviour ${JSON.stringify(value)}; known: ${PRESENTATION_MISBEHAVIOURS.join(', ')}`,
+    )
+  }
+  return list as readonly PresentationMisbehaviour[]
 }

@@ -1,5 +1,6 @@
-// The simulated wallet: a Veramo agent holding one did:key, a credential store, and OpenID4VCI issuance
-// (step by step through IssuanceSession, or in one call with receive()).
+// The simulated wallet: a Veramo agent holding one did:key, a credential store, OpenID4VCI issuance (step by
+// step through IssuanceSession, or in one call with receive()) and OpenID4VP presentation (step by step
+// through PresentationSession, or in one call with present()).
 import { createHash } from 'node:crypto'
 import type { DiSigner } from '../shared/data-integrity.ts'
 import type { JwsAlg } from '../shared/did-key.ts'
@@ -21,7 +22,20 @@ import {
   type NotificationEvent,
   type WalletContext,
 } from './issuance.ts'
-import { assertMisbehaviours, type Misbehaviour } from './misbehaviour.ts'
+import {
+  assertMisbehaviours,
+  assertPresentationMisbehaviours,
+  type Misbehaviour,
+  type PresentationMisbehaviour,
+} from './misbehaviour.ts'
+import {
+  type PresentationContext,
+  type PresentationResult,
+  PresentationSession,
+  type PresentStep,
+  type RememberedPresentation,
+  type StartPresentationOptions,
+} from './presentation.ts'
 import type { JwtSigner } from './proof.ts'
 import {
   emptyState,
@@ -74,6 +88,15 @@ export type ReceiveResult =
       session: IssuanceSession
     }
 
+export interface PresentOptions {
+  misbehave?: readonly PresentationMisbehaviour[]
+  onStep?: (step: PresentStep, detail?: unknown) => void
+  /** the wallet's clock in ms (request object expiry, VP `iat`); default Date.now */
+  now?: () => number
+  /** error_description of the 'access-denied' answer */
+  errorDescription?: string
+}
+
 const DEFAULT_DEFERRED_TIMEOUT_MS = 10 * 60 * 1000
 const MAX_REMEMBERED_NONCES = 64
 
@@ -92,7 +115,7 @@ function isoFromSeconds(value: unknown): string | undefined {
     : undefined
 }
 
-export class Wallet implements WalletContext {
+export class Wallet implements WalletContext, PresentationContext {
   readonly agent: WalletAgent
   readonly did: string
   /** the holder's did:key key id (`did#multibase`), as proofs name it */
@@ -108,6 +131,7 @@ export class Wallet implements WalletContext {
   private readonly store: WalletStore
   private readonly state: WalletState
   private readonly consumedNonces: string[] = []
+  private lastAccepted: RememberedPresentation | undefined
 
   private constructor(
     handle: AgentHandle,
@@ -237,6 +261,39 @@ export class Wallet implements WalletContext {
     }
   }
 
+  /**
+   * Starts a presentation from an OpenID4VP link as the QR code carries it (`openid-vp://?client_id=…&
+   * request_uri=…`): fetches the request object and checks its signature, client_id, response mode and
+   * expiry. `misbehave: ['expired-session']` skips the expiry check.
+   */
+  startPresentation(link: string, opts: StartPresentationOptions = {}): Promise<PresentationSession> {
+    return PresentationSession.start(this, link, opts)
+  }
+
+  /**
+   * The whole presentation: request object, credential selection (Presentation Exchange), JWT VP and
+   * presentation_submission posted to response_uri (or, for 'access-denied', the wallet's error answer).
+   */
+  async present(link: string, opts: PresentOptions = {}): Promise<PresentationResult> {
+    const misbehave = assertPresentationMisbehaviours(opts.misbehave)
+    const step = opts.onStep ?? (() => {})
+    const session = await this.startPresentation(link, {
+      misbehave,
+      ...(opts.now && { now: opts.now }),
+    })
+    step('request', {
+      clientId: session.clientId,
+      responseUri: session.responseUri,
+      definitionId: session.presentationDefinition.id,
+      expiresAt: session.expiresAt,
+    })
+    return session.respond({
+      misbehave,
+      onStep: step,
+      ...(opts.errorDescription !== undefined && { errorDescription: opts.errorDescription }),
+    })
+  }
+
   private async notifyQuietly(
     session: IssuanceSession,
     event: NotificationEvent,
@@ -303,6 +360,17 @@ export class Wallet implements WalletContext {
   rememberConsumedNonce(nonce: string): void {
     this.consumedNonces.push(nonce)
     if (this.consumedNonces.length > MAX_REMEMBERED_NONCES) this.consumedNonces.shift()
+  }
+
+  // --- PresentationContext: what a PresentationSession uses --------------------------------------------------
+
+  /** The last honest presentation a verifier answered 2xx (in memory only), for 'vp-replayed'. */
+  lastPresentation(): RememberedPresentation | undefined {
+    return this.lastAccepted && structuredClone(this.lastAccepted)
+  }
+
+  rememberPresentation(presentation: RememberedPresentation): void {
+    this.lastAccepted = structuredClone(presentation)
   }
 
   /**

@@ -248,6 +248,13 @@ export class IssuanceFlow {
     return payload
   }
 
+  /** The issuer DID of the credential the wallet received last. */
+  lastIssuerDid(): string {
+    const jwt = this.received[0]
+    if (!jwt) throw new Error('the wallet has received no credential in this scenario')
+    return String(decodeJws(jwt).payload.iss)
+  }
+
   // The relying party's side of the same process
 
   async readProcess() {

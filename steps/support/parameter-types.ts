@@ -67,3 +67,18 @@ defineParameterType({
       'the template requiring an identity': 'requires-identity',
     })[text],
 })
+
+/** {presentationMisbehaviour}: one deliberate defect of the wallet's OpenID4VP answer (src/wallet/README.md). */
+defineParameterType({
+  name: 'presentationMisbehaviour',
+  regexp:
+    /vp-wrong-nonce|vp-wrong-aud|vp-foreign-key|vp-replayed|tampered-credential|untrusted-issuer|revoked-credential|expired-session|lying-submission|access-denied/,
+  transformer: (text: string) => text,
+})
+
+/** {verificationTemplate}: which of the tenant's verification templates a session is for. */
+defineParameterType({
+  name: 'verificationTemplate',
+  regexp: /the degree check|the degree and identity check|the status-optional check/,
+  transformer: (text: string) => text.replace(/^the /, ''),
+})

@@ -4,6 +4,7 @@ import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from 'jose
 import { type ApiKeyCredentials, type ApiResponse, ok, RelyingPartyClient } from '../../src/client/index.ts'
 import type { KeySecret, Target, TenantFixture } from '../../src/harness/target.ts'
 import { IssuanceFlow, type TemplateRole } from './issuance.ts'
+import { VerificationFlow } from './verification.ts'
 
 // The one piece of module state: the target this worker process started in BeforeAll (hooks.ts).
 // Parallel workers are separate processes, each with its own.
@@ -62,11 +63,18 @@ export class HarnessWorld extends World {
   private readonly kept = new Map<string, Answer>()
   private last: Answer | undefined
   private flow: IssuanceFlow | undefined
+  private verificationFlow: VerificationFlow | undefined
 
   /** The scenario's wallet and issuance process (steps/support/issuance.ts). */
   get issuance(): IssuanceFlow {
     this.flow ??= new IssuanceFlow(this)
     return this.flow
+  }
+
+  /** The scenario's verification session, presented by the same wallet (steps/support/verification.ts). */
+  get verification(): VerificationFlow {
+    this.verificationFlow ??= new VerificationFlow(this)
+    return this.verificationFlow
   }
 
   // Looked up on first use, so a --dry-run (which runs no hooks) can still build worlds.
@@ -147,6 +155,36 @@ export class HarnessWorld extends World {
         ok(await this.client.createIssuanceTemplate(adminToken, t), `create template ${t.id}`),
       ),
     )
+    const verificationTemplates = {
+      degreeCheck: 'degree-check',
+      degreeAndIdentity: 'degree-and-identity',
+      statusOptional: 'degree-check-status-optional',
+    }
+    await Promise.all(
+      [
+        {
+          id: verificationTemplates.degreeCheck,
+          name: 'Degree check',
+          credentialTypes: ['UniversityDegreeCredential'],
+          purpose: 'We check that applicants hold a degree',
+          requestedFields: [{ path: '$.credentialSubject.degree' }],
+        },
+        {
+          id: verificationTemplates.degreeAndIdentity,
+          name: 'Degree and identity',
+          credentialTypes: ['UniversityDegreeCredential'],
+          optionalGroups: [{ name: 'identity', credentialTypes: ['VerifiableId', 'Passport'], min: 1 }],
+        },
+        {
+          id: verificationTemplates.statusOptional,
+          name: 'Degree check, status optional',
+          credentialTypes: ['UniversityDegreeCredential'],
+          requireStatus: false,
+        },
+      ].map(async (t) =>
+        ok(await this.client.createVerificationTemplate(adminToken, t), `create template ${t.id}`),
+      ),
+    )
     const [app, unlinked] = await Promise.all([
       this.client.createApiKey(adminToken, {
         role: 'app',
@@ -162,6 +200,7 @@ export class HarnessWorld extends World {
       issuanceTemplate,
       otherTemplate,
       templates,
+      verificationTemplates,
       appKey: { id: appKey.id, secret: appKey.secret },
       unlinkedAppKey: { id: unlinkedKey.id, secret: unlinkedKey.secret },
       adminKey,

@@ -1,0 +1,67 @@
+// The OpenID4VP authorization request link, exactly as a QR code carries it: any scheme (`openid-vp://`,
+// `openid4vp://`, `haip://`, `https://wallet.example/…`), with the request object by reference (`request_uri`)
+// or by value (`request`). Parsed here only to fail early with a clear message; the request object itself is
+// checked in presentation.ts.
+import { WalletUsageError } from './errors.ts'
+
+export interface ParsedPresentationLink {
+  scheme: string
+  /** `client_id` of the link; the request object's `client_id` must equal it */
+  clientId: string | undefined
+  /** `request_uri`, when the request object comes by reference */
+  requestUri: string | undefined
+  /** `request`, when the request object comes by value */
+  request: string | undefined
+  /** every query parameter, as sent */
+  params: Record<string, string>
+}
+
+const LINK = /^([a-z][a-z0-9+.-]*):\/\/([^?#]*)\?([^#]*)(#.*)?$/i
+const SHAPE = '<scheme>://?client_id=…&request_uri=<URL> (or &request=<JWT>)'
+
+function preview(text: string): string {
+  return text.length > 120 ? `${text.slice(0, 117)}...` : text
+}
+
+export function parsePresentationLink(link: string): ParsedPresentationLink {
+  if (typeof link !== 'string' || link.trim() === '') {
+    throw new WalletUsageError(`authorization request link is empty (expected ${SHAPE})`)
+  }
+  const text = link.trim()
+  const match = LINK.exec(text)
+  if (!match)
+    throw new WalletUsageError(`not an authorization request link (expected ${SHAPE}): ${preview(text)}`)
+  const params: Record<string, string> = {}
+  for (const [key, value] of new URLSearchParams(match[3])) {
+    if (key in params) throw new WalletUsageError(`authorization request link repeats the parameter ${key}`)
+    params[key] = value
+  }
+  const requestUri = params.request_uri
+  const request = params.request
+  if (requestUri !== undefined && request !== undefined) {
+    throw new WalletUsageError('authorization request link has both request_uri and request')
+  }
+  if (requestUri === undefined && request === undefined) {
+    throw new WalletUsageError(
+      `authorization request link has neither request_uri nor request (this wallet needs a signed request object): ${preview(text)}`,
+    )
+  }
+  if (requestUri !== undefined) {
+    let url: URL
+    try {
+      url = new URL(requestUri)
+    } catch {
+      throw new WalletUsageError(`request_uri is not a URL: ${preview(requestUri)}`)
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+      throw new WalletUsageError(`request_uri must be an http(s) URL: ${preview(requestUri)}`)
+    }
+  }
+  return {
+    scheme: (match[1] as string).toLowerCase(),
+    clientId: params.client_id,
+    requestUri,
+    request,
+    params,
+  }
+}

@@ -1,0 +1,216 @@
+// Which held credentials answer a presentation_definition: DIF Presentation Exchange with @sphereon/pex
+// 4.1.0 over the wallet's stored credential JWTs. Per input descriptor, every held credential PEX selects for
+// it (newest first); then the descriptors the submission_requirements need (all of them when there are
+// none), each answered by its newest candidate; the whole set must then evaluate to `info` (PEX answers
+// `warn` for an unsatisfied submission-requirement group, which is not a pass).
+import type { IPresentationDefinition } from '@sphereon/pex'
+import { WalletUsageError } from './errors.ts'
+import type { StoredCredential } from './store.ts'
+
+/** The parts of an input descriptor the wallet reads (the rest goes to PEX untouched). */
+interface InputDescriptor {
+  id: string
+  name?: string
+  purpose?: string
+  group?: string[]
+}
+interface SubmissionRequirement {
+  name?: string
+  rule: 'all' | 'pick'
+  count?: number
+  min?: number
+  max?: number
+  from?: string
+  from_nested?: SubmissionRequirement[]
+}
+
+export interface DescriptorMatch {
+  id: string
+  name?: string
+  purpose?: string
+  /** the held credentials PEX selects for this descriptor alone, newest first */
+  candidates: StoredCredential[]
+}
+
+export interface Selection {
+  definitionId: string
+  /** every input descriptor with its candidates, in definition order */
+  matches: DescriptorMatch[]
+  /** the descriptors answered, each with the credential chosen for it */
+  chosen: { descriptorId: string; credential: StoredCredential }[]
+  /** the credentials presented (each once), in the order of `chosen` */
+  credentials: StoredCredential[]
+}
+
+/** Nothing (or not enough) of what the verifier asks for is held; nothing was sent. */
+export class NoMatchingCredentialsError extends WalletUsageError {
+  override name = 'NoMatchingCredentialsError'
+  constructor(
+    message: string,
+    /** the input descriptors no held credential satisfies */
+    readonly descriptors: string[],
+  ) {
+    super(message)
+  }
+}
+
+function descriptorsOf(definition: IPresentationDefinition): InputDescriptor[] {
+  return definition.input_descriptors as unknown as InputDescriptor[]
+}
+
+function describe(descriptor: InputDescriptor): string {
+  const label = descriptor.name ?? descriptor.purpose
+  return label ? `${descriptor.id} (${label})` : descriptor.id
+}
+
+/** Every held credential PEX selects for each descriptor on its own (newest first). */
+export async function matchDescriptors(
+  definition: IPresentationDefinition,
+  held: StoredCredential[],
+  holderDid: string,
+): Promise<DescriptorMatch[]> {
+  const { PEX } = await import('@sphereon/pex')
+  const pex = new PEX()
+  const newestFirst = [...held].reverse()
+  const jwts = newestFirst.map((c) => c.credential)
+  return descriptorsOf(definition).map((descriptor) => {
+    const single = { ...definition, input_descriptors: [descriptor] } as IPresentationDefinition
+    delete (single as { submission_requirements?: unknown }).submission_requirements
+    const candidates: StoredCredential[] = []
+    if (jwts.length > 0) {
+      const result = pex.selectFrom(single, jwts, { holderDIDs: [holderDid] })
+      if (result.areRequiredCredentialsPresent !== 'error') {
+        // PEX 4.1.0 leaves vcIndexes undefined; map the selected JWTs back to what the wallet holds
+        const selected = new Set(result.verifiableCredential ?? [])
+        for (const credential of newestFirst) {
+          if (selected.has(credential.credential)) candidates.push(credential)
+        }
+      }
+    }
+    return {
+      id: descriptor.id,
+      ...(descriptor.name !== undefined && { name: descriptor.name }),
+      ...(descriptor.purpose !== undefined && { purpose: descriptor.purpose }),
+      candidates,
+    }
+  })
+}
+
+interface Need {
+  /** descriptor ids to answer */
+  chosen: string[]
+  /** descriptor ids that would be needed but have no candidate */
+  missing: string[]
+  satisfied: boolean
+}
+
+function pickCount(requirement: SubmissionRequirement): number {
+  return requirement.count ?? requirement.min ?? 1
+}
+
+function evaluateRequirement(
+  requirement: SubmissionRequirement,
+  descriptors: InputDescriptor[],
+  matched: ReadonlySet<string>,
+): Need {
+  if (requirement.from !== undefined) {
+    const group = descriptors.filter((d) => d.group?.includes(requirement.from as string)).map((d) => d.id)
+    const available = group.filter((id) => matched.has(id))
+    const missing = group.filter((id) => !matched.has(id))
+    if (requirement.rule === 'all') return { chosen: group, missing, satisfied: missing.length === 0 }
+    const need = pickCount(requirement)
+    return {
+      chosen: available.slice(0, need),
+      missing: available.length >= need ? [] : missing,
+      satisfied: available.length >= need,
+    }
+  }
+  const nested = (requirement.from_nested ?? []).map((r) => evaluateRequirement(r, descriptors, matched))
+  if (requirement.rule === 'all') {
+    return {
+      chosen: nested.flatMap((n) => n.chosen),
+      missing: nested.flatMap((n) => n.missing),
+      satisfied: nested.every((n) => n.satisfied),
+    }
+  }
+  const ok = nested.filter((n) => n.satisfied)
+  const need = pickCount(requirement)
+  return {
+    chosen: ok.slice(0, need).flatMap((n) => n.chosen),
+    missing: ok.length >= need ? [] : nested.filter((n) => !n.satisfied).flatMap((n) => n.missing),
+    satisfied: ok.length >= need,
+  }
+}
+
+/**
+ * The descriptors to answer: all of them without submission_requirements; else, per requirement, the whole
+ * group (`all`) or the first `count`/`min` descriptors that have candidates (`pick`).
+ */
+export function chooseDescriptors(
+  definition: IPresentationDefinition,
+  matches: DescriptorMatch[],
+): { chosen: string[]; unmatched: string[] } {
+  const descriptors = descriptorsOf(definition)
+  const matched = new Set(matches.filter((m) => m.candidates.length > 0).map((m) => m.id))
+  const requirements = (definition as { submission_requirements?: SubmissionRequirement[] })
+    .submission_requirements
+  if (!requirements || requirements.length === 0) {
+    const all = descriptors.map((d) => d.id)
+    return { chosen: all, unmatched: all.filter((id) => !matched.has(id)) }
+  }
+  const needs = requirements.map((r) => evaluateRequirement(r, descriptors, matched))
+  const unique = (ids: string[]) => [...new Set(ids)]
+  const unmatched = unique(needs.filter((n) => !n.satisfied).flatMap((n) => n.missing))
+  // keep definition order
+  const chosen = new Set(needs.flatMap((n) => n.chosen))
+  return { chosen: descriptors.map((d) => d.id).filter((id) => chosen.has(id)), unmatched }
+}
+
+/**
+ * Chooses what to present. `pick` may replace the newest candidate of one descriptor (the 'revoked-credential'
+ * misbehaviour does); it answers undefined to keep it. Throws NoMatchingCredentialsError naming every
+ * unmatched descriptor, or a WalletUsageError when PEX does not accept the chosen set as a whole.
+ */
+export async function selectCredentials(
+  definition: IPresentationDefinition,
+  held: StoredCredential[],
+  holderDid: string,
+  pick?: (
+    chosen: { descriptorId: string; credential: StoredCredential }[],
+    matches: DescriptorMatch[],
+  ) => Promise<{ descriptorId: string; credential: StoredCredential }[]>,
+): Promise<Selection> {
+  const matches = await matchDescriptors(definition, held, holderDid)
+  const { chosen: ids, unmatched } = chooseDescriptors(definition, matches)
+  const definitionId = String(definition.id)
+  if (unmatched.length > 0) {
+    const byId = new Map(descriptorsOf(definition).map((d) => [d.id, d]))
+    const names = unmatched.map((id) => {
+      const descriptor = byId.get(id)
+      return descriptor ? describe(descriptor) : id
+    })
+    throw new NoMatchingCredentialsError(
+      `no held credential satisfies input descriptor${unmatched.length > 1 ? 's' : ''} ${names.join(', ')} of presentation definition ${definitionId} (the wallet holds ${held.length} credential${held.length === 1 ? '' : 's'})`,
+      unmatched,
+    )
+  }
+  let chosen = ids.map((descriptorId) => {
+    const match = matches.find((m) => m.id === descriptorId) as DescriptorMatch
+    return { descriptorId, credential: match.candidates[0] as StoredCredential }
+  })
+  if (pick) chosen = await pick(chosen, matches)
+  const credentials = [...new Set(chosen.map((c) => c.credential))]
+  const { PEX } = await import('@sphereon/pex')
+  const check = new PEX().evaluateCredentials(
+    definition,
+    credentials.map((c) => c.credential),
+    { holderDIDs: [holderDid] },
+  )
+  if (check.areRequiredCredentialsPresent !== 'info') {
+    const reasons = (check.errors ?? []).map((e) => `${e.tag}: ${e.message}`).join('; ')
+    throw new WalletUsageError(
+      `the chosen credentials do not satisfy presentation definition ${definitionId} (${check.areRequiredCredentialsPresent}): ${reasons || 'no reason given'}`,
+    )
+  }
+  return { definitionId, matches, chosen, credentials }
+}

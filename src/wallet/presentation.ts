@@ -1,0 +1,605 @@
+// One OpenID4VP presentation (draft 20 era, Presentation Exchange v2, response_mode direct_post), step by step:
+// PresentationSession.start fetches and checks the signed request object, respond() selects the credentials,
+// builds the JWT VP and the presentation_submission and posts them. @sphereon/did-auth-siop 0.19.0 (the `OP`)
+// verifies the request object (through our did:key verifyJwtCallback), finds the presentation definition,
+// lays out the presentation and the submission (PresentationExchange, whose sign callback builds our JWT VP)
+// and the authorization response (createAuthorizationResponse, which also checks the VP against the
+// definition). The wallet does plain HTTP where the library hides what the verifier answered:
+//  - GET request_uri: the library's fetch turns a 4xx into "Received unexpected response status 410:Gone"
+//    without the body, and it cannot take the link as the QR carries it: it merges the link's `redirect_uri`
+//    with the request object's `response_uri` and refuses the pair. The wallet fetches the request object
+//    itself and hands the library the JWT.
+//  - POST response_uri: submitAuthorizationResponse throws on a 4xx with the body as the message and no
+//    status; the wallet posts the same form itself (responseForm in presentation-vp.ts; a unit test proves it
+//    equal to the library's payload).
+//  - Misbehaviours whose presentation the library refuses to assemble (it evaluates the VP against the
+//    definition: a self-issued or tampered credential, a lying submission, a foreign holder) skip
+//    createAuthorizationResponse; the form is the same.
+import { randomUUID } from 'node:crypto'
+import type { OP, VerifiedAuthorizationRequest } from '@sphereon/did-auth-siop'
+import type { IPresentationDefinition } from '@sphereon/pex'
+import { didOf, JWS_ALGS, type JwsAlg, resolveDidKey } from '../shared/did-key.ts'
+import { decodeJws, verifyJws } from '../shared/jws.ts'
+import { protocolError, WalletProtocolError, WalletUsageError } from './errors.ts'
+import { type FetchLike, type HttpAnswer, httpRequest } from './http.ts'
+import {
+  assertPresentationMisbehaviours,
+  EXCLUSIVE_PRESENTATION_MISBEHAVIOURS,
+  type PresentationMisbehaviour,
+} from './misbehaviour.ts'
+import { parsePresentationLink } from './presentation-link.ts'
+import { type Selection, selectCredentials } from './presentation-select.ts'
+import { revocationEntryOf, StatusListReader } from './presentation-status.ts'
+import {
+  buildVpToken,
+  credentialId,
+  errorForm,
+  lyingSubmission,
+  type PresentationSubmission,
+  responseForm,
+  selfIssueCopy,
+  tamperCredential,
+} from './presentation-vp.ts'
+import type { JwtSigner } from './proof.ts'
+import { quietly } from './quiet.ts'
+import type { StoredCredential } from './store.ts'
+
+export const REQUEST_OBJECT_TYP = 'oauth-authz-req+jwt'
+
+/** The wallet's answer for the 'access-denied' misbehaviour (also usable as a plain decline). */
+export const ACCESS_DENIED_DESCRIPTION = 'the holder declined to share the requested credentials'
+
+/** A presentation the verifier accepted, kept (in memory) for the 'vp-replayed' misbehaviour. */
+export interface RememberedPresentation {
+  vpToken: string
+  /** ids of its credentials */
+  presented: string[]
+  clientId: string
+  responseUri: string
+}
+
+/** What a session needs from the wallet holding the key and the credentials. */
+export interface PresentationContext {
+  readonly did: string
+  readonly kid: string
+  readonly alg: JwsAlg
+  readonly fetch: FetchLike | undefined
+  jwtSigner(): JwtSigner
+  credentials(): StoredCredential[]
+  lastPresentation(): RememberedPresentation | undefined
+  rememberPresentation(presentation: RememberedPresentation): void
+}
+
+export type PresentStep = 'request' | 'select' | 'status' | 'response'
+
+export interface StartPresentationOptions {
+  /** only 'expired-session' matters here: it skips the wallet's own `exp` check of the request object */
+  misbehave?: readonly PresentationMisbehaviour[]
+  /** the wallet's clock in ms (expiry of the request object, `iat` of the VP); default Date.now */
+  now?: () => number
+}
+
+export interface RespondOptions {
+  misbehave?: readonly PresentationMisbehaviour[]
+  onStep?: (step: PresentStep, detail?: unknown) => void
+  /** error_description of the 'access-denied' answer */
+  errorDescription?: string
+}
+
+export interface PresentationResult {
+  /** 'verified': the verifier answered 2xx to the VP; 'rejected-by-wallet': 2xx to the wallet's error answer */
+  status: 'verified' | 'rejected-by-wallet'
+  /** the last path segment of response_uri (the reference service's session id) */
+  sessionId: string
+  clientId: string
+  responseUri: string
+  /** HTTP status of the answer to the direct_post */
+  httpStatus: number
+  /** the answer's body, parsed */
+  response: unknown
+  /** `redirect_uri` of the answer, when the verifier sent one */
+  redirectUri?: string
+  /** ids (jti, else urn:sha256 of the JWT) of the credentials in the VP, in VP order; [] for an error answer */
+  presented: string[]
+  vpToken?: string
+  presentationSubmission?: PresentationSubmission
+  /** exactly what was posted */
+  form: Record<string, string>
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
+
+function requestError(status: number, description: string, body?: unknown): WalletProtocolError {
+  return new WalletProtocolError({
+    step: 'request',
+    status,
+    error: 'invalid_request_object',
+    errorDescription: description,
+    body,
+  })
+}
+
+/** Misbehaviours whose VP or submission did-auth-siop's own check would refuse to assemble. */
+const BYPASS_LIBRARY: readonly PresentationMisbehaviour[] = [
+  'tampered-credential',
+  'untrusted-issuer',
+  'lying-submission',
+  'vp-foreign-key',
+]
+/** Misbehaviours after which the VP is not remembered for 'vp-replayed' (it is not an honest one). */
+const DISHONEST: readonly PresentationMisbehaviour[] = [
+  'vp-wrong-nonce',
+  'vp-wrong-aud',
+  'vp-foreign-key',
+  'tampered-credential',
+  'untrusted-issuer',
+  'revoked-credential',
+  'lying-submission',
+  'vp-replayed',
+]
+
+/** The credential JWTs inside a JWT VP. */
+function credentialsOf(vpToken: string): string[] {
+  const vp = decodeJws(vpToken).payload.vp
+  const list = isObject(vp) ? vp.verifiableCredential : undefined
+  return (Array.isArray(list) ? list : [list]).filter((c): c is string => typeof c === 'string')
+}
+
+/**
+ * The checks of a verified request object's payload that the library does not make (it checks the
+ * signature through our callback and finds the presentation definition).
+ */
+export function checkRequestObject(
+  payload: Record<string, unknown>,
+  opts: { linkClientId: string | undefined; nowMs: number; allowExpired: boolean },
+): string | undefined {
+  const clientId = payload.client_id
+  if (typeof clientId !== 'string' || !clientId.startsWith('did:')) {
+    return `client_id ${JSON.stringify(clientId)} is not a DID (this wallet supports client_id_scheme did only)`
+  }
+  if (payload.client_id_scheme !== undefined && payload.client_id_scheme !== 'did') {
+    return `client_id_scheme ${JSON.stringify(payload.client_id_scheme)} is not supported (did only)`
+  }
+  if (opts.linkClientId !== undefined && opts.linkClientId !== clientId) {
+    return `client_id of the link (${opts.linkClientId}) differs from the request object's (${clientId})`
+  }
+  const responseType = String(payload.response_type ?? '')
+  if (!responseType.split(' ').includes('vp_token')) {
+    return `response_type ${JSON.stringify(payload.response_type)} does not ask for a vp_token`
+  }
+  if (payload.response_mode !== 'direct_post') {
+    return `response_mode ${JSON.stringify(payload.response_mode)} is not direct_post (the only mode this wallet speaks)`
+  }
+  if (typeof payload.response_uri !== 'string' || !/^https?:\/\//.test(payload.response_uri)) {
+    return `response_uri ${JSON.stringify(payload.response_uri)} is not an http(s) URL`
+  }
+  if (typeof payload.nonce !== 'string' || payload.nonce.length === 0)
+    return 'the request object has no nonce'
+  if (payload.state !== undefined && typeof payload.state !== 'string') return 'state is not a string'
+  if (payload.exp !== undefined) {
+    if (typeof payload.exp !== 'number') return 'exp is not a number'
+    if (!opts.allowExpired && payload.exp * 1000 <= opts.nowMs) {
+      return `the request object expired at ${new Date(payload.exp * 1000).toISOString()} (wallet clock ${new Date(opts.nowMs).toISOString()})`
+    }
+  }
+  return undefined
+}
+
+/**
+ * did-auth-siop's verifyJwtCallback: a did:key request object signature whose DID is the client_id.
+ * `status` is the HTTP status that carried the request object (0: by value), for the errors.
+ */
+const verifyRequestObjectJwt =
+  (status: number) =>
+  async (
+    verifier: { method: string; didUrl?: string },
+    jwt: { header: Record<string, unknown>; payload: Record<string, unknown>; raw: string },
+  ): Promise<boolean> => {
+    if (verifier.method !== 'did' || typeof verifier.didUrl !== 'string') {
+      throw requestError(
+        status,
+        `the request object must be signed by a did:key of the client_id (header kid); got ${jwt.header.alg === 'none' ? 'an unsigned (alg none)' : `a ${verifier.method}`} request object`,
+      )
+    }
+    const kid = verifier.didUrl
+    let publicKey: ReturnType<typeof resolveDidKey>['publicKey']
+    try {
+      publicKey = resolveDidKey(kid).publicKey
+    } catch (error) {
+      throw requestError(status, `kid ${kid}: ${message(error)}`)
+    }
+    if (didOf(kid) !== jwt.payload.client_id) {
+      throw requestError(status, `kid ${kid} is not a key of client_id ${String(jwt.payload.client_id)}`)
+    }
+    try {
+      verifyJws(jwt.raw, publicKey, { algorithms: JWS_ALGS })
+    } catch (error) {
+      throw requestError(status, `request object signature: ${message(error)}`)
+    }
+    return true
+  }
+
+async function buildOp(holderDid: string, status: number): Promise<OP> {
+  const { OP: OPClass, SupportedVersion } = await import('@sphereon/did-auth-siop')
+  return OPClass.builder()
+    .withSupportedVersions([SupportedVersion.SIOPv2_D12_OID4VP_D20, SupportedVersion.SIOPv2_D12_OID4VP_D18])
+    .withVerifyJwtCallback(verifyRequestObjectJwt(status) as never)
+    .withIssuer(holderDid)
+    .withCreateJwtCallback(async () => {
+      // only an id_token would need it, and response_type vp_token asks for none
+      throw new Error('this wallet signs no id_token')
+    })
+    .build()
+}
+
+/** GET request_uri: the compact JWS, or a WalletProtocolError with what the verifier answered. */
+async function fetchRequestObject(requestUri: string, fetchImpl: FetchLike | undefined): Promise<string> {
+  let answer: HttpAnswer
+  try {
+    answer = await httpRequest(requestUri, { method: 'GET' }, fetchImpl)
+  } catch (error) {
+    throw new WalletProtocolError({
+      step: 'request',
+      status: 0,
+      error: 'unreachable',
+      errorDescription: `${requestUri}: ${message(error)}`,
+    })
+  }
+  if (answer.status < 200 || answer.status >= 300) throw protocolError('request', answer.status, answer.body)
+  const contentType = answer.headers['content-type'] ?? ''
+  if (!contentType.toLowerCase().startsWith(`application/${REQUEST_OBJECT_TYP}`)) {
+    throw requestError(
+      answer.status,
+      `content type ${contentType || '(none)'} is not application/${REQUEST_OBJECT_TYP}`,
+      answer.body,
+    )
+  }
+  return answer.text.trim()
+}
+
+export class PresentationSession {
+  /** the link as scanned */
+  readonly link: string
+  /** the link's request_uri (undefined for a request object by value) */
+  readonly requestUri: string | undefined
+  /** the request object (compact JWS) as fetched */
+  readonly requestObject: string
+  readonly requestHeader: Record<string, unknown>
+  readonly requestPayload: Record<string, unknown>
+  readonly clientId: string
+  readonly nonce: string
+  readonly state: string | undefined
+  readonly responseUri: string
+  /** the last path segment of response_uri */
+  readonly sessionId: string
+  readonly presentationDefinition: IPresentationDefinition
+  /** `exp` of the request object, ms */
+  readonly expiresAt: number | undefined
+
+  private readonly wallet: PresentationContext
+  private readonly op: OP
+  private readonly verified: VerifiedAuthorizationRequest
+  private readonly correlationId: string
+  private readonly now: () => number
+
+  private constructor(init: {
+    wallet: PresentationContext
+    link: string
+    requestUri: string | undefined
+    requestObject: string
+    op: OP
+    verified: VerifiedAuthorizationRequest
+    correlationId: string
+    definition: IPresentationDefinition
+    now: () => number
+  }) {
+    this.wallet = init.wallet
+    this.link = init.link
+    this.requestUri = init.requestUri
+    this.requestObject = init.requestObject
+    const { header, payload } = decodeJws(init.requestObject)
+    this.requestHeader = header
+    this.requestPayload = payload
+    this.clientId = payload.client_id as string
+    this.nonce = payload.nonce as string
+    this.state = typeof payload.state === 'string' ? payload.state : undefined
+    this.responseUri = payload.response_uri as string
+    this.sessionId = decodeURIComponent(
+      new URL(this.responseUri).pathname.split('/').filter(Boolean).at(-1) ?? '',
+    )
+    this.presentationDefinition = init.definition
+    this.expiresAt = typeof payload.exp === 'number' ? payload.exp * 1000 : undefined
+    this.op = init.op
+    this.verified = init.verified
+    this.correlationId = init.correlationId
+    this.now = init.now
+  }
+
+  /** Fetches the request object (request_uri) and checks it: signature, client_id, response mode, expiry. */
+  static async start(
+    wallet: PresentationContext,
+    link: string,
+    opts: StartPresentationOptions = {},
+  ): Promise<PresentationSession> {
+    const misbehave = assertPresentationMisbehaviours(opts.misbehave)
+    const now = opts.now ?? (() => Date.now())
+    const parsed = parsePresentationLink(link)
+    const requestObject = parsed.requestUri
+      ? await fetchRequestObject(parsed.requestUri, wallet.fetch)
+      : (parsed.request as string)
+    const status = parsed.requestUri ? 200 : 0
+    let header: Record<string, unknown>
+    let payload: Record<string, unknown>
+    try {
+      ;({ header, payload } = decodeJws(requestObject))
+    } catch (error) {
+      throw requestError(status, `not a compact JWS: ${message(error)}`, requestObject)
+    }
+    if (header.typ !== undefined && header.typ !== REQUEST_OBJECT_TYP) {
+      throw requestError(status, `header typ ${JSON.stringify(header.typ)} is not ${REQUEST_OBJECT_TYP}`)
+    }
+    // the signature first (the library calls verifyRequestObjectJwt), then what the payload says
+    const op = await buildOp(wallet.did, status)
+    const correlationId = randomUUID()
+    let verified: VerifiedAuthorizationRequest
+    try {
+      verified = await quietly(() => op.verifyAuthorizationRequest(requestObject, { correlationId }))
+    } catch (error) {
+      if (error instanceof WalletProtocolError) throw error
+      throw requestError(status, `did-auth-siop: ${message(error)}`, payload)
+    }
+    const problem = checkRequestObject(payload, {
+      linkClientId: parsed.clientId,
+      nowMs: now(),
+      allowExpired: misbehave.includes('expired-session'),
+    })
+    if (problem) throw requestError(status, problem, payload)
+    if (verified.dcqlQuery)
+      throw requestError(status, 'a dcql_query request (this wallet speaks Presentation Exchange)')
+    const definitions = verified.presentationDefinitions ?? []
+    if (definitions.length !== 1) {
+      throw requestError(status, `expected one presentation_definition, found ${definitions.length}`, payload)
+    }
+    return new PresentationSession({
+      wallet,
+      link,
+      requestUri: parsed.requestUri,
+      requestObject,
+      op,
+      verified,
+      correlationId,
+      definition: (definitions[0] as { definition: IPresentationDefinition }).definition,
+      now,
+    })
+  }
+
+  /** True when the request object's `exp` has passed on the wallet's clock. */
+  get expired(): boolean {
+    return this.expiresAt !== undefined && this.expiresAt <= this.now()
+  }
+
+  /**
+   * The credentials a correct answer presents (see presentation-select.ts). With `revoked`, one chosen
+   * credential is replaced by a candidate of the same descriptor whose status list says revoked.
+   */
+  async select(opts: { revoked?: boolean; onStatus?: (lists: number) => void } = {}): Promise<Selection> {
+    const held = this.wallet.credentials()
+    return selectCredentials(
+      this.presentationDefinition,
+      held,
+      this.wallet.did,
+      opts.revoked
+        ? async (chosen, matches) => {
+            const reader = new StatusListReader(this.wallet.fetch)
+            for (const [index, pick] of chosen.entries()) {
+              const match = matches.find((m) => m.id === pick.descriptorId)
+              for (const candidate of match?.candidates ?? []) {
+                const entry = revocationEntryOf(candidate.credential)
+                if (entry && (await reader.isRevoked(entry))) {
+                  opts.onStatus?.(reader.fetched)
+                  const copy = [...chosen]
+                  copy[index] = { descriptorId: pick.descriptorId, credential: candidate }
+                  return copy
+                }
+              }
+            }
+            opts.onStatus?.(reader.fetched)
+            throw new WalletUsageError(
+              `'revoked-credential': none of the ${[...new Set(matches.flatMap((m) => m.candidates))].length} held credentials matching presentation definition ${String(this.presentationDefinition.id)} is revoked (${reader.fetched} status list${reader.fetched === 1 ? '' : 's'} read)`,
+            )
+          }
+        : undefined,
+    )
+  }
+
+  /**
+   * Answers the request: the JWT VP and presentation_submission (or, for 'access-denied', an error answer),
+   * posted form-encoded to response_uri. A 2xx answer is the result; anything else a WalletProtocolError
+   * step 'response'. Nothing matching: NoMatchingCredentialsError, and nothing is posted.
+   */
+  async respond(opts: RespondOptions = {}): Promise<PresentationResult> {
+    const misbehave = assertPresentationMisbehaviours(opts.misbehave)
+    const step = opts.onStep ?? (() => {})
+    const exclusive = misbehave.filter((m) => EXCLUSIVE_PRESENTATION_MISBEHAVIOURS.includes(m))
+    const others = misbehave.filter((m) => m !== 'expired-session' && !exclusive.includes(m))
+    if (exclusive.length > 1 || (exclusive.length === 1 && others.length > 0)) {
+      throw new WalletUsageError(
+        `misbehaviour ${exclusive[0]} replaces the whole answer: combine it with expired-session only, not with ${[...exclusive.slice(1), ...others].join(', ')}`,
+      )
+    }
+    if (!misbehave.includes('expired-session') && this.expired) {
+      throw requestError(
+        this.requestUri ? 200 : 0,
+        `the request object expired at ${new Date(this.expiresAt as number).toISOString()}: not answering it (misbehaviour expired-session answers anyway)`,
+      )
+    }
+
+    if (misbehave.includes('access-denied')) {
+      const form = errorForm({
+        error: 'access_denied',
+        errorDescription: opts.errorDescription ?? ACCESS_DENIED_DESCRIPTION,
+        state: this.state,
+      })
+      const answer = await this.post(form, step)
+      return this.result('rejected-by-wallet', answer, form, [])
+    }
+
+    // 'vp-replayed' presents the previous VP's credentials, and its sign callback answers the previous VP
+    // instead of signing a new one: the submission is this session's, only the vp_token is old
+    let previous: RememberedPresentation | undefined
+    let jwts: string[]
+    if (misbehave.includes('vp-replayed')) {
+      previous = this.wallet.lastPresentation()
+      if (!previous) {
+        throw new WalletUsageError(
+          "'vp-replayed' needs a presentation of this wallet that a verifier accepted: present once first (in the same process)",
+        )
+      }
+      jwts = credentialsOf(previous.vpToken)
+      step('select', { replayed: previous.presented })
+    } else {
+      const selection = await this.select({
+        revoked: misbehave.includes('revoked-credential'),
+        onStatus: (lists) => step('status', { lists }),
+      })
+      step('select', {
+        chosen: selection.chosen.map((c) => ({ descriptor: c.descriptorId, credential: c.credential.id })),
+      })
+      jwts = selection.credentials.map((c) => c.credential)
+    }
+
+    const { PresentationExchange } = await import('@sphereon/did-auth-siop')
+    const exchange = new PresentationExchange({ allDIDs: [this.wallet.did], allVerifiableCredentials: jwts })
+    let presentedJwts: string[] = []
+    const signer = this.wallet.jwtSigner()
+    const replayed = previous?.vpToken
+    let built: Awaited<ReturnType<typeof exchange.createVerifiablePresentation>>
+    try {
+      built = await quietly(() =>
+        exchange.createVerifiablePresentation(
+          this.presentationDefinition,
+          jwts,
+          async (args) => {
+            const presentation = structuredClone(args.presentation) as unknown as Record<string, unknown>
+            const credentials = [...((presentation.verifiableCredential as string[] | undefined) ?? [])]
+            if (replayed) {
+              presentedJwts = credentials
+              return replayed
+            }
+            if (misbehave.includes('tampered-credential') && credentials[0]) {
+              credentials[0] = tamperCredential(credentials[0]).jwt
+            }
+            if (misbehave.includes('untrusted-issuer') && credentials[0]) {
+              credentials[0] = selfIssueCopy(credentials[0]).jwt
+            }
+            presentation.verifiableCredential = credentials
+            presentedJwts = credentials
+            return buildVpToken(signer, {
+              holder: this.wallet.did,
+              audience: this.clientId,
+              nonce: this.nonce,
+              presentation,
+              misbehave,
+              now: () => Math.floor(this.now() / 1000),
+            })
+          },
+          { holderDID: this.wallet.did, proofOptions: { nonce: this.nonce, domain: this.clientId } } as never,
+        ),
+      )
+    } catch (error) {
+      throw new WalletUsageError(`did-auth-siop cannot lay out the presentation: ${message(error)}`)
+    }
+    const vpToken = built.verifiablePresentations[0] as unknown as string
+    if (typeof vpToken !== 'string' || built.verifiablePresentations.length !== 1) {
+      throw new Error('did-auth-siop built no single JWT VP')
+    }
+    let submission = built.presentationSubmission as unknown as PresentationSubmission
+    if (misbehave.includes('lying-submission')) submission = lyingSubmission(submission, presentedJwts.length)
+
+    let form: Record<string, string>
+    if (misbehave.some((m) => BYPASS_LIBRARY.includes(m))) {
+      form = responseForm({ vpToken, submission, state: this.state })
+    } else {
+      const response = await quietly(() =>
+        this.op.createAuthorizationResponse(this.verified, {
+          correlationId: this.correlationId,
+          presentationExchange: {
+            verifiablePresentations: [vpToken],
+            presentationSubmission: submission as never,
+          },
+        }),
+      )
+      form = libraryForm(response.response.payload as unknown as Record<string, unknown>)
+    }
+    const answer = await this.post(form, step)
+    const presented = presentedJwts.map(credentialId)
+    if (!misbehave.some((m) => DISHONEST.includes(m))) {
+      this.wallet.rememberPresentation({
+        vpToken,
+        presented,
+        clientId: this.clientId,
+        responseUri: this.responseUri,
+      })
+    }
+    return this.result('verified', answer, form, presented, { vpToken, presentationSubmission: submission })
+  }
+
+  private async post(form: Record<string, string>, step: (step: PresentStep, detail?: unknown) => void) {
+    let answer: HttpAnswer
+    try {
+      answer = await httpRequest(this.responseUri, { method: 'POST', form }, this.wallet.fetch)
+    } catch (error) {
+      throw new WalletProtocolError({
+        step: 'response',
+        status: 0,
+        error: 'unreachable',
+        errorDescription: `${this.responseUri}: ${message(error)}`,
+      })
+    }
+    step('response', { status: answer.status, body: answer.body })
+    if (answer.status < 200 || answer.status >= 300)
+      throw protocolError('response', answer.status, answer.body)
+    return answer
+  }
+
+  private result(
+    status: PresentationResult['status'],
+    answer: HttpAnswer,
+    form: Record<string, string>,
+    presented: string[],
+    vp?: { vpToken: string; presentationSubmission: PresentationSubmission },
+  ): PresentationResult {
+    const redirectUri =
+      isObject(answer.body) && typeof answer.body.redirect_uri === 'string'
+        ? answer.body.redirect_uri
+        : undefined
+    return {
+      status,
+      sessionId: this.sessionId,
+      clientId: this.clientId,
+      responseUri: this.responseUri,
+      httpStatus: answer.status,
+      response: answer.body,
+      ...(redirectUri !== undefined && { redirectUri }),
+      presented,
+      ...(vp && { vpToken: vp.vpToken, presentationSubmission: vp.presentationSubmission }),
+      form,
+    }
+  }
+}
+
+/** The library's authorization response payload as form fields (objects as JSON, as it would post them). */
+export function libraryForm(payload: Record<string, unknown>): Record<string, string> {
+  const form: Record<string, string> = {}
+  for (const [key, value] of Object.entries(payload)) {
+    if (value === undefined || value === null || value === '') continue
+    form[key] = typeof value === 'string' ? value : JSON.stringify(value)
+  }
+  return form
+}
