@@ -1,4 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
 import { signJws } from '../../shared/jws.ts'
 import { hasRole } from '../auth/service.ts'
 import type { Principal } from '../auth/tokens.ts'
@@ -40,7 +41,18 @@ export function sessionState(session: SessionRecord, now: number): SessionState 
 const b64 = (bytes: number) => randomBytes(bytes).toString('base64url')
 const clip = (text: string) => (text.length > MAX_DESCRIPTION ? `${text.slice(0, MAX_DESCRIPTION)}…` : text)
 
+/** Running totals of the verifier's work, for benchmarks and diagnostics (milliseconds). */
+export interface VerifierStats {
+  responses: number
+  checksMs: number
+  signaturesMs: number
+  pexMs: number
+  statusMs: number
+}
+
 export class VerificationService {
+  readonly stats: VerifierStats = { responses: 0, checksMs: 0, signaturesMs: 0, pexMs: 0, statusMs: 0 }
+
   constructor(private readonly deps: VerificationDeps) {}
 
   private emit(session: SessionRecord, step: SessionChanged['step'], webhook?: WebhookBody) {
@@ -248,6 +260,7 @@ export class VerificationService {
     } catch {
       throw new OAuthError('invalid_request', 'presentation_submission is not valid JSON')
     }
+    const started = performance.now()
     const verdict = await verifyResponse(body.vp_token, submission, {
       definition: session.request.presentation_definition as Record<string, unknown>,
       nonce: (session.request as { nonce: string }).nonce,
@@ -257,6 +270,11 @@ export class VerificationService {
       requireStatus: session.policy.requireStatus,
       status: this.deps.status,
     })
+    this.stats.responses++
+    this.stats.checksMs += performance.now() - started
+    this.stats.signaturesMs += verdict.timings.signaturesMs
+    this.stats.pexMs += verdict.timings.pexMs
+    this.stats.statusMs += verdict.timings.statusMs
     const verified = verdict.validations.status === 'SUCCESS'
     await this.complete(
       {
