@@ -4,7 +4,7 @@ const USAGE = `Usage: vc-harness <command> [options]
 
 Commands:
   serve        run the reference service (see: vc-harness serve --help)
-  wallet       the simulated wallet: receive a credential offer, list held credentials (see: vc-harness wallet --help)
+  wallet       the simulated wallet: receive a credential offer, present to a verification request, list held credentials (see: vc-harness wallet --help)
   help         show this text`
 
 // Each command is imported lazily: the wallet, cucumber and browser stacks are slow to load.

@@ -17,6 +17,8 @@ export interface HttpRequest {
   json?: unknown
   form?: Record<string, string>
   bearer?: string
+  /** Accept header; default application/json */
+  accept?: string
 }
 
 function parseBody(text: string, contentType: string | undefined): unknown {
@@ -30,7 +32,7 @@ function parseBody(text: string, contentType: string | undefined): unknown {
 }
 
 export async function httpRequest(url: string, req: HttpRequest, fetchImpl?: FetchLike): Promise<HttpAnswer> {
-  const headers: Record<string, string> = { accept: 'application/json' }
+  const headers: Record<string, string> = { accept: req.accept ?? 'application/json' }
   let body: string | undefined
   if (req.json !== undefined) {
     headers['content-type'] = 'application/json'

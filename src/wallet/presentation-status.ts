@@ -90,7 +90,11 @@ export class StatusListReader {
     }
     let answer: Awaited<ReturnType<typeof httpRequest>>
     try {
-      answer = await httpRequest(url, { method: 'GET' }, this.fetchImpl)
+      answer = await httpRequest(
+        url,
+        { method: 'GET', accept: 'application/vc+jwt, application/statuslist+jwt, application/jwt' },
+        this.fetchImpl,
+      )
     } catch (error) {
       return fail((error as Error).message)
     }

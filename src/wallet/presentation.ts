@@ -242,7 +242,11 @@ async function buildOp(holderDid: string, status: number): Promise<OP> {
 async function fetchRequestObject(requestUri: string, fetchImpl: FetchLike | undefined): Promise<string> {
   let answer: HttpAnswer
   try {
-    answer = await httpRequest(requestUri, { method: 'GET' }, fetchImpl)
+    answer = await httpRequest(
+      requestUri,
+      { method: 'GET', accept: `application/${REQUEST_OBJECT_TYP}, application/jwt` },
+      fetchImpl,
+    )
   } catch (error) {
     throw new WalletProtocolError({
       step: 'request',
