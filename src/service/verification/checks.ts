@@ -324,8 +324,12 @@ export async function verifyResponse(
   else {
     const failures = shared
       .map((c) => {
-        const subject =
-          c.decoded.payload.sub ?? (vcOf(c).credentialSubject as { id?: unknown } | undefined)?.id
+        const subjectId = (vcOf(c).credentialSubject as { id?: unknown } | undefined)?.id
+        const { sub } = c.decoded.payload
+        if (sub !== undefined && subjectId !== undefined && sub !== subjectId) {
+          return `${where(c)} names two subjects: sub ${String(sub)} and credentialSubject.id ${String(subjectId)}`
+        }
+        const subject = sub ?? subjectId
         return subject === holder
           ? undefined
           : `${where(c)} was issued to ${String(subject)}, not to the presenter ${holder}`
@@ -398,8 +402,10 @@ export async function verifyResponse(
       shared.map((c) => c.jwt),
     )
   } catch (error) {
+    // PEX throws plain objects ({tag, status, message}) as well as Errors.
+    const { message, tag } = error as { message?: string; tag?: string }
     matchFailures.push(
-      `the credentials cannot be evaluated against the definition: ${(error as Error).message}`,
+      `the credentials cannot be evaluated against the definition: ${[tag, message].filter(Boolean).join(': ') || String(error)}`,
     )
   }
   if (evaluation) {

@@ -194,12 +194,22 @@ function dataAgreement(input: DefinitionInput, requested: Requested[]) {
 }
 
 /**
- * The definition as a wallet gets it in the request object: DIF Presentation Exchange members only.
- * Libraries validate it against the DIF schema, which refuses the interface's `dataAgreement` and `proof`.
+ * The definition as a wallet gets it in the request object: DIF Presentation Exchange members only
+ * (libraries validate it against the DIF schema, which refuses the interface's `dataAgreement` and
+ * `proof`), and only the formats this verifier verifies.
  */
 export function difDefinition(definition: Record<string, unknown>): Record<string, unknown> {
   const { dataAgreement: _agreement, proof: _proof, ...dif } = definition
-  return dif
+  // The schema refuses a field's `optional` member too (PEX then throws on every evaluation). An optional
+  // field constrains nothing, so the wallet's copy leaves it out; the relying party's view keeps it.
+  type Descriptor = { constraints: { fields: { optional?: boolean }[] } }
+  const descriptors = (dif.input_descriptors as Descriptor[]).map((d) => ({
+    ...d,
+    constraints: { ...d.constraints, fields: d.constraints.fields.filter((f) => f.optional !== true) },
+  }))
+  // Only the formats this verifier checks: a wallet following the request's `format` must not be turned down.
+  const { ldp: _ldp, ldp_vp: _ldpVp, ...verifiable } = dif.format as Record<string, unknown>
+  return { ...dif, format: verifiable, input_descriptors: descriptors }
 }
 
 /**

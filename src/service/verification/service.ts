@@ -1,7 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { signJws } from '../../shared/jws.ts'
-import { hasRole } from '../auth/service.ts'
 import type { Principal } from '../auth/tokens.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import { OAuthError } from '../errors/oauth.ts'
@@ -169,11 +168,7 @@ export class VerificationService {
     if (!session || session.tenantId !== principal.tenantId) {
       throw new AppError('session_not_found', `no verification session "${id}"`)
     }
-    if (
-      !hasRole(principal, ['admin']) &&
-      principal.template !== null &&
-      principal.template !== session.templateId
-    ) {
+    if (principal.template !== null && principal.template !== session.templateId) {
       throw new AppError(
         'session_not_linked',
         `session "${id}" belongs to template "${session.templateId}", not to this token's template "${principal.template}"`,
@@ -251,6 +246,7 @@ export class VerificationService {
     if (typeof body.vp_token !== 'string' || body.vp_token.length === 0) {
       throw new OAuthError('invalid_request', 'vp_token is missing (or send error for a refusal)')
     }
+    // Draft 20 requires the submission with a vp_token: without it the answer cannot be read, like a missing vp_token.
     let submission: unknown
     try {
       submission =
@@ -259,6 +255,9 @@ export class VerificationService {
           : undefined
     } catch {
       throw new OAuthError('invalid_request', 'presentation_submission is not valid JSON')
+    }
+    if (typeof submission !== 'object' || submission === null || Array.isArray(submission)) {
+      throw new OAuthError('invalid_request', 'presentation_submission is missing or not a JSON object')
     }
     const started = performance.now()
     const verdict = await verifyResponse(body.vp_token, submission, {
