@@ -9,7 +9,7 @@
  * Servers run in this process; autocannon runs in a forked child (bench/loadgen.ts).
  */
 import { type ChildProcess, fork } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:fs'
 import { cpus, tmpdir } from 'node:os'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -18,6 +18,7 @@ import { parseCredentialOfferUri } from '../src/client/index.ts'
 import { DEMO_CONFIG_PATH, loadConfigFile } from '../src/service/config/index.ts'
 import { type RunningServer, startServer } from '../src/service/server.ts'
 import { BARE_GET_PATH, BARE_POST_PATH, type RunningBare, startBare } from './bare.ts'
+import { readProcStat } from './common.ts'
 import type { FromLoadgen, LoadJob, LoadResult, ToLoadgen } from './loadgen.ts'
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
@@ -289,21 +290,6 @@ interface CpuMark {
   at: bigint
   self: NodeJS.CpuUsage
   machine: { busy: number; steal: number } | null
-}
-
-// /proc/stat counts in USER_HZ ticks: 100 per second on mainstream Linux builds (x86-64, arm64).
-const USER_HZ = 100
-
-function readProcStat(): { busy: number; steal: number } | null {
-  try {
-    const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? ''
-    const [label, ...fields] = line.trim().split(/\s+/)
-    if (label !== 'cpu') return null
-    const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields.map(Number)
-    return { busy: (user + nice + system + irq + softirq) / USER_HZ, steal: steal / USER_HZ }
-  } catch {
-    return null
-  }
 }
 
 function cpuMark(): CpuMark {

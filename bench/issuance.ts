@@ -17,11 +17,11 @@ import { cpus, tmpdir } from 'node:os'
 import { dirname, join, relative } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
 import { DEMO_CONFIG_PATH, loadConfigFile } from '../src/service/config/index.ts'
 import { startServer } from '../src/service/server.ts'
 import { didKeyFromPublicKey, generateKeyPair } from '../src/shared/did-key.ts'
 import { signJws, verifyJws } from '../src/shared/jws.ts'
+import { flowBenchArgs, percentile, r1, r2 } from './common.ts'
 import { STEPS, type WalletJob, type WalletResult } from './issuance-wallets.ts'
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -30,30 +30,7 @@ const DEMO = {
   admin: { keyId: '9a4f3c2b-6e1d-4b8a-a7c5-3d2e1f0b9c03', secret: 'demo-admin-secret-Z8kP3mN6vQ1rT4' },
 }
 
-const { values } = parseArgs({
-  options: {
-    smoke: { type: 'boolean', default: false },
-    wallets: { type: 'string', default: '1,8' },
-    duration: { type: 'string', default: '15' },
-    out: { type: 'string' },
-  },
-  strict: true,
-})
-const smoke = values.smoke === true
-const concurrencies = (smoke ? '1,2' : String(values.wallets)).split(',').map(Number)
-if (concurrencies.some((n) => !Number.isInteger(n) || n < 1))
-  throw new Error('--wallets must list whole numbers ≥ 1')
-const durationSec = smoke ? 60 : Number(values.duration)
-const out = values.out ?? join(ROOT, 'reports', smoke ? 'bench-issuance.smoke.json' : 'bench-issuance.json')
-
-const percentile = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted.length
-    ? (sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0)
-    : 0
-}
-const r1 = (x: number) => Math.round(x * 10) / 10
-const r2 = (x: number) => Math.round(x * 100) / 100
+const { smoke, concurrencies, durationSec, out } = flowBenchArgs('bench-issuance', ROOT)
 
 /** Service-side crypto per flow, timed in isolation: one proof verification and one credential signature (Ed25519). */
 function serviceCryptoMs() {

@@ -2,6 +2,7 @@
 // token and credential requests go through @sphereon/oid4vci-client 0.20.1; the nonce request through its
 // HTTP helper; the deferred and notification endpoints (which the library gets wrong or hides) through plain
 // HTTP. Every non-success answer becomes a WalletProtocolError naming the step, status and wire error.
+
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
   AccessTokenClient,
@@ -28,6 +29,7 @@ import type { JwsAlg } from '../shared/did-key.ts'
 import { parseDeepLink } from './deep-link.ts'
 import { protocolError, WalletProtocolError, WalletUsageError } from './errors.ts'
 import { type FetchLike, httpRequest } from './http.ts'
+import { loadPex } from './lazy.ts'
 import { assertMisbehaviours, type Misbehaviour } from './misbehaviour.ts'
 import { buildDiVpProof, buildJwtProof, buildTokenRequest, type JwtSigner } from './proof.ts'
 import { quietly } from './quiet.ts'
@@ -399,7 +401,7 @@ export class IssuanceSession {
   async selectCredentials(): Promise<string[]> {
     const definition = this.presentationDefinition
     if (!definition) return []
-    const { PEX } = await import('@sphereon/pex')
+    const { PEX } = await loadPex()
     const pex = new PEX()
     const held = this.wallet
       .credentials()

@@ -3,8 +3,10 @@
 // it (newest first); then the descriptors the submission_requirements need (all of them when there are
 // none), each answered by its newest candidate; the whole set must then evaluate to `info` (PEX answers
 // `warn` for an unsatisfied submission-requirement group, which is not a pass).
+
 import type { IPresentationDefinition } from '@sphereon/pex'
 import { WalletUsageError } from './errors.ts'
+import { loadPex } from './lazy.ts'
 import type { StoredCredential } from './store.ts'
 
 /** The parts of an input descriptor the wallet reads (the rest goes to PEX untouched). */
@@ -69,7 +71,7 @@ export async function matchDescriptors(
   held: StoredCredential[],
   holderDid: string,
 ): Promise<DescriptorMatch[]> {
-  const { PEX } = await import('@sphereon/pex')
+  const { PEX } = await loadPex()
   const pex = new PEX()
   const newestFirst = [...held].reverse()
   const jwts = newestFirst.map((c) => c.credential)
@@ -200,7 +202,7 @@ export async function selectCredentials(
   })
   if (pick) chosen = await pick(chosen, matches)
   const credentials = [...new Set(chosen.map((c) => c.credential))]
-  const { PEX } = await import('@sphereon/pex')
+  const { PEX } = await loadPex()
   const check = new PEX().evaluateCredentials(
     definition,
     credentials.map((c) => c.credential),

@@ -15,6 +15,7 @@
 //  - Misbehaviours whose presentation the library refuses to assemble (it evaluates the VP against the
 //    definition: a self-issued or tampered credential, a lying submission, a foreign holder) skip
 //    createAuthorizationResponse; the form is the same.
+
 import { randomUUID } from 'node:crypto'
 import type { OP, VerifiedAuthorizationRequest } from '@sphereon/did-auth-siop'
 import type { IPresentationDefinition } from '@sphereon/pex'
@@ -22,6 +23,7 @@ import { didOf, JWS_ALGS, type JwsAlg, resolveDidKey } from '../shared/did-key.t
 import { decodeJws, verifyJws } from '../shared/jws.ts'
 import { protocolError, WalletProtocolError, WalletUsageError } from './errors.ts'
 import { type FetchLike, type HttpAnswer, httpRequest } from './http.ts'
+import { loadSiop } from './lazy.ts'
 import {
   assertPresentationMisbehaviours,
   EXCLUSIVE_PRESENTATION_MISBEHAVIOURS,
@@ -226,7 +228,7 @@ const verifyRequestObjectJwt =
   }
 
 async function buildOp(holderDid: string, status: number): Promise<OP> {
-  const { OP: OPClass, SupportedVersion } = await import('@sphereon/did-auth-siop')
+  const { OP: OPClass, SupportedVersion } = await loadSiop()
   return OPClass.builder()
     .withSupportedVersions([SupportedVersion.SIOPv2_D12_OID4VP_D20, SupportedVersion.SIOPv2_D12_OID4VP_D18])
     .withVerifyJwtCallback(verifyRequestObjectJwt(status) as never)
@@ -478,7 +480,7 @@ export class PresentationSession {
       jwts = selection.credentials.map((c) => c.credential)
     }
 
-    const { PresentationExchange } = await import('@sphereon/did-auth-siop')
+    const { PresentationExchange } = await loadSiop()
     const exchange = new PresentationExchange({ allDIDs: [this.wallet.did], allVerifiableCredentials: jwts })
     let presentedJwts: string[] = []
     const signer = this.wallet.jwtSigner()

@@ -1,6 +1,7 @@
 // Building what the wallet proves: the token request's form fields, the `jwt` proof of possession
 // (OpenID4VCI Appendix F.1) and the `di_vp` proof (docs/issuance.md), each optionally with misbehaviours.
 // Pure functions over a signer, so every defect is unit-tested without a server.
+
 import { randomBytes } from 'node:crypto'
 import { ProofOfPossessionBuilder } from '@sphereon/oid4vci-client'
 import { OpenId4VCIVersion, type TxCode } from '@sphereon/oid4vci-common'
@@ -13,6 +14,7 @@ import {
   type JwsAlg,
 } from '../shared/did-key.ts'
 import { WalletUsageError } from './errors.ts'
+import { loadDataIntegrity } from './lazy.ts'
 import {
   EXPIRED_IAT_SECONDS,
   JWT_ONLY_MISBEHAVIOURS,
@@ -201,7 +203,7 @@ export async function buildDiVpProof(
   if (jwtOnly.length > 0) {
     throw new WalletUsageError(`misbehaviour ${jwtOnly.join(', ')} applies to a jwt proof only, not to di_vp`)
   }
-  const { presentationTemplate, signPresentation } = await import('../shared/data-integrity.ts')
+  const { presentationTemplate, signPresentation } = await loadDataIntegrity()
   const now = input.now ?? (() => new Date())
   const created = misbehave.includes('expired-iat')
     ? new Date(now().getTime() - EXPIRED_IAT_SECONDS * 1000)
