@@ -160,6 +160,8 @@ async function expectPending(t: TestApp, s: OpenSession) {
 
 /** The good answer to a one-credential degree session. */
 const degreeSubmission = (s: OpenSession, index = 0) => submission(s.id, [{ id: DEGREE_ID, index }])
+const vidSubmission = (s: OpenSession) =>
+  submission(s.id, [{ id: descriptorIdOf(s.definition, 'VerifiableId'), index: 0 }])
 
 /** A fresh holder with a degree issued by the demo tenant (EdDSA). */
 async function holderWithDegree(t: TestApp, alg: JwsAlg = 'EdDSA') {
@@ -1411,12 +1413,7 @@ describe('direct_post: revoked and suspended credentials', () => {
     await expectRejected(
       t,
       s,
-      await respond(
-        t.app,
-        s,
-        vpJwt(holder, t.clock, s.request, [id]),
-        submission(s.id, [{ id: descriptorIdOf(s.definition, 'VerifiableId'), index: 0 }]),
-      ),
+      await respond(t.app, s, vpJwt(holder, t.clock, s.request, [id]), vidSubmission(s)),
       ['validityPeriod'],
     )
   })
@@ -1781,12 +1778,7 @@ describe('optional groups and requested fields', () => {
     await expectRejected(
       t,
       s,
-      await respond(
-        t.app,
-        s,
-        vpJwt(holder, t.clock, s.request, [id]),
-        submission(s.id, [{ id: descriptorIdOf(s.definition, 'VerifiableId'), index: 0 }]),
-      ),
+      await respond(t.app, s, vpJwt(holder, t.clock, s.request, [id]), vidSubmission(s)),
       ['matchingIds'],
     )
   })
@@ -1815,12 +1807,7 @@ describe('optional groups and requested fields', () => {
     await expectRejected(
       t,
       s,
-      await respond(
-        t.app,
-        s,
-        vpJwt(holder, t.clock, s.request, [nameless]),
-        submission(s.id, [{ id: descriptorIdOf(s.definition, 'VerifiableId'), index: 0 }]),
-      ),
+      await respond(t.app, s, vpJwt(holder, t.clock, s.request, [nameless]), vidSubmission(s)),
       ['matchingIds'],
     )
   })
