@@ -1,13 +1,12 @@
 import { Given, Then, When } from '@cucumber/cucumber'
 import type { SessionRead } from '../src/client/index.ts'
+import { isObject } from '../src/shared/json.ts'
 import type { HolderKeyType, PresentationMisbehaviour } from '../src/wallet/index.ts'
 import type { VerificationTemplateRole } from './support/verification.ts'
 import type { HarnessWorld } from './support/world.ts'
 
 type W = HarnessWorld
 type M = PresentationMisbehaviour
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v)
 
 // Holding credentials and opening sessions
 

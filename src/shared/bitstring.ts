@@ -1,4 +1,5 @@
 import { gunzipSync, gzipSync } from 'node:zlib'
+import { isObject } from './json.ts'
 
 // Bitstring Status List v1.0: entries of `statusSize` bits, index 0 at the most significant bit of
 // byte 0; the published form is GZIP, base64url, with the multibase prefix "u".
@@ -47,4 +48,33 @@ export function decodeList(encoded: string): Uint8Array {
   return new Uint8Array(
     gunzipSync(Buffer.from(encoded.slice(1), 'base64url'), { maxOutputLength: MAX_LIST_BYTES }),
   )
+}
+
+/** What a status-list credential carries. */
+export interface StatusList {
+  purpose: string
+  /** bits per entry (1 unless the list says otherwise) */
+  size: number
+  messages: { status: string; message: string }[] | undefined
+  bits: Uint8Array
+}
+
+/**
+ * The list of a status-list credential, given as the VC or as a JWT payload carrying it in `vc`. Throws
+ * naming what is missing or malformed. The credential's signature is the caller's business.
+ */
+export function readStatusList(credential: Record<string, unknown>): StatusList {
+  const vc = isObject(credential.vc) ? credential.vc : credential
+  const subject = isObject(vc.credentialSubject) ? vc.credentialSubject : undefined
+  if (!subject || typeof subject.encodedList !== 'string') throw new Error('status list has no encodedList')
+  const size = subject.statusSize === undefined ? 1 : Number(subject.statusSize)
+  if (!Number.isInteger(size) || size < 1 || size > 8) throw new Error('status list statusSize is invalid')
+  return {
+    purpose: String(subject.statusPurpose ?? ''),
+    size,
+    messages: Array.isArray(subject.statusMessage)
+      ? (subject.statusMessage as { status: string; message: string }[])
+      : undefined,
+    bits: decodeList(subject.encodedList),
+  }
 }

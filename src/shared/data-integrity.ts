@@ -1,5 +1,6 @@
 // Data Integrity (VC Data Model 2.0, cryptosuite eddsa-rdfc-2022) presentations, signed and verified offline:
 // the document loader serves a fixed set of bundled contexts and did:key documents, nothing else.
+
 import { sign as cryptoSign, type KeyObject } from 'node:crypto'
 import { contexts as credentialsContexts } from '@digitalbazaar/credentials-context'
 import { DataIntegrityProof } from '@digitalbazaar/data-integrity'
@@ -9,6 +10,7 @@ import { cryptosuite as eddsaRdfc2022 } from '@digitalbazaar/eddsa-rdfc-2022-cry
 import { contexts as multikeyContexts } from '@digitalbazaar/multikey-context'
 import jsigs from 'jsonld-signatures'
 import { algForKey, DidKeyError, didKeyFromPublicKey, didOf, resolveDidKey } from './did-key.ts'
+import { isObject } from './json.ts'
 
 const { AuthenticationProofPurpose } = jsigs.purposes
 
@@ -122,10 +124,6 @@ export async function signPresentation(
 export type DiVerifyResult =
   | { verified: true; holderKid: string; proof: Record<string, unknown> }
   | { verified: false; errors: string[] }
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 function asArray(value: unknown): unknown[] {
   return value === undefined ? [] : Array.isArray(value) ? value : [value]

@@ -1,6 +1,7 @@
 // Errors the simulated wallet raises. A WalletProtocolError is what the other side answered (or what the
 // wallet found wrong in an answer): its message names the step, the HTTP status and the wire error, so a
 // failing test says exactly what broke.
+import { isObject } from '../shared/json.ts'
 
 export type WalletStep =
   | 'offer'
@@ -51,10 +52,6 @@ export class WalletProtocolError extends Error {
 /** A problem on the wallet's side before anything went over the wire (bad deep link, missing tx code, …). */
 export class WalletUsageError extends Error {
   override name = 'WalletUsageError'
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /** `error="…"` and `error_description="…"` of a `WWW-Authenticate: Bearer …` header. */

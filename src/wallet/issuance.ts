@@ -26,6 +26,7 @@ import {
 import type { IPresentationDefinition } from '@sphereon/pex'
 import type { DiSigner } from '../shared/data-integrity.ts'
 import type { JwsAlg } from '../shared/did-key.ts'
+import { isObject } from '../shared/json.ts'
 import { parseDeepLink } from './deep-link.ts'
 import { protocolError, WalletProtocolError, WalletUsageError } from './errors.ts'
 import { type FetchLike, httpRequest } from './http.ts'
@@ -100,10 +101,6 @@ export interface WalletContext {
     credentials: unknown[],
     origin: { credentialIssuer: string; configurationId: string; status: number },
   ): Promise<StoredCredential[]>
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 function message(error: unknown): string {

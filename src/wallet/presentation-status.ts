@@ -2,7 +2,9 @@
 // 'revoked-credential' misbehaviour only (a correct presentation never fetches a status list: checking status
 // is the verifier's job). Each list is fetched once per call; the list credential's signature is not checked
 // (the wallet only looks for a credential the verifier should refuse).
-import { decodeList, getStatus, STATUS_SIZE } from '../shared/bitstring.ts'
+
+import { getStatus, readStatusList, STATUS_SIZE, type StatusList } from '../shared/bitstring.ts'
+import { isObject } from '../shared/json.ts'
 import { decodeJws } from '../shared/jws.ts'
 import { WalletUsageError } from './errors.ts'
 import { type FetchLike, httpRequest } from './http.ts'
@@ -14,10 +16,6 @@ export interface StatusEntry {
   statusSize: number
   /** the status value that means "revoked" */
   revokedValue: number
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /**
@@ -68,13 +66,13 @@ export function revocationEntryOf(jwt: string): StatusEntry | undefined {
 
 /** Reads status lists over HTTP, each URL once. */
 export class StatusListReader {
-  private readonly lists = new Map<string, Promise<Uint8Array>>()
+  private readonly lists = new Map<string, Promise<StatusList>>()
   /** how many lists were fetched */
   fetched = 0
 
   constructor(private readonly fetchImpl: FetchLike | undefined) {}
 
-  private list(url: string): Promise<Uint8Array> {
+  private list(url: string): Promise<StatusList> {
     let pending = this.lists.get(url)
     if (!pending) {
       pending = this.load(url)
@@ -83,7 +81,7 @@ export class StatusListReader {
     return pending
   }
 
-  private async load(url: string): Promise<Uint8Array> {
+  private async load(url: string): Promise<StatusList> {
     this.fetched++
     const fail = (why: string): never => {
       throw new WalletUsageError(`cannot read the status list ${url}: ${why}`)
@@ -99,22 +97,10 @@ export class StatusListReader {
       return fail((error as Error).message)
     }
     if (answer.status !== 200) return fail(`HTTP ${answer.status} ${answer.text.slice(0, 200)}`)
-    let credential: Record<string, unknown>
-    const text = answer.text.trim()
     try {
-      if (text.startsWith('{')) credential = JSON.parse(text)
-      else {
-        const { payload } = decodeJws(text)
-        credential = isObject(payload.vc) ? payload.vc : payload
-      }
-    } catch (error) {
-      return fail(`neither a JWT nor JSON (${(error as Error).message})`)
-    }
-    const subject = credential.credentialSubject
-    if (!isObject(subject) || typeof subject.encodedList !== 'string')
-      return fail('no credentialSubject.encodedList')
-    try {
-      return decodeList(subject.encodedList)
+      const text = answer.text.trim()
+      // a JSON status-list credential, or a JWT carrying it
+      return readStatusList(text.startsWith('{') ? JSON.parse(text) : decodeJws(text).payload)
     } catch (error) {
       return fail((error as Error).message)
     }
@@ -122,10 +108,8 @@ export class StatusListReader {
 
   /** The status value of an entry (0 when the list is shorter than the index). */
   async status(entry: StatusEntry): Promise<number> {
-    const bits = await this.list(entry.statusListCredential)
-    if (entry.statusSize === STATUS_SIZE) return getStatus(bits, entry.statusListIndex)
-    const bit = entry.statusListIndex
-    return ((bits[bit >> 3] ?? 0) >> (7 - (bit & 7))) & 1
+    const { bits } = await this.list(entry.statusListCredential)
+    return getStatus(bits, entry.statusListIndex, entry.statusSize)
   }
 
   async isRevoked(entry: StatusEntry): Promise<boolean> {

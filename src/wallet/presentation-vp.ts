@@ -1,8 +1,10 @@
 // What the wallet sends in an OpenID4VP direct_post answer: the JWT VP (`vp_token`), the
 // `presentation_submission` and the form around them, plus the defects the presentation misbehaviours put
 // into them. Pure functions over a signer, so every defect is unit-tested without a verifier.
+
 import { createHash, sign as cryptoSign, type KeyObject, randomBytes } from 'node:crypto'
 import { didKeyFromPublicKey, generateKeyPair, isJwsAlg, type JwsAlg } from '../shared/did-key.ts'
+import { isObject } from '../shared/json.ts'
 import { decodeJws, signJws } from '../shared/jws.ts'
 import { type PresentationMisbehaviour, WRONG_AUDIENCE } from './misbehaviour.ts'
 import type { JwtSigner } from './proof.ts'
@@ -20,10 +22,6 @@ export interface DescriptorMapEntry {
   format: string
   path: string
   path_nested?: DescriptorMapEntry
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 function b64urlJson(value: unknown): string {

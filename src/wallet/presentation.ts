@@ -20,6 +20,7 @@ import { randomUUID } from 'node:crypto'
 import type { OP, VerifiedAuthorizationRequest } from '@sphereon/did-auth-siop'
 import type { IPresentationDefinition } from '@sphereon/pex'
 import { didOf, JWS_ALGS, type JwsAlg, resolveDidKey } from '../shared/did-key.ts'
+import { isObject } from '../shared/json.ts'
 import { decodeJws, verifyJws } from '../shared/jws.ts'
 import { protocolError, WalletProtocolError, WalletUsageError } from './errors.ts'
 import { type FetchLike, type HttpAnswer, httpRequest } from './http.ts'
@@ -107,10 +108,6 @@ export interface PresentationResult {
   presentationSubmission?: PresentationSubmission
   /** exactly what was posted */
   form: Record<string, string>
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 function message(error: unknown): string {

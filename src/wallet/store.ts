@@ -4,9 +4,11 @@
 // Private key material: an in-memory wallet keeps its key only inside the Veramo in-memory KMS and never
 // writes it anywhere. A file wallet stores the holder's private key (hex) in that file, unencrypted, with
 // mode 0600: treat the file as a secret, and use it for test identities only.
+
 import { randomBytes } from 'node:crypto'
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises'
 import { basename, dirname, join, resolve } from 'node:path'
+import { isObject } from '../shared/json.ts'
 
 export type HolderKeyType = 'Ed25519' | 'P-256' | 'secp256k1'
 export const HOLDER_KEY_TYPES: readonly HolderKeyType[] = ['Ed25519', 'P-256', 'secp256k1']
@@ -72,10 +74,6 @@ export class MemoryWalletStore implements WalletStore {
 
 export class WalletFileError extends Error {
   override name = 'WalletFileError'
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /** Checks the shape of what was read, so a hand-edited or foreign file fails with a clear message. */

@@ -1,9 +1,11 @@
 // The simulated wallet: a Veramo agent holding one did:key, a credential store, OpenID4VCI issuance (step by
 // step through IssuanceSession, or in one call with receive()) and OpenID4VP presentation (step by step
 // through PresentationSession, or in one call with present()).
+
 import { createHash } from 'node:crypto'
 import type { DiSigner } from '../shared/data-integrity.ts'
 import type { JwsAlg } from '../shared/did-key.ts'
+import { isObject } from '../shared/json.ts'
 import { decodeJws } from '../shared/jws.ts'
 import {
   type AgentHandle,
@@ -99,10 +101,6 @@ export interface PresentOptions {
 
 const DEFAULT_DEFERRED_TIMEOUT_MS = 10 * 60 * 1000
 const MAX_REMEMBERED_NONCES = 64
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 function asStringArray(value: unknown): string[] {
   if (typeof value === 'string') return [value]

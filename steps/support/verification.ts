@@ -214,7 +214,7 @@ export class VerificationFlow {
   /** The named check failed, in Validations and in the webhook-form errors. */
   expectFailedCheck(body: SessionRead, check: string, reason?: string) {
     const entry = body.Validations?.checks.find((c) => c.check === check)
-    if (!entry || entry.result !== 'failed' || (reason && !entry.message.includes(reason))) {
+    if (entry?.result !== 'failed' || (reason && !entry.message.includes(reason))) {
       this.world.fail(`Validations to show check "${check}" failed${reason ? ` because "${reason}"` : ''}`)
     }
     if (!body.Validations?.verificationResult.errors.some((e) => e.startsWith(`${check}:`))) {
@@ -228,7 +228,7 @@ export class VerificationFlow {
     const body = await this.expectState('VERIFIED')
     if (body.Subject !== wallet.did) this.world.fail(`Subject to be the wallet's DID ${wallet.did}`)
     const notPassed = body.Validations?.checks.filter((c) => c.result !== 'passed') ?? []
-    if (!body.Validations || body.Validations.status !== 'SUCCESS' || notPassed.length > 0) {
+    if (body.Validations?.status !== 'SUCCESS' || notPassed.length > 0) {
       this.world.fail('Validations with status SUCCESS and every check passed')
     }
     if (body.PresentationSubmissionFormat !== 'jwt_vp' || !body.PresentationSubmission) {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { isObject } from '../../shared/json.ts'
 import { signJws } from '../../shared/jws.ts'
 import type { IssuanceTemplate } from '../config/schema.ts'
 import type { IssuerKey } from '../crypto/issuer-keys.ts'
@@ -40,8 +41,6 @@ export type PreparedCredential = Record<string, unknown> & {
 
 type Problem = { field: string; message: string }
 
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v)
 const isStringArray = (v: unknown): v is string[] =>
   Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === 'string' && x.length > 0)
 

@@ -1,4 +1,3 @@
-import { PEX } from '@sphereon/pex'
 import {
   UNDEFINED_TERMS_CONTEXT,
   unwrapEnvelopedCredential,
@@ -6,8 +5,10 @@ import {
   verifyPresentation,
 } from '../../shared/data-integrity.ts'
 import { type DidKey, JWS_ALGS, resolveDidKey } from '../../shared/did-key.ts'
+import { isObject } from '../../shared/json.ts'
 import { decodeJws, JwsError, verifyJws } from '../../shared/jws.ts'
 import { OAuthError } from '../errors/oauth.ts'
+import { evaluateDefinition } from '../util/pex.ts'
 
 // Key proofs of the credential request (OpenID4VCI Appendix F): what the wallet proves, checked
 // entirely here before anything is stored.
@@ -38,8 +39,6 @@ export interface ProofContext {
 }
 
 const invalid = (description: string) => new OAuthError('invalid_proof', description)
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v)
 
 function resolveKid(kid: unknown, field: string): DidKey {
   if (typeof kid !== 'string') throw invalid(`${field} must be a did:key key id`)
@@ -207,13 +206,10 @@ export async function verifyDiVpProof(vp: unknown, ctx: ProofContext): Promise<H
   const shared = jwts.map((jwt, i) => checkSharedCredential(jwt, i, holder.did, ctx))
   if (ctx.presentationDefinition) {
     // The service evaluates the definition itself; a wallet-supplied submission is never trusted.
-    const evaluation = new PEX().evaluateCredentials(ctx.presentationDefinition as never, jwts)
-    if (evaluation.areRequiredCredentialsPresent !== 'info') {
-      const reasons = [...(evaluation.errors ?? []), ...(evaluation.warnings ?? [])]
-        .map((e) => `${e.tag}: ${e.message ?? ''}`.trim())
-        .slice(0, 5)
+    const evaluation = evaluateDefinition(ctx.presentationDefinition, jwts)
+    if (evaluation.outcome !== 'satisfied') {
       throw invalid(
-        `shared credentials do not satisfy the offer's presentation_definition${reasons.length ? ` (${reasons.join('; ')})` : ''}`,
+        `shared credentials do not satisfy the offer's presentation_definition${evaluation.detail ? ` (${evaluation.detail})` : ''}`,
       )
     }
   }

@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import { JWS_ALGS } from '../../shared/did-key.ts'
+import { isObject } from '../../shared/json.ts'
 import type { IssuanceTemplate, Oid4vciOptions } from '../config/schema.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import { OAuthError, tokenError } from '../errors/oauth.ts'
@@ -34,8 +35,6 @@ export interface Oid4vciDeps {
 }
 
 type Form = Record<string, unknown>
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /** The DIF presentation definition a template's `requiredPresentation` asks the holder to satisfy. */
 export function presentationDefinition(

@@ -1,9 +1,10 @@
 import { performance } from 'node:perf_hooks'
-import { PEX } from '@sphereon/pex'
 import { type DidKey, isJwsAlg, resolveDidKey } from '../../shared/did-key.ts'
+import { isObject } from '../../shared/json.ts'
 import { type DecodedJws, decodeJws, JwsError, verifyJws } from '../../shared/jws.ts'
 import { sharedView } from '../oid4vci/proofs.ts'
 import type { CheckOutcome, Validations } from '../store/index.ts'
+import { evaluateDefinition } from '../util/pex.ts'
 import type { StatusChecker } from './status.ts'
 
 // What a careful verifier checks in an OpenID4VP response, each check reported on its own so a relying
@@ -60,8 +61,6 @@ export interface Verdict {
   timings: { signaturesMs: number; pexMs: number; statusMs: number }
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v)
 const vcOf = (c: Shared) => (isObject(c.decoded.payload.vc) ? c.decoded.payload.vc : {})
 const where = (c: Shared) => `verifiableCredential[${c.index}]`
 
@@ -393,35 +392,24 @@ export async function verifyResponse(
 
   // matchingIds: the service's own PEX evaluation of the definition, and the wallet's mapping against it.
   started = performance.now()
-  const matches = new Set<string>()
+  const evaluation = evaluateDefinition(
+    ctx.definition,
+    shared.map((c) => c.jwt),
+  )
+  // PEX indexes the readable credentials; the wallet's mapping indexes the vp_token's.
+  const matches = new Set(
+    evaluation.matches.flatMap(({ descriptor, index }) => {
+      const c = shared[index]
+      return c ? [`${descriptor}|${c.index}`] : []
+    }),
+  )
   const matchFailures: string[] = []
-  let evaluation: ReturnType<PEX['evaluateCredentials']> | undefined
-  try {
-    evaluation = new PEX().evaluateCredentials(
-      ctx.definition as never,
-      shared.map((c) => c.jwt),
-    )
-  } catch (error) {
-    // PEX throws plain objects ({tag, status, message}) as well as Errors.
-    const { message, tag } = error as { message?: string; tag?: string }
+  if (evaluation.outcome === 'error') {
+    matchFailures.push(`the credentials cannot be evaluated against the definition: ${evaluation.detail}`)
+  } else if (evaluation.outcome === 'unsatisfied') {
     matchFailures.push(
-      `the credentials cannot be evaluated against the definition: ${[tag, message].filter(Boolean).join(': ') || String(error)}`,
+      `the shared credentials do not satisfy the presentation definition${evaluation.detail ? ` (${evaluation.detail})` : ''}`,
     )
-  }
-  if (evaluation) {
-    for (const entry of evaluation.value?.descriptor_map ?? []) {
-      const n = NESTED_PATH.exec(entry.path)?.[1]
-      const c = n === undefined ? undefined : shared[Number(n)]
-      if (c) matches.add(`${entry.id}|${c.index}`)
-    }
-    if (evaluation.areRequiredCredentialsPresent !== 'info') {
-      const reasons = [...(evaluation.errors ?? []), ...(evaluation.warnings ?? [])]
-        .map((e) => `${e.tag}: ${e.message ?? ''}`.trim())
-        .slice(0, 5)
-      matchFailures.push(
-        `the shared credentials do not satisfy the presentation definition${reasons.length ? ` (${reasons.join('; ')})` : ''}`,
-      )
-    }
   }
   timings.pexMs = performance.now() - started
   matchFailures.push(...checkSubmission(submission, ctx.definition, matches, rawCredentials.length))

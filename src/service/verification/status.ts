@@ -1,6 +1,7 @@
 import { request } from 'undici'
-import { decodeList, getStatus } from '../../shared/bitstring.ts'
+import { getStatus, readStatusList, type StatusList } from '../../shared/bitstring.ts'
 import { JWS_ALGS, resolveDidKey } from '../../shared/did-key.ts'
+import { isObject } from '../../shared/json.ts'
 import { decodeJws, verifyJws } from '../../shared/jws.ts'
 
 // Credential status by Bitstring Status List v1.0, as a verifier checks it: fetch the list credential,
@@ -15,9 +16,6 @@ const MAX_LIST_JWT_BYTES = 1024 * 1024
 export type StatusListSource = (url: string) => Promise<string>
 
 export type StatusVerdict = { ok: true; status: string } | { ok: false; reason: string }
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /** Fetches a status list over HTTP(S): 200 only, no redirects, 5 s, 1 MiB. */
 export const httpStatusListSource: StatusListSource = async (url) => {
@@ -45,18 +43,11 @@ export const httpStatusListSource: StatusListSource = async (url) => {
   return Buffer.concat(chunks).toString('utf8').trim()
 }
 
-interface ParsedList {
-  purpose: string
-  size: number
-  messages: { status: string; message: string }[] | undefined
-  bits: Uint8Array
-}
-
 export class StatusChecker {
   constructor(private readonly source: StatusListSource) {}
 
   /** Parses and verifies a list credential; `issuerDid` must have signed it. */
-  private async load(url: string, issuerDid: string, now: number): Promise<ParsedList> {
+  private async load(url: string, issuerDid: string, now: number): Promise<StatusList> {
     const jwt = await this.source(url)
     const { header } = decodeJws(jwt)
     if (typeof header.kid !== 'string') throw new Error('status list JWT has no kid')
@@ -67,19 +58,7 @@ export class StatusChecker {
     }
     if (typeof payload.exp === 'number' && payload.exp * 1000 <= now)
       throw new Error('status list has expired')
-    const vc = isObject(payload.vc) ? payload.vc : payload
-    const subject = isObject(vc.credentialSubject) ? vc.credentialSubject : undefined
-    if (!subject || typeof subject.encodedList !== 'string') throw new Error('status list has no encodedList')
-    const size = subject.statusSize === undefined ? 1 : Number(subject.statusSize)
-    if (!Number.isInteger(size) || size < 1 || size > 8) throw new Error('status list statusSize is invalid')
-    return {
-      purpose: String(subject.statusPurpose ?? ''),
-      size,
-      messages: Array.isArray(subject.statusMessage)
-        ? (subject.statusMessage as { status: string; message: string }[])
-        : undefined,
-      bits: decodeList(subject.encodedList),
-    }
+    return readStatusList(payload)
   }
 
   /**
@@ -90,7 +69,7 @@ export class StatusChecker {
     credentialStatus: unknown,
     issuerDid: string,
     now: number,
-    memo: Map<string, Promise<ParsedList>>,
+    memo: Map<string, Promise<StatusList>>,
   ): Promise<StatusVerdict> {
     const entries = Array.isArray(credentialStatus) ? credentialStatus : [credentialStatus]
     const statuses: string[] = []
@@ -111,7 +90,7 @@ export class StatusChecker {
         pending = this.load(url, issuerDid, now)
         memo.set(url, pending)
       }
-      let list: ParsedList
+      let list: StatusList
       try {
         list = await pending
       } catch (error) {
@@ -143,7 +122,7 @@ export class StatusChecker {
   }
 }
 
-function messageOf(list: ParsedList, value: number): string {
+function messageOf(list: StatusList, value: number): string {
   const hex = `0x${value.toString(16)}`
   return list.messages?.find((m) => m.status.toLowerCase() === hex)?.message ?? `status ${hex}`
 }
