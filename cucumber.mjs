@@ -1,6 +1,9 @@
-// Conformance suite configuration (cucumber-js). TypeScript steps load through tsx, which the npm
-// script registers: node --import tsx node_modules/@cucumber/cucumber/bin/cucumber.js.
-// Target selection (embedded service or an external deployment): see src/harness/target.ts.
+// Conformance suite configuration (cucumber-js), the base of `vc-harness conformance` (src/cli/conformance.ts,
+// docs/conformance.md), which runs it in-process with tsx loaded, replaces the console formatter below by
+// one line per scenario (src/harness/progress-formatter.ts), moves the report files to its --reports folder
+// and adds reports/conformance.{json,md}. Plain cucumber-js keeps working on this file alone:
+//   node --import tsx node_modules/@cucumber/cucumber/bin/cucumber.js [--tags …] [--parallel N]
+// Target selection (embedded service, child process or an external deployment): see src/harness/target.ts.
 
 // A progress bar on a terminal; in CI logs, where it cannot redraw, the failures and a summary.
 const console = process.stdout.isTTY ? 'progress-bar' : 'summary'

@@ -65,6 +65,7 @@ export function verificationConfig(): ServiceConfig {
       consentDurationDays: 90,
       sessionLifetimeSeconds: 120,
       webhookUrl: WEBHOOK_URL,
+      webhookSecret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
     },
     {
       id: 'degree-nostatus',

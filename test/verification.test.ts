@@ -1641,21 +1641,21 @@ describe('direct_post: replay, expiry and races', () => {
     )
   })
   test('10 responses that all pass the checks before any is recorded: still exactly one 200', async () => {
-    // Every response is held just before it is recorded, until all ten got there: the worst interleaving.
-    const sessions = t.app.services.store.sessions
-    const record = sessions.complete
+    // Every response is held just before its recording transaction, until all ten got there: the worst interleaving.
+    const store = t.app.services.store
+    const transaction = store.transaction
     let arrived = 0
     let release = () => {}
     const gate = new Promise<void>((resolve) => {
       release = resolve
     })
     const fallback = setTimeout(release, 5000)
-    sessions.complete = async (session, now) => {
+    store.transaction = (async (work) => {
       arrived++
       if (arrived === 10) release()
       await gate
-      return record.call(sessions, session, now)
-    }
+      return transaction.call(store, work)
+    }) as typeof store.transaction
     try {
       const s = await openSession(t)
       const vp = vpJwt(holder, t.clock, s.request, [jwt])
@@ -1669,21 +1669,21 @@ describe('direct_post: replay, expiry and races', () => {
       assert.equal((await readSession(t.app, s.rp, s.id)).body.Status, 'VERIFIED')
     } finally {
       clearTimeout(fallback)
-      sessions.complete = record
+      store.transaction = transaction
     }
   })
 
   test('a response the store refuses because the session expired meanwhile: 410, the session EXPIRED', async () => {
-    const sessions = t.app.services.store.sessions
-    const record = sessions.complete
+    const store = t.app.services.store
+    const transaction = store.transaction
     const s = await openSession(t, 'vid-check', VID_APP)
     const id = (await issueTo(t.app, t.clock, holder, 'vid', VERIFIABLE_ID)).jwts[0] as string
     const vp = vpJwt(holder, t.clock, s.request, [id])
     // the checks pass while the session lives; the clock then moves past ExpiredAt before it is recorded
-    sessions.complete = async (session, _now) => {
+    store.transaction = (async (work) => {
       t.clock.advance(120_000)
-      return record.call(sessions, session, t.clock.now())
-    }
+      return transaction.call(store, work)
+    }) as typeof store.transaction
     try {
       const response = await respond(
         t.app,
@@ -1693,9 +1693,14 @@ describe('direct_post: replay, expiry and races', () => {
       )
       expectOAuth(response, 410, 'session_expired')
     } finally {
-      sessions.complete = record
+      store.transaction = transaction
     }
     assert.equal((await readSession(t.app, s.rp, s.id)).body.Status, 'EXPIRED')
+    const events = await t.app.services.store.webhooks.listByTemplate('demo', 'vid-check', { limit: 50 })
+    assert.ok(
+      !events.some((e) => e.subjectId === s.id),
+      'no webhook event for a session that was not completed',
+    )
   })
 })
 

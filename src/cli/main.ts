@@ -5,12 +5,15 @@ const USAGE = `Usage: vc-harness <command> [options]
 Commands:
   serve        run the reference service (see: vc-harness serve --help)
   wallet       the simulated wallet: receive a credential offer, present to a verification request, list held credentials (see: vc-harness wallet --help)
+  conformance  run the conformance suite and write the reports, or summarize existing runs (see: vc-harness conformance --help)
   help         show this text`
 
 // Each command is imported lazily: the wallet, cucumber and browser stacks are slow to load.
-const commands: Record<string, (argv: string[]) => Promise<void>> = {
-  serve: async (argv) => (await import('./serve.ts')).serve(argv),
-  wallet: async (argv) => (await import('./wallet.ts')).wallet(argv),
+// A command may return its exit code (conformance: 1 when a requirement fails); nothing means 0.
+const commands: Record<string, (argv: string[]) => Promise<number | undefined>> = {
+  serve: async (argv) => (await import('./serve.ts')).serve(argv).then(() => undefined),
+  wallet: async (argv) => (await import('./wallet.ts')).wallet(argv).then(() => undefined),
+  conformance: async (argv) => (await import('./conformance.ts')).conformance(argv),
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -25,8 +28,7 @@ export async function main(argv: string[]): Promise<number> {
     return 2
   }
   try {
-    await command(rest)
-    return 0
+    return (await command(rest)) ?? 0
   } catch (error) {
     if (error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       console.error(`vc-harness ${name}: ${(error as Error).message}`)

@@ -1,14 +1,54 @@
+import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { DEMO_CONFIG_PATH, loadConfigFile } from '../service/config/index.ts'
+// Type only: the sandbox (and its QR code library) loads only with --sandbox.
+import type { SandboxPlan } from '../harness/sandbox.ts'
+import { ConfigError, DEMO_CONFIG_PATH, loadConfigFile } from '../service/config/index.ts'
 import { startServer } from '../service/server.ts'
 
-export const SERVE_USAGE = `Usage: vc-harness serve [--config FILE] [--port N] [--host H] [--data DIR] [--log-level LEVEL]
+export const SERVE_USAGE = `Usage: vc-harness serve [--config FILE] [--port N] [--host H] [--data DIR] [--public-url URL]
+                        [--log-level LEVEL] [--sandbox [--issue T] [--verify T] [--once] [--sandbox-log FILE]]
 
-  --config FILE   service configuration (JSON, see config/config.schema.json); default: the embedded demo
-  --port N        TCP port; default 8080 (0 picks a free one)
-  --host H        interface to listen on; default 127.0.0.1
-  --data DIR      folder of the SQLite database, or :memory:; default .vc-harness
-  --log-level L   fastify/pino log level (info, warn, …); default: no request logs`
+  --config FILE       service configuration (JSON, see config/config.schema.json); default: the embedded demo
+  --port N            TCP port; default 8080 (0 picks a free one)
+  --host H            interface to listen on; default 127.0.0.1 (0.0.0.0: every interface, e.g. for phones)
+  --data DIR          folder of the SQLite database, or :memory:; default .vc-harness
+  --public-url URL    base URL wallets reach, used in offers and requests (e.g. http://192.168.1.20:8080);
+                      overrides the configuration's publicUrl; default: that, else the listening URL
+  --log-level L       fastify/pino log level (info, warn, …); default: no request logs
+  --exit-on-stdin-close
+                      shut down when stdin closes (for supervisors: the service ends with its parent)
+
+Wallet-vendor sandbox (docs/sandbox.md):
+  --sandbox           act as a relying party beside the service: open a credential offer (sample content
+                      submitted at once) and a verification session, print each as a deep link and a
+                      terminal QR code, report every step the wallet takes (with the verification result,
+                      SourceWallet, Subject and each failed check), and print fresh ones when a flow ends
+  --issue T           issuance template to offer; default the first one an application key may use
+  --verify T          verification template to request; default the first one an application key may use
+  --once              exit after one issuance and one verification ended: 0 when both succeeded, else 1
+  --sandbox-log FILE  append every reported step as JSON lines; default <data dir>/sandbox.ndjson
+                      (none with --data :memory:)
+
+Exit codes: 2 for a bad option or configuration (also a --sandbox template no application key may use).`
+
+/** --public-url: an http(s) base URL without query, fragment or trailing slash. */
+function publicUrlOption(value: string): string {
+  let url: URL | undefined
+  try {
+    url = new URL(value)
+  } catch {}
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash) {
+    throw Object.assign(new TypeError(`--public-url: not an http(s) base URL: ${value}`), {
+      code: 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE',
+    })
+  }
+  return value.replace(/\/+$/, '')
+}
+
+/** A URL of the server this process can call: a wildcard listening address becomes loopback. */
+function localUrl(url: string): string {
+  return url.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//[::1]:')
+}
 
 export async function serve(argv: string[]): Promise<void> {
   const { values } = parseArgs({
@@ -18,7 +58,14 @@ export async function serve(argv: string[]): Promise<void> {
       port: { type: 'string', default: '8080' },
       host: { type: 'string', default: '127.0.0.1' },
       data: { type: 'string', default: '.vc-harness' },
+      'public-url': { type: 'string' },
       'log-level': { type: 'string' },
+      'exit-on-stdin-close': { type: 'boolean' },
+      sandbox: { type: 'boolean' },
+      issue: { type: 'string' },
+      verify: { type: 'string' },
+      once: { type: 'boolean' },
+      'sandbox-log': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -30,8 +77,34 @@ export async function serve(argv: string[]): Promise<void> {
   const port = Number(values.port)
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new Error(`--port: not a port number: ${values.port}`)
+  const sandboxOnly = (['issue', 'verify', 'once', 'sandbox-log'] as const).filter(
+    (o) => values[o] !== undefined,
+  )
+  if (!values.sandbox && sandboxOnly.length > 0) {
+    throw Object.assign(new TypeError(`--${sandboxOnly[0]} needs --sandbox`), {
+      code: 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE',
+    })
+  }
+  const publicUrl = values['public-url'] === undefined ? undefined : publicUrlOption(values['public-url'])
   const usingDemo = values.config === undefined
-  const config = loadConfigFile(values.config ?? DEMO_CONFIG_PATH)
+  const loaded = loadConfigFile(values.config ?? DEMO_CONFIG_PATH)
+  // The service prefers config.publicUrl over the listening URL (src/service/app.ts), so the option goes there.
+  const config = publicUrl === undefined ? loaded : { ...loaded, publicUrl }
+  // Checked before listening: a sandbox that cannot run should not leave a service behind.
+  let plan: SandboxPlan | undefined
+  if (values.sandbox) {
+    const { planSandbox, SandboxPlanError } = await import('../harness/sandbox.ts')
+    try {
+      plan = planSandbox(config, {
+        ...(values.issue !== undefined ? { issue: values.issue } : {}),
+        ...(values.verify !== undefined ? { verify: values.verify } : {}),
+      })
+    } catch (error) {
+      // Exit code 2 like any other configuration problem.
+      if (error instanceof SandboxPlanError) throw new ConfigError(`--sandbox: ${error.message}`)
+      throw error
+    }
+  }
 
   const server = await startServer({
     config,
@@ -41,6 +114,9 @@ export async function serve(argv: string[]): Promise<void> {
     ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
   })
   console.log(`vc-harness listening on ${server.url}`)
+  if (config.publicUrl !== undefined && config.publicUrl !== server.url) {
+    console.log(`  public URL (in offers and requests): ${config.publicUrl}`)
+  }
   console.log(`  data: ${values.data === ':memory:' ? 'in memory (lost on exit)' : values.data}`)
   console.log(`  API docs: ${server.url}/docs`)
   if (usingDemo) {
@@ -57,18 +133,49 @@ export async function serve(argv: string[]): Promise<void> {
   }
 
   let closing = false
-  const shutdown = (signal: string) => {
+  let stopSandbox = () => {}
+  const shutdown = (signal: string, code = 0) => {
     if (closing) return
     closing = true
-    console.log(`vc-harness: ${signal} received, closing`)
+    stopSandbox()
+    console.log(`vc-harness: ${signal}, closing`)
     server.close().then(
-      () => process.exit(0),
+      () => process.exit(code),
       (error: unknown) => {
         console.error('vc-harness: error while closing:', error)
         process.exit(1)
       },
     )
   }
-  process.once('SIGTERM', () => shutdown('SIGTERM'))
-  process.once('SIGINT', () => shutdown('SIGINT'))
+  process.once('SIGTERM', () => shutdown('SIGTERM received'))
+  process.once('SIGINT', () => shutdown('SIGINT received'))
+  if (values['exit-on-stdin-close']) {
+    process.stdin.once('end', () => shutdown('stdin closed'))
+    process.stdin.once('error', () => shutdown('stdin closed'))
+    process.stdin.resume()
+  }
+
+  if (plan) {
+    const { startSandbox } = await import('../harness/sandbox.ts')
+    const logFile =
+      values['sandbox-log'] ?? (values.data === ':memory:' ? undefined : join(values.data, 'sandbox.ndjson'))
+    const sandbox = await startSandbox({
+      config,
+      plan,
+      events: server.app.services.events,
+      apiUrl: localUrl(server.url),
+      publicUrl: config.publicUrl ?? server.url,
+      ...(values.once ? { once: true } : {}),
+      ...(logFile !== undefined ? { logFile } : {}),
+    })
+    stopSandbox = () => sandbox.close()
+    if (values.once) {
+      void sandbox.done.then((succeeded) => {
+        console.log(
+          `vc-harness sandbox: issuance and verification ended, ${succeeded ? 'both succeeded' : 'not both succeeded'}`,
+        )
+        shutdown('--once done', succeeded ? 0 : 1)
+      })
+    }
+  }
 }

@@ -1,37 +1,54 @@
 // Where the conformance suite runs: the same features drive the service started in this process
-// (`embedded`) or an external deployment reached by base URLs (`external`).
+// (`embedded`), the service started as a child process (`child`: `vc-harness serve` on a free port with a
+// durable SQLite database in a fresh temp dir), or an external deployment reached by base URLs (`external`).
+// docs/targets.md describes all three.
 //
-// Selected by VC_HARNESS_TARGET. Every variable the suite reads:
+// Selected by VC_HARNESS_TARGET. Every variable the suite reads (an external target may take each of its
+// settings from a profile file instead, VC_HARNESS_PROFILE; the variable overrides the profile's key):
 //
-// | Variable                       | Target   | Required | Meaning                                                   |
-// |--------------------------------|----------|----------|-----------------------------------------------------------|
-// | VC_HARNESS_TARGET              | both     | no       | `embedded` (default) or `external`                        |
-// | VC_HARNESS_CONFIG              | embedded | no       | service configuration file; default config/demo.json      |
-// | VC_HARNESS_AUTH_URL            | external | yes      | {auth_url}: login host and management portal              |
-// | VC_HARNESS_ISSUER_URL          | external | no       | {issuer_url}; default VC_HARNESS_AUTH_URL                 |
-// | VC_HARNESS_VERIFIER_URL        | external | no       | {verifier_url}; default VC_HARNESS_ISSUER_URL             |
-// | VC_HARNESS_TENANT              | external | yes      | tenant id of the configured tenant                        |
-// | VC_HARNESS_ISSUANCE_TEMPLATE   | external | yes      | issuance template the application key is linked to        |
-// | VC_HARNESS_OTHER_TEMPLATE      | external | yes      | another template of that tenant, not linked to the app key |
-// | VC_HARNESS_APP_KEY_ID          | external | yes      | application API key id (linked to the issuance template)  |
-// | VC_HARNESS_APP_KEY_SECRET      | external | yes      | its secret                                                |
-// | VC_HARNESS_ADMIN_KEY_ID        | external | yes      | administrator API key id of the tenant                    |
-// | VC_HARNESS_ADMIN_KEY_SECRET    | external | yes      | its secret                                                |
-// | VC_HARNESS_OPERATOR_KEY_ID     | external | no       | operator key id; when given the target has `portal`       |
-// | VC_HARNESS_OPERATOR_KEY_SECRET | external | with id  | its secret                                                |
-// | VC_HARNESS_OPERATOR_TENANT     | external | no       | tenant the operator key belongs to; default VC_HARNESS_TENANT |
+// | Variable                       | Target         | Required | Profile key            | Meaning                                                   |
+// |--------------------------------|----------------|----------|------------------------|-----------------------------------------------------------|
+// | VC_HARNESS_TARGET              | all            | no       |                        | `embedded` (default; `external` when a profile is given), `child` or `external` |
+// | VC_HARNESS_CONFIG              | embedded/child | no       |                        | service configuration file; default config/demo.json      |
+// | VC_HARNESS_PROFILE             | external       | no       |                        | JSON profile with the keys of this table (config/profile.example.json) |
+// | VC_HARNESS_AUTH_URL            | external       | yes      | auth_url               | {auth_url}: login host and management portal              |
+// | VC_HARNESS_ISSUER_URL          | external       | no       | issuer_url             | {issuer_url}; default the auth URL                        |
+// | VC_HARNESS_VERIFIER_URL        | external       | no       | verifier_url           | {verifier_url}; default the issuer URL                    |
+// | VC_HARNESS_TENANT              | external       | yes      | tenant                 | tenant id of the configured tenant                        |
+// | VC_HARNESS_ISSUANCE_TEMPLATE   | external       | yes      | templates.issuance     | issuance template the application key is linked to        |
+// | VC_HARNESS_OTHER_TEMPLATE      | external       | yes      | templates.other        | another template of that tenant, not linked to the app key |
+// | VC_HARNESS_APP_KEY_ID          | external       | yes      | app_key.id             | application API key id (linked to the issuance template)  |
+// | VC_HARNESS_APP_KEY_SECRET      | external       | yes      | app_key.secret         | its secret                                                |
+// | VC_HARNESS_ADMIN_KEY_ID        | external       | yes      | admin_key.id           | administrator API key id of the tenant                    |
+// | VC_HARNESS_ADMIN_KEY_SECRET    | external       | yes      | admin_key.secret       | its secret                                                |
+// | VC_HARNESS_OPERATOR_KEY_ID     | external       | no       | operator_key.id        | operator key id; when given the target has `portal`       |
+// | VC_HARNESS_OPERATOR_KEY_SECRET | external       | with id  | operator_key.secret    | its secret                                                |
+// | VC_HARNESS_OPERATOR_TENANT     | external       | no       | operator_key.tenant    | tenant the operator key belongs to; default the tenant    |
+// | VC_HARNESS_RECEIVER_URL        | external       | no       | receiver.public_url    | URL at which the service reaches the harness's webhook receiver |
+// | VC_HARNESS_RECEIVER_PORT       | external       | with URL | receiver.listen_port   | port the receiver listens on (fixed, not 0, with a URL)   |
+// | VC_HARNESS_RECEIVER_HOST       | external       | no       | receiver.listen_host   | interface the receiver listens on; default 0.0.0.0        |
 //
-// Capabilities: `portal` (tenants, keys and templates can be created and keys revoked through
-// /portal/v1 with an operator key) and `clock` (the service's clock can be moved). The embedded target
-// has both; an external one has `portal` only when an operator key is given, and never `clock`.
+// Capabilities:
+// - `portal`: tenants, keys and templates can be created and keys revoked through /portal/v1 with an
+//   operator key. Embedded and child: yes. External: when an operator key is given.
+// - `clock`: the service's clock can be moved. Embedded only.
+// - `webhooks`: the harness can point a template's webhookUrl at its own receiver and the service reaches
+//   it. Embedded and child: yes (receiver on 127.0.0.1; the demo configuration admits loopback webhook
+//   targets). External: with `portal` and a receiver URL.
 
 import type { ApiKeyCredentials, ServiceUrls } from '../client/index.ts'
 // Types only (erased at run time): an external run still never loads the service.
 import type { ServiceConfig } from '../service/config/index.ts'
 import type { ShiftedClock } from '../service/util/clock.ts'
+import { resolveExternal, TargetConfigError } from './profile.ts'
 
-export type Capability = 'portal' | 'clock'
-export const CAPABILITIES: readonly Capability[] = ['portal', 'clock']
+export { TargetConfigError } from './profile.ts'
+
+export type Capability = 'portal' | 'clock' | 'webhooks'
+export const CAPABILITIES: readonly Capability[] = ['portal', 'clock', 'webhooks']
+
+export type TargetKind = 'embedded' | 'child' | 'external'
+export const TARGET_KINDS: readonly TargetKind[] = ['embedded', 'child', 'external']
 
 /** An API key as the portal hands it out: id and secret. */
 export interface KeySecret {
@@ -65,16 +82,31 @@ export interface TenantFixture {
   adminKey: KeySecret
 }
 
+/**
+ * Where the harness's webhook receiver listens, and the URL the service reaches it at. Embedded and child
+ * targets: 127.0.0.1, port 0, no publicUrl, meaning "use the bound loopback URL". External: from
+ * VC_HARNESS_RECEIVER_* or the profile's `receiver`; the target has `webhooks` only with a publicUrl.
+ */
+export interface ReceiverSettings {
+  host: string
+  port: number
+  publicUrl?: string
+}
+
 export interface Target {
-  kind: 'embedded' | 'external'
+  kind: TargetKind
   urls: ServiceUrls
   capabilities: ReadonlySet<Capability>
-  /** The tenant the target was configured with (the demo tenant when embedded). */
+  /** The tenant the target was configured with (the demo tenant when embedded or child). */
   tenant: TenantFixture
   /** Operator credentials; present exactly when the target has `portal`. */
   operator?: ApiKeyCredentials
   /** The service's clock; present exactly when the target has `clock`. */
   clock?: ShiftedClock
+  /** Where the webhook receiver listens and is reached; see ReceiverSettings. */
+  receiver: ReceiverSettings
+  /** The service process and its data folder; present exactly when the kind is `child`. */
+  child?: { pid: number; dataDir: string }
   close(): Promise<void>
 }
 
@@ -84,7 +116,19 @@ export function missingCapability(target: Target, capability: Capability): strin
   if (capability === 'clock') {
     return `the ${target.kind} target's clock cannot be moved, so expiry cannot be tested without waiting`
   }
-  return `the ${target.kind} target has no portal access: set VC_HARNESS_OPERATOR_KEY_ID and VC_HARNESS_OPERATOR_KEY_SECRET`
+  if (capability === 'portal') {
+    return `the ${target.kind} target has no portal access: set VC_HARNESS_OPERATOR_KEY_ID and VC_HARNESS_OPERATOR_KEY_SECRET (or operator_key in the profile)`
+  }
+  const reasons: string[] = []
+  if (!target.capabilities.has('portal')) {
+    reasons.push('webhook templates are created through the portal, which needs an operator key')
+  }
+  if (target.receiver.publicUrl === undefined) {
+    reasons.push(
+      'it has no receiver URL reachable from the service: set VC_HARNESS_RECEIVER_URL and VC_HARNESS_RECEIVER_PORT (or receiver.public_url and receiver.listen_port in the profile)',
+    )
+  }
+  return `the ${target.kind} target cannot receive webhooks: ${reasons.join('; and ') || 'not supported'}`
 }
 
 /** One line per capability, for logs and reports: `portal: yes (…)` / `clock: no (…)`. */
@@ -99,13 +143,29 @@ export function describeCapabilities(target: Target): string {
 
 type Env = Record<string, string | undefined>
 
-/** Starts (embedded) or describes (external) the target named by VC_HARNESS_TARGET. */
+/**
+ * Starts (embedded, child) or describes (external) the target named by VC_HARNESS_TARGET. Without it the
+ * target is embedded, or external when VC_HARNESS_PROFILE names a profile.
+ */
 export async function startTarget(env: Env = process.env): Promise<Target> {
-  const kind = env.VC_HARNESS_TARGET ?? 'embedded'
+  const kind = env.VC_HARNESS_TARGET || (env.VC_HARNESS_PROFILE ? 'external' : 'embedded')
+  if (!TARGET_KINDS.includes(kind as TargetKind)) {
+    throw new TargetConfigError(
+      `VC_HARNESS_TARGET must be one of ${TARGET_KINDS.map((k) => `"${k}"`).join(', ')}, not "${kind}"`,
+    )
+  }
+  if (kind !== 'external' && env.VC_HARNESS_PROFILE) {
+    throw new TargetConfigError(
+      `VC_HARNESS_PROFILE describes an external deployment; it does not apply to VC_HARNESS_TARGET=${kind} (unset one of them)`,
+    )
+  }
   if (kind === 'embedded') return startEmbedded(env)
-  if (kind === 'external') return externalTarget(env)
-  throw new Error(`VC_HARNESS_TARGET must be "embedded" or "external", not "${kind}"`)
+  if (kind === 'child') return (await import('./child-target.ts')).startChild(env)
+  return externalTarget(env)
 }
+
+/** Receiver settings of targets on this machine: loopback, any free port, the bound URL. */
+export const LOOPBACK_RECEIVER: ReceiverSettings = { host: '127.0.0.1', port: 0 }
 
 /** The service in this process on 127.0.0.1, a free port, an in-memory database and a hand-moved clock. */
 export async function startEmbedded(env: Env = process.env): Promise<Target> {
@@ -115,7 +175,7 @@ export async function startEmbedded(env: Env = process.env): Promise<Target> {
     import('../service/config/index.ts'),
     import('../service/util/clock.ts'),
   ])
-  const configPath = env.VC_HARNESS_CONFIG ?? DEMO_CONFIG_PATH
+  const configPath = env.VC_HARNESS_CONFIG || DEMO_CONFIG_PATH
   const config = loadConfigFile(configPath)
   const { tenant, operator } = fixtureFromConfig(config, configPath)
   const clock = new ShiftedClock()
@@ -123,16 +183,20 @@ export async function startEmbedded(env: Env = process.env): Promise<Target> {
   return {
     kind: 'embedded',
     urls: { authUrl: server.url, issuerUrl: server.url, verifierUrl: server.url },
-    capabilities: new Set<Capability>(['portal', 'clock']),
+    capabilities: new Set<Capability>(['portal', 'clock', 'webhooks']),
     tenant,
     operator,
     clock,
+    receiver: { ...LOOPBACK_RECEIVER },
     close: () => server.close(),
   }
 }
 
-/** Picks from a service configuration the tenant the suite logs in to and the operator key. */
-function fixtureFromConfig(
+/**
+ * Picks from a service configuration the tenant the suite logs in to and the operator key (embedded and
+ * child targets: the suite knows the service's configuration).
+ */
+export function fixtureFromConfig(
   config: ServiceConfig,
   source: string,
 ): { tenant: TenantFixture; operator: ApiKeyCredentials } {
@@ -158,47 +222,28 @@ function fixtureFromConfig(
       operator: { keyId: operator.id, secret: operator.secret, tenant: t.id },
     }
   }
-  throw new Error(
-    `${source}: the embedded target needs a tenant with an application key linked to an issuance ` +
+  throw new TargetConfigError(
+    `${source}: the suite needs a tenant with an application key linked to an issuance ` +
       'template, a second template, an admin key and an operator key',
   )
 }
 
-/** An external deployment described by environment variables (see the table at the top). */
+/**
+ * An external deployment described by a profile file and environment variables (see the table at the
+ * top and docs/targets.md). Throws TargetConfigError naming every missing or invalid key.
+ */
 export function externalTarget(env: Env = process.env): Target {
-  const missing: string[] = []
-  const need = (name: string): string => {
-    const value = env[name]
-    if (!value) missing.push(name)
-    return value ?? ''
-  }
-  const authUrl = need('VC_HARNESS_AUTH_URL').replace(/\/+$/, '')
-  const issuerUrl = (env.VC_HARNESS_ISSUER_URL ?? authUrl).replace(/\/+$/, '')
-  const verifierUrl = (env.VC_HARNESS_VERIFIER_URL ?? issuerUrl).replace(/\/+$/, '')
-  const tenant: TenantFixture = {
-    tenant: need('VC_HARNESS_TENANT'),
-    issuanceTemplate: need('VC_HARNESS_ISSUANCE_TEMPLATE'),
-    otherTemplate: need('VC_HARNESS_OTHER_TEMPLATE'),
-    appKey: { id: need('VC_HARNESS_APP_KEY_ID'), secret: need('VC_HARNESS_APP_KEY_SECRET') },
-    adminKey: { id: need('VC_HARNESS_ADMIN_KEY_ID'), secret: need('VC_HARNESS_ADMIN_KEY_SECRET') },
-  }
-  let operator: ApiKeyCredentials | undefined
-  if (env.VC_HARNESS_OPERATOR_KEY_ID) {
-    operator = {
-      keyId: env.VC_HARNESS_OPERATOR_KEY_ID,
-      secret: need('VC_HARNESS_OPERATOR_KEY_SECRET'),
-      tenant: env.VC_HARNESS_OPERATOR_TENANT ?? tenant.tenant,
-    }
-  }
-  if (missing.length > 0) {
-    throw new Error(`VC_HARNESS_TARGET=external needs these environment variables: ${missing.join(', ')}`)
-  }
+  const settings = resolveExternal(env)
+  const capabilities = new Set<Capability>()
+  if (settings.operator) capabilities.add('portal')
+  if (settings.operator && settings.receiver.publicUrl !== undefined) capabilities.add('webhooks')
   return {
     kind: 'external',
-    urls: { authUrl, issuerUrl, verifierUrl },
-    capabilities: new Set<Capability>(operator ? ['portal'] : []),
-    tenant,
-    ...(operator ? { operator } : {}),
+    urls: settings.urls,
+    capabilities,
+    tenant: settings.tenant,
+    ...(settings.operator ? { operator: settings.operator } : {}),
+    receiver: settings.receiver,
     close: async () => {},
   }
 }

@@ -27,6 +27,9 @@ import { PublicUrls } from './util/urls.ts'
 import { oid4vpRoutes, verificationRoutes } from './verification/routes.ts'
 import { VerificationService } from './verification/service.ts'
 import { httpStatusListSource, StatusChecker, type StatusListSource } from './verification/status.ts'
+import { WebhookDispatcher } from './webhooks/dispatcher.ts'
+import { WebhookOutbox } from './webhooks/outbox.ts'
+import { WebhookService } from './webhooks/service.ts'
 
 export interface AppOptions {
   config: ServiceConfig
@@ -51,6 +54,8 @@ export interface AppServices {
   events: ServiceEvents
   portal: PortalService
   verification: VerificationService
+  webhooks: WebhookService
+  webhookDispatcher: WebhookDispatcher
 }
 
 declare module 'fastify' {
@@ -97,6 +102,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   )
   const auth = new AuthService(store, new AccessTokens(key, clock, config.tokenLifetimeSeconds))
   const events = new ServiceEvents()
+  const outbox = new WebhookOutbox(clock)
+  const webhookDispatcher = new WebhookDispatcher({ store, clock, events, options: config.webhooks })
   const issuerKeys = new IssuerKeys(store, clock)
   const statusLists = new StatusLists(store, issuerKeys, clock, urls, config.statusListSize)
   const issuance = new IssuanceService({
@@ -106,10 +113,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     issuerKeys,
     statusLists,
     events,
+    webhooks: outbox,
     oid4vci: config.oid4vci,
     secrets: {
       preAuthorizedCode: key.deriveSecret('oid4vci pre-authorized code'),
       txCode: key.deriveSecret('oid4vci tx_code'),
+      cursor: key.deriveSecret('list cursor'),
     },
   })
   const oid4vci = new Oid4vciService({
@@ -134,6 +143,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     urls,
     issuerKeys,
     events,
+    webhooks: outbox,
     status: new StatusChecker(statusSource),
   })
   const services: AppServices = {
@@ -146,10 +156,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     issuerKeys,
     statusLists,
     events,
-    portal: new PortalService(store, clock),
+    portal: new PortalService(store, clock, config.webhooks.mode),
     verification,
+    webhooks: new WebhookService(store, clock, webhookDispatcher),
+    webhookDispatcher,
   }
   app.decorate('services', services)
+  // Deliveries start once the app is ready and stop before the store closes; unfinished ones resume at the next start.
+  app.addHook('onReady', async () => webhookDispatcher.start())
+  app.addHook('preClose', async () => webhookDispatcher.stop())
 
   await app.register(swagger, {
     openapi: {
@@ -190,6 +205,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(oid4vciRoutes, { oid4vci, statusLists })
   await app.register(verificationRoutes, { auth, verification, clock })
   await app.register(oid4vpRoutes, { verification })
-  await app.register(portalRoutes, { prefix: '/portal/v1', auth, portal: services.portal })
+  await app.register(portalRoutes, {
+    prefix: '/portal/v1',
+    auth,
+    portal: services.portal,
+    webhooks: services.webhooks,
+    pageSize: { default: config.listPageSize, max: config.listMaxPageSize },
+  })
   return app
 }

@@ -1,4 +1,13 @@
 import { defineParameterType } from '@cucumber/cucumber'
+import type {
+  PortalAction,
+  ProcessAction,
+  Role,
+  RpRequest,
+  Subject,
+  TemplateAction,
+  TemplateKind,
+} from './security.ts'
 import type { Caller, Spoiling, TemplateChoice } from './world.ts'
 
 const CALLERS: Record<string, Caller> = {
@@ -81,4 +90,70 @@ defineParameterType({
   name: 'verificationTemplate',
   regexp: /the degree check|the degree and identity check|the status-optional check/,
   transformer: (text: string) => text.replace(/^the /, ''),
+})
+
+// Tenant isolation, roles and limits (steps/security.steps.ts, steps/support/security.ts)
+
+/** {role}: a key of another tenant, named without an article ("another tenant's administrator"). */
+defineParameterType({
+  name: 'role',
+  regexp: /application|administrator/,
+  transformer: (text: string): Role => (text === 'application' ? 'app' : 'admin'),
+})
+
+/** {processAction}: what a caller tries to do to the scenario's issuance process. */
+defineParameterType({
+  name: 'processAction',
+  regexp: /read|submit the degree credential to|reject|revoke the credentials of/,
+  transformer: (text: string): ProcessAction =>
+    text === 'read' ? 'read' : text === 'reject' ? 'reject' : text.startsWith('submit') ? 'submit' : 'revoke',
+})
+
+/** {templateKind}: issuance or verification template. */
+defineParameterType({
+  name: 'templateKind',
+  regexp: /issuance|verification/,
+  transformer: (text: string): TemplateKind => text as TemplateKind,
+})
+
+/** {templateAction}: what another tenant tries to do to a template through the portal. */
+defineParameterType({
+  name: 'templateAction',
+  regexp: /read|replace|delete/,
+  transformer: (text: string): TemplateAction => text as TemplateAction,
+})
+
+/** {portalAction}: a portal call an application key tries. */
+defineParameterType({
+  name: 'portalAction',
+  regexp: /list the API keys|create an API key|create an issuance template/,
+  transformer: (text: string): PortalAction =>
+    text === 'list the API keys'
+      ? 'list keys'
+      : text === 'create an API key'
+        ? 'create key'
+        : 'create template',
+})
+
+/** {rpRequest}: a relying-party request whose body a limits scenario bends. */
+defineParameterType({
+  name: 'rpRequest',
+  regexp: /an offer request|a session request|a rejection|a submission|an API key request/,
+  transformer: (text: string): RpRequest =>
+    (
+      ({
+        'an offer request': 'offer',
+        'a session request': 'session',
+        'a rejection': 'rejection',
+        'a submission': 'submission',
+        'an API key request': 'api key',
+      }) as const
+    )[text] as RpRequest,
+})
+
+/** {subject}: what a refusal's reason must name. */
+defineParameterType({
+  name: 'subject',
+  regexp: /the process id|the session id|the key id|the template id|both templates/,
+  transformer: (text: string): Subject => text.replace(/^the /, '') as Subject,
 })

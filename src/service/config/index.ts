@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { ErrorObject } from 'ajv'
 import { newAjv } from '../util/ajv.ts'
+import { forbiddenUrl, type TargetPolicy } from '../util/net-targets.ts'
 import { type ConfigFile, ConfigFile as ConfigFileSchema } from './schema.ts'
 
 export type { ConfigFile, ConfigTenant, IssuanceTemplate, Role, VerificationTemplate } from './schema.ts'
@@ -56,6 +57,14 @@ export function parseConfig(input: unknown, source = 'configuration'): ServiceCo
       if (templateIds.has(id)) problems.push(`/tenants/${t}/${path}/id: duplicate template id "${id}"`)
       templateIds.add(id)
     }
+    const withHooks = [
+      ...tenant.issuanceTemplates.map((x, i) => [x, `issuanceTemplates/${i}`] as const),
+      ...tenant.verificationTemplates.map((x, i) => [x, `verificationTemplates/${i}`] as const),
+    ]
+    for (const [template, path] of withHooks) {
+      const problem = webhookProblem(template, config.webhooks.mode)
+      if (problem) problems.push(`/tenants/${t}/${path}/${problem.field}: ${problem.message}`)
+    }
     tenant.apiKeys.forEach((key, k) => {
       if (keyIds.has(key.id)) problems.push(`/tenants/${t}/apiKeys/${k}/id: duplicate API key id "${key.id}"`)
       keyIds.add(key.id)
@@ -95,4 +104,23 @@ export const CONFIG_SCHEMA_PATH = join(dirname(DEMO_CONFIG_PATH), 'config.schema
 /** The shipped JSON Schema text, derived from the TypeBox definitions so the two cannot drift. */
 export function configJsonSchema(): string {
   return `${JSON.stringify({ $schema: 'http://json-schema.org/draft-07/schema#', ...ConfigFileSchema }, null, 2)}\n`
+}
+
+/** What is wrong with a template's webhook settings under `mode`, or undefined (config load and portal). */
+export function webhookProblem(
+  template: { webhookUrl?: string; webhookSecret?: string; webhookPreviousSecrets?: string[] },
+  mode: TargetPolicy,
+): { field: string; message: string } | undefined {
+  if (template.webhookUrl === undefined) {
+    if (template.webhookPreviousSecrets?.length) {
+      return { field: 'webhookPreviousSecrets', message: 'is only meaningful with a webhookUrl' }
+    }
+    return undefined
+  }
+  const reason = forbiddenUrl(template.webhookUrl, mode)
+  if (reason) return { field: 'webhookUrl', message: `${reason}` }
+  if (template.webhookSecret === undefined) {
+    return { field: 'webhookSecret', message: 'is required with webhookUrl: every delivery is signed' }
+  }
+  return undefined
 }

@@ -30,7 +30,13 @@ export const WebhookUrl = Type.String({
 })
 export const WebhookSecret = Type.String({
   pattern: '^whsec_[A-Za-z0-9+/]{24,}={0,2}$',
-  description: 'Standard Webhooks signing secret (`whsec_` + base64). Never returned by the API.',
+  description:
+    'Standard Webhooks signing secret (`whsec_` + base64). Required with webhookUrl. Never returned by the API.',
+})
+export const WebhookPreviousSecrets = Type.Array(WebhookSecret, {
+  maxItems: 3,
+  description:
+    'Secrets being rotated out: deliveries carry one signature per secret (current first) until they are removed.',
 })
 
 const CredentialTypeName = Type.String({
@@ -135,6 +141,7 @@ export const IssuanceTemplate = Type.Object(
     ),
     webhookUrl: Type.Optional(WebhookUrl),
     webhookSecret: Type.Optional(WebhookSecret),
+    webhookPreviousSecrets: Type.Optional(WebhookPreviousSecrets),
   },
   { additionalProperties: false },
 )
@@ -260,6 +267,7 @@ export const VerificationTemplate = Type.Object(
     ),
     webhookUrl: Type.Optional(WebhookUrl),
     webhookSecret: Type.Optional(WebhookSecret),
+    webhookPreviousSecrets: Type.Optional(WebhookPreviousSecrets),
   },
   { additionalProperties: false },
 )
@@ -337,6 +345,53 @@ export const Oid4vciOptions = Type.Object(
 )
 export type Oid4vciOptions = Required<Static<typeof Oid4vciOptions>>
 
+const integer = (min: number, max: number, def: number, description: string) =>
+  Type.Optional(
+    Type.Integer({
+      minimum: min,
+      maximum: max,
+      default: def,
+      description: `${description} Default: ${def}.`,
+    }),
+  )
+
+export const WebhookOptions = Type.Object(
+  {
+    mode: Type.Optional(
+      Type.Enum(['production', 'test'], {
+        default: 'production',
+        description:
+          'production: webhook URLs must reach public addresses (no private, loopback or link-local ranges; checked when a ' +
+          'template is saved and again on every connection). test: loopback is allowed too, for receivers on the same ' +
+          'machine (the conformance harness). Default: production.',
+      }),
+    ),
+    timeoutMs: integer(
+      100,
+      60000,
+      10000,
+      'An attempt that has no answer after this many ms is a timeout (retried).',
+    ),
+    maxAttempts: integer(1, 30, 8, 'Attempts per delivery round before the event is failed.'),
+    retryInitialDelayMs: integer(
+      10,
+      3600000,
+      5000,
+      'Wait before the first retry; each further retry waits 4× longer, with ±25 % jitter.',
+    ),
+    retryMaxDelayMs: integer(10, 86400000, 36000000, 'Longest wait between attempts, also caps Retry-After.'),
+    concurrency: integer(1, 256, 16, 'Deliveries in flight at once, over all endpoints.'),
+    perEndpointConcurrency: integer(
+      1,
+      64,
+      4,
+      'Deliveries in flight at once to one origin, so a slow receiver cannot hold every slot.',
+    ),
+  },
+  { additionalProperties: false, default: {}, description: 'Webhook delivery (docs/webhooks.md).' },
+)
+export type WebhookOptions = Required<Static<typeof WebhookOptions>>
+
 export const ConfigFile = Type.Object(
   {
     $schema: Type.Optional(Type.String()),
@@ -389,6 +444,7 @@ export const ConfigFile = Type.Object(
       }),
     ),
     oid4vci: Type.Optional(Oid4vciOptions),
+    webhooks: Type.Optional(WebhookOptions),
     statusListSize: Type.Optional(
       Type.Integer({
         minimum: 1024,
@@ -409,9 +465,13 @@ export const ConfigFile = Type.Object(
 )
 type ConfigFileInput = Static<typeof ConfigFile>
 /** The configuration after validation: every default applied. */
-export type ConfigFile = Omit<Required<ConfigFileInput>, 'publicUrl' | '$schema' | 'tenants' | 'oid4vci'> & {
+export type ConfigFile = Omit<
+  Required<ConfigFileInput>,
+  'publicUrl' | '$schema' | 'tenants' | 'oid4vci' | 'webhooks'
+> & {
   publicUrl?: string
   oid4vci: Oid4vciOptions
+  webhooks: WebhookOptions
   tenants: ConfigTenant[]
 }
 export type ConfigTenant = Required<Static<typeof ConfigTenant>>

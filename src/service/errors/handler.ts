@@ -47,6 +47,8 @@ export function installErrorHandling(app: FastifyInstance) {
   app.setNotFoundHandler((request, reply) =>
     send(reply, problem('not_found', `no route ${request.method} ${request.url.split('?')[0]}`)),
   )
+  // Only JSON (and, on the wallet-facing routes, forms) are bodies here: text/plain is a 415 like any other type.
+  app.removeContentTypeParser('text/plain')
   // The interface sends `Content-Type: application/json` with no body on login; accept an empty body.
   const json = app.getDefaultJsonParser('error', 'error')
   app.removeContentTypeParser('application/json')

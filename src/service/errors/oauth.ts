@@ -60,7 +60,10 @@ function toOAuth(error: FastifyError): OAuthError {
   if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
     return new OAuthError('invalid_request', 'request body too large')
   if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-    return new OAuthError('invalid_request', 'unsupported Content-Type for this endpoint')
+    return new OAuthError(
+      'invalid_request',
+      'unsupported Content-Type: token and direct_post take application/x-www-form-urlencoded, the other endpoints application/json',
+    )
   }
   if (error.validation || error.code?.startsWith('FST_ERR_CTP'))
     return new OAuthError('invalid_request', error.message)

@@ -17,6 +17,7 @@ export interface ProblemBody {
 export const PROBLEMS = {
   malformed_json: [400, 'Malformed JSON body'],
   validation_failed: [400, 'Request does not match the schema'],
+  invalid_webhook: [400, 'Webhook settings not accepted'],
   missing_header: [400, 'Required header missing'],
   invalid_cursor: [400, 'Invalid pagination cursor'],
   invalid_credential: [400, 'Invalid credential object'],
@@ -34,6 +35,7 @@ export const PROBLEMS = {
   session_not_found: [404, 'Verification session not found'],
   api_key_not_found: [404, 'API key not found'],
   credential_not_found: [404, 'Credential not found in this process'],
+  webhook_delivery_not_found: [404, 'Webhook delivery not found'],
   conflict: [409, 'Conflict'],
   config_managed: [409, 'Managed by the configuration file'],
   template_in_use: [409, 'Template in use'],
@@ -41,6 +43,7 @@ export const PROBLEMS = {
   already_submitted: [409, 'Credentials already submitted'],
   credential_id_conflict: [409, 'Credential id already used'],
   status_final: [409, 'Credential status cannot change'],
+  webhook_endpoint_disabled: [409, 'Webhook endpoint disabled'],
   payload_too_large: [413, 'Request body too large'],
   unsupported_media_type: [415, 'Unsupported media type'],
   internal_error: [500, 'Internal server error'],

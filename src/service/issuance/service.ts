@@ -1,10 +1,10 @@
-import { createHash, createHmac, randomInt, randomUUID } from 'node:crypto'
+import { createHash, createHmac, randomInt, randomUUID, timingSafeEqual } from 'node:crypto'
 import { hasRole } from '../auth/service.ts'
 import type { Principal } from '../auth/tokens.ts'
 import type { IssuanceTemplate, Oid4vciOptions } from '../config/schema.ts'
 import type { IssuerKey, IssuerKeys } from '../crypto/issuer-keys.ts'
 import { AppError } from '../errors/problem.ts'
-import type { ProcessChanged, ServiceEvents } from '../events.ts'
+import type { ProcessChanged, ServiceEvents, WebhookBody } from '../events.ts'
 import type { StatusLists } from '../status/service.ts'
 import {
   ConflictError,
@@ -18,6 +18,7 @@ import {
 } from '../store/index.ts'
 import { type Clock, isoTime } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
+import type { WebhookOutbox } from '../webhooks/outbox.ts'
 import { holderConflict, type PreparedCredential, prepareCredentials, signCredential } from './credentials.ts'
 
 export const PROCESS_TYPE = 'OIDC4VCI_PRE_AUTHORIZED'
@@ -47,16 +48,25 @@ export function processView(p: ProcessRecord): ProcessView {
   }
 }
 
-export function encodeCursor(c: ListCursor): string {
-  return Buffer.from(JSON.stringify([c.createdAt, c.id])).toString('base64url')
+/** A keyset cursor, MACed so that only cursors this service issued are accepted. */
+export function encodeCursor(c: ListCursor, secret: Buffer): string {
+  const payload = Buffer.from(JSON.stringify([c.createdAt, c.id])).toString('base64url')
+  return `${payload}.${cursorMac(payload, secret)}`
 }
 
-export function decodeCursor(text: string): ListCursor {
-  try {
-    const [createdAt, id] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[]
-    if (typeof createdAt === 'number' && typeof id === 'string') return { createdAt, id }
-  } catch {
-    // fall through to the error below
+const cursorMac = (payload: string, secret: Buffer) =>
+  createHmac('sha256', secret).update(payload).digest('base64url').slice(0, 22)
+
+export function decodeCursor(text: string, secret: Buffer): ListCursor {
+  const [payload = '', mac = ''] = text.split('.')
+  const expected = cursorMac(payload, secret)
+  if (mac.length === expected.length && timingSafeEqual(Buffer.from(mac), Buffer.from(expected))) {
+    try {
+      const [createdAt, id] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as unknown[]
+      if (typeof createdAt === 'number' && typeof id === 'string') return { createdAt, id }
+    } catch {
+      // fall through to the error below
+    }
   }
   throw new AppError('invalid_cursor', 'cursor is not one this service issued; take it from the Link header')
 }
@@ -71,6 +81,8 @@ export interface ListOptions {
 export interface GrantSecrets {
   preAuthorizedCode: Buffer
   txCode: Buffer
+  /** MACs list cursors. */
+  cursor: Buffer
 }
 
 export const sha256 = (text: string) => createHash('sha256').update(text).digest('base64url')
@@ -83,6 +95,7 @@ export interface IssuanceDeps {
   issuerKeys: IssuerKeys
   statusLists: StatusLists
   events: ServiceEvents
+  webhooks: WebhookOutbox
   secrets: GrantSecrets
   oid4vci: Oid4vciOptions
 }
@@ -115,7 +128,7 @@ export class IssuanceService {
     return Array.from({ length }, () => alphabet[randomInt(alphabet.length)]).join('')
   }
 
-  /** Announces a committed change of `process` (webhooks, streams and tests subscribe). */
+  /** Announces a committed change of `process` (the webhook dispatcher, streams and tests subscribe). */
   emit(process: ProcessRecord, step: ProcessChanged['step']) {
     this.deps.events.emit({
       kind: 'issuance',
@@ -339,6 +352,13 @@ export class IssuanceService {
       updatedAt: this.nextStamp(process),
     }
     await this.save(repos, process, issued)
+    await this.deps.webhooks.enqueueIn(
+      repos,
+      template,
+      process.id,
+      'issuance.issued',
+      issuedWebhook(process.id, holderDid, prepared, template),
+    )
     return issued
   }
 
@@ -358,7 +378,21 @@ export class IssuanceService {
       rejectedReason: reason ?? null,
       updatedAt: this.nextStamp(current),
     }
-    await this.store.transaction((repos) => this.save(repos, current, next))
+    const template = await this.templateOf(current)
+    await this.store.transaction(async (repos) => {
+      await this.save(repos, current, next)
+      const holderDid = (await repos.grants.get(id))?.holderDid ?? ''
+      await this.deps.webhooks.enqueueIn(repos, template, id, 'issuance.rejected', {
+        id,
+        subject: holderDid,
+        status: 'REJECT',
+        verificationResult: {
+          checks: [],
+          warnings: [],
+          errors: [`rejected by the issuer${reason ? `: ${reason}` : ''}`],
+        },
+      })
+    })
     this.emit(next, 'rejected')
     return next
   }
@@ -406,7 +440,8 @@ export class IssuanceService {
 
   /** Section 4.5, tenant-scoped; returns one page and the cursor of the next, if any. */
   async listProcesses(principal: Principal, options: ListOptions) {
-    const after = options.cursor === undefined ? undefined : decodeCursor(options.cursor)
+    const after =
+      options.cursor === undefined ? undefined : decodeCursor(options.cursor, this.deps.secrets.cursor)
     const rows = await this.store.processes.list({
       tenantId: principal.tenantId,
       ...(options.status ? { status: options.status } : {}),
@@ -415,7 +450,34 @@ export class IssuanceService {
     })
     const page = rows.slice(0, options.limit)
     const last = page.at(-1)
-    const next = rows.length > options.limit && last ? encodeCursor(last) : undefined
+    const next =
+      rows.length > options.limit && last ? encodeCursor(last, this.deps.secrets.cursor) : undefined
     return { page, next }
+  }
+}
+
+/**
+ * The section 6 body of an ISSUED process: the holder as subject, the issued claims (without `id`) as
+ * payload, and the checks the wallet's requests passed before anything was signed.
+ */
+export function issuedWebhook(
+  processId: string,
+  holderDid: string,
+  prepared: PreparedCredential[],
+  template: TemplateRecord<'issuance'>,
+): WebhookBody {
+  const payload: Record<string, unknown> = {}
+  for (const credential of prepared) {
+    const { id: _id, ...claims } = (credential.credentialSubject ?? {}) as Record<string, unknown>
+    Object.assign(payload, claims)
+  }
+  const checks = ['securityMechanisms', 'holderProof']
+  if (template.body.requiredPresentation) checks.push('presentationProof', 'credentialProof', 'matchingIds')
+  return {
+    id: processId,
+    subject: holderDid,
+    status: 'SUCCESS',
+    ...(Object.keys(payload).length > 0 ? { payload } : {}),
+    verificationResult: { checks, warnings: [], errors: [] },
   }
 }

@@ -1,12 +1,17 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { guard, principalOf } from '../auth/guard.ts'
 import type { AuthService } from '../auth/service.ts'
+import { invalidField } from '../errors/problem.ts'
 import type { TemplateBody, TemplateKind } from '../store/index.ts'
+import type { WebhookService } from '../webhooks/service.ts'
 import {
   createApiKeySchema,
   createTenantSchema,
+  deliveriesSchema,
   issuanceTemplateSchemas,
   listApiKeysSchema,
+  readDeliverySchema,
+  redeliverSchema,
   revokeApiKeySchema,
   verificationTemplateSchemas,
 } from './schemas.ts'
@@ -14,11 +19,15 @@ import { type PortalService, templateView } from './service.ts'
 
 type IdParams = { Params: { id: string } }
 
-export const portalRoutes: FastifyPluginAsync<{ auth: AuthService; portal: PortalService }> = async (
-  app,
-  opts,
-) => {
-  const { auth, portal } = opts
+export interface PortalRoutesOptions {
+  auth: AuthService
+  portal: PortalService
+  webhooks: WebhookService
+  pageSize: { default: number; max: number }
+}
+
+export const portalRoutes: FastifyPluginAsync<PortalRoutesOptions> = async (app, opts) => {
+  const { auth, portal, webhooks, pageSize } = opts
   const onRequest = guard(auth, ['admin'])
 
   app.post<{ Body: { id: string } }>(
@@ -76,4 +85,33 @@ export const portalRoutes: FastifyPluginAsync<{ auth: AuthService; portal: Porta
   }
   templateRoutes('issuance', '/issuance-templates', issuanceTemplateSchemas)
   templateRoutes('verification', '/verification-templates', verificationTemplateSchemas)
+
+  type DeliveriesQuery = { limit?: number; before?: string; state?: string }
+  for (const [kind, path] of [
+    ['issuance', '/issuance-templates'],
+    ['verification', '/verification-templates'],
+  ] as const) {
+    app.get<IdParams & { Querystring: DeliveriesQuery }>(
+      `${path}/:id/webhook-deliveries`,
+      { schema: deliveriesSchema(kind), onRequest },
+      async (request) => {
+        const { limit = pageSize.default, before, state } = request.query
+        if (limit > pageSize.max) throw invalidField('querystring/limit', `must be at most ${pageSize.max}`)
+        return webhooks.listDeliveries(principalOf(request), kind, request.params.id, {
+          limit,
+          ...(before !== undefined ? { before } : {}),
+          ...(state !== undefined ? { state } : {}),
+        })
+      },
+    )
+  }
+  app.get<IdParams>('/webhook-deliveries/:id', { schema: readDeliverySchema, onRequest }, async (request) =>
+    webhooks.getDelivery(principalOf(request), request.params.id),
+  )
+  app.post<IdParams>(
+    '/webhook-deliveries/:id/redeliver',
+    { schema: redeliverSchema, onRequest },
+    async (request, reply) =>
+      reply.code(202).send(await webhooks.redeliver(principalOf(request), request.params.id)),
+  )
 }

@@ -74,7 +74,7 @@ const templateView = (body: TSchema) =>
 
 /** CRUD schemas for one template kind; the view never includes webhookSecret. */
 export function templateSchemas(kind: string, body: typeof IssuanceTemplate | typeof VerificationTemplate) {
-  const { webhookSecret: _secret, ...viewProps } = body.properties
+  const { webhookSecret: _secret, webhookPreviousSecrets: _previous, ...viewProps } = body.properties
   const View = templateView(Type.Object(viewProps))
   const { id: _id, ...replaceProps } = body.properties
   return {
@@ -116,3 +116,91 @@ export function templateSchemas(kind: string, body: typeof IssuanceTemplate | ty
 
 export const issuanceTemplateSchemas = templateSchemas('issuance', IssuanceTemplate)
 export const verificationTemplateSchemas = templateSchemas('verification', VerificationTemplate)
+
+const DeliveryState = Type.Enum(['pending', 'delivered', 'failed', 'disabled'])
+const Attempt = Type.Object({
+  attempt: Type.Integer(),
+  at: IsoTime,
+  durationMs: Type.Integer(),
+  status: Type.Union([Type.Integer(), Type.Null()], {
+    description: "The receiver's HTTP status; null when none came.",
+  }),
+  outcome: Type.Enum(['delivered', 'retry', 'failed', 'disabled']),
+  error: Type.Union([Type.String(), Type.Null()]),
+  nextAttemptAt: Type.Union([IsoTime, Type.Null()]),
+  trigger: Type.Enum(['automatic', 'redelivery']),
+})
+const deliveryProps = {
+  id: Type.String({ description: 'The webhook-id header: the same for every attempt of the event.' }),
+  event: Type.Enum([
+    'issuance.issued',
+    'issuance.rejected',
+    'verification.verified',
+    'verification.rejected',
+  ]),
+  subject: Type.String({ description: 'The issuance process or verification session id.' }),
+  template: Type.String(),
+  url: Type.String(),
+  state: DeliveryState,
+  attempts: Type.Integer({ description: 'Attempts in the current round (a redelivery starts a new one).' }),
+  nextAttemptAt: Type.Union([IsoTime, Type.Null()]),
+  lastStatus: Type.Union([Type.Integer(), Type.Null()]),
+  lastError: Type.Union([Type.String(), Type.Null()]),
+  createdAt: IsoTime,
+  updatedAt: IsoTime,
+  deliveredAt: Type.Union([IsoTime, Type.Null()]),
+  body: Type.Unknown({ description: 'The section 6 body, exactly as signed and posted.' }),
+}
+const Delivery = Type.Object(deliveryProps)
+const DeliveryWithLog = Type.Object({ ...deliveryProps, log: Type.Array(Attempt) })
+
+/** The delivery log of one template kind's webhooks. */
+export function deliveriesSchema(kind: string) {
+  return {
+    tags,
+    summary: `Webhook deliveries of a ${kind} template, newest first`,
+    description:
+      'The endpoint state (disabled after a 410 Gone until the template is saved again) and one entry per event. ' +
+      'Page on with `before` = the last id of a page.',
+    params: IdParam,
+    querystring: Type.Object(
+      {
+        limit: Type.Optional(
+          Type.Integer({ minimum: 1, description: 'Page size; default 50, at most 200.' }),
+        ),
+        before: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+        state: Type.Optional(DeliveryState),
+      },
+      { additionalProperties: false },
+    ),
+    response: {
+      200: Type.Object({
+        endpoint: Type.Object({
+          url: Type.Union([Type.String(), Type.Null()]),
+          disabled: Type.Boolean(),
+          disabledAt: Type.Union([IsoTime, Type.Null()]),
+          disabledReason: Type.Union([Type.String(), Type.Null()]),
+        }),
+        deliveries: Type.Array(Delivery),
+      }),
+      ...problems(400, 401, 403, 404),
+    },
+  }
+}
+
+export const readDeliverySchema = {
+  tags,
+  summary: 'One webhook delivery with every attempt',
+  params: IdParam,
+  response: { 200: DeliveryWithLog, ...problems(401, 403, 404) },
+}
+
+export const redeliverSchema = {
+  tags,
+  summary: 'Deliver a webhook event again',
+  description:
+    'A new round of attempts for an event that is delivered, failed or disabled, with the same webhook-id (receivers ' +
+    'deduplicate on it). 409 while it is still pending or while its endpoint is disabled.',
+  params: IdParam,
+  response: { 202: DeliveryWithLog, ...problems(401, 403, 404, 409) },
+}

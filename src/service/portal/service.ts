@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { generateSecret, hashSecret } from '../auth/secrets.ts'
 import type { Principal } from '../auth/tokens.ts'
+import { webhookProblem } from '../config/index.ts'
 import type { IssuanceTemplate, Role, VerificationTemplate } from '../config/schema.ts'
 import { AppError } from '../errors/problem.ts'
 import {
@@ -12,6 +13,7 @@ import {
   type TemplateRecord,
 } from '../store/index.ts'
 import { type Clock, isoTime } from '../util/clock.ts'
+import type { TargetPolicy } from '../util/net-targets.ts'
 
 export interface ApiKeyView {
   id: string
@@ -23,7 +25,10 @@ export interface ApiKeyView {
   revokedAt: string | null
 }
 
-export type TemplateView<K extends TemplateKind> = Omit<TemplateBody<K>, 'webhookSecret'> & {
+export type TemplateView<K extends TemplateKind> = Omit<
+  TemplateBody<K>,
+  'webhookSecret' | 'webhookPreviousSecrets'
+> & {
   hasWebhookSecret: boolean
   source: 'config' | 'portal'
   createdAt: string
@@ -42,9 +47,13 @@ export const keyView = (k: ApiKeyRecord): ApiKeyView => ({
 
 /** Secrets never leave the service: a template view says only whether one is set. */
 export function templateView<K extends TemplateKind>(t: TemplateRecord<K>): TemplateView<K> {
-  const { webhookSecret, ...body } = t.body as IssuanceTemplate | VerificationTemplate
+  const {
+    webhookSecret,
+    webhookPreviousSecrets: _previous,
+    ...body
+  } = t.body as IssuanceTemplate | VerificationTemplate
   return {
-    ...(body as unknown as Omit<TemplateBody<K>, 'webhookSecret'>),
+    ...(body as unknown as Omit<TemplateBody<K>, 'webhookSecret' | 'webhookPreviousSecrets'>),
     hasWebhookSecret: webhookSecret !== undefined,
     source: t.source,
     createdAt: isoTime(t.createdAt),
@@ -62,7 +71,22 @@ export class PortalService {
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
+    private readonly webhookMode: TargetPolicy,
   ) {}
+
+  /** Webhook settings are checked like the configuration file's: allowed target, a secret to sign with. */
+  private checkWebhook(body: {
+    webhookUrl?: string
+    webhookSecret?: string
+    webhookPreviousSecrets?: string[]
+  }) {
+    const problem = webhookProblem(body, this.webhookMode)
+    if (problem) {
+      throw new AppError('invalid_webhook', `${problem.field} ${problem.message}`, {
+        errors: [{ field: `body/${problem.field}`, message: problem.message }],
+      })
+    }
+  }
 
   /** Operators only: a new empty tenant with one administrator key (its secret is shown once). */
   async createTenant(id: string) {
@@ -122,6 +146,7 @@ export class PortalService {
   }
 
   async createTemplate<K extends TemplateKind>(p: Principal, kind: K, body: TemplateBody<K>) {
+    this.checkWebhook(body)
     const now = this.clock.now()
     const record: TemplateRecord<K> = {
       tenantId: p.tenantId,
@@ -147,8 +172,13 @@ export class PortalService {
   async replaceTemplate<K extends TemplateKind>(p: Principal, kind: K, id: string, body: TemplateBody<K>) {
     const current = await this.getTemplate(p, kind, id)
     this.refuseConfigManaged(current)
+    this.checkWebhook(body)
     const record: TemplateRecord<K> = { ...current, body: { ...body, id }, updatedAt: this.clock.now() }
-    await this.store.templates.update(record)
+    // Saving the template is how an operator re-enables an endpoint that answered 410 Gone.
+    await this.store.transaction(async (repos) => {
+      await repos.templates.update(record)
+      await repos.webhooks.enableEndpoint(p.tenantId, id)
+    })
     return record
   }
 

@@ -14,6 +14,9 @@ import type {
   TemplateKind,
   TemplateRecord,
   TenantRecord,
+  WebhookAttemptRecord,
+  WebhookEndpointRecord,
+  WebhookEventRecord,
 } from './types.ts'
 
 export * from './types.ts'
@@ -140,6 +143,38 @@ export interface SessionRepository {
   complete(session: SessionRecord, now: number): Promise<boolean>
 }
 
+/** The webhook outbox and its delivery log. */
+export interface WebhookRepository {
+  /** Writes a new event (in the caller's transaction, with the state change it reports). */
+  enqueue(event: WebhookEventRecord): Promise<void>
+  get(id: string): Promise<WebhookEventRecord | undefined>
+  /**
+   * Pending events due at `now` and not leased, oldest first, skipping any event of a subject that has an
+   * older event still pending (per-subject order).
+   */
+  due(now: number, limit: number): Promise<WebhookEventRecord[]>
+  /** When the next pending event falls due (null: none pending). */
+  nextDueAt(): Promise<number | null>
+  /** Takes the lease of a due event; false when another dispatcher holds it or it is no longer pending. */
+  claim(id: string, now: number, leaseUntil: number): Promise<boolean>
+  /** Writes an attempt's outcome (event columns and a log row) and releases the lease. */
+  recordAttempt(event: WebhookEventRecord, attempt: WebhookAttemptRecord): Promise<void>
+  /** Gives up the lease without an attempt (shutdown). */
+  release(id: string): Promise<void>
+  /** Newest first. */
+  listByTemplate(
+    tenantId: string,
+    templateId: string,
+    query: { limit: number; beforeSeq?: number; state?: string },
+  ): Promise<WebhookEventRecord[]>
+  attempts(eventId: string): Promise<WebhookAttemptRecord[]>
+  /** A new round for an event that is not pending: pending, attempts 0, due at `now`. */
+  requeue(id: string, now: number): Promise<boolean>
+  endpoint(tenantId: string, templateId: string): Promise<WebhookEndpointRecord | undefined>
+  disableEndpoint(endpoint: WebhookEndpointRecord): Promise<void>
+  enableEndpoint(tenantId: string, templateId: string): Promise<void>
+}
+
 export interface ServiceKeyRepository {
   list(): Promise<ServiceKeyRecord[]>
   create(key: ServiceKeyRecord): Promise<void>
@@ -157,6 +192,7 @@ export interface Repositories {
   statusLists: StatusListRepository
   issuedCredentials: IssuedCredentialRepository
   sessions: SessionRepository
+  webhooks: WebhookRepository
 }
 
 export interface Store extends Repositories {

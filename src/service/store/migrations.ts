@@ -182,4 +182,70 @@ export const migrations: Record<string, Migration> = {
         .execute()
     },
   },
+  // Webhook outbox (issue 5): an event row is written in the transaction of the state change it reports.
+  '0004_webhooks': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('webhook_events')
+        // seq orders events; deliveries of one subject (process or session) follow it.
+        .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('id', 'text', (c) => c.notNull().unique())
+        .addColumn('tenant_id', 'text', (c) => c.notNull().references('tenants.id'))
+        .addColumn('template_id', 'text', (c) => c.notNull())
+        .addColumn('template_kind', 'text', (c) => c.notNull())
+        .addColumn('subject_id', 'text', (c) => c.notNull())
+        .addColumn('type', 'text', (c) => c.notNull())
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('body', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('attempts', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('next_attempt_at', 'integer')
+        .addColumn('lease_until', 'integer')
+        .addColumn('last_status', 'integer')
+        .addColumn('last_error', 'text')
+        .addColumn('created_at', 'integer', (c) => c.notNull())
+        .addColumn('updated_at', 'integer', (c) => c.notNull())
+        .addColumn('delivered_at', 'integer')
+        .execute()
+      // The dispatcher's scan: pending events by due time.
+      await db.schema
+        .createIndex('webhook_events_due')
+        .on('webhook_events')
+        .columns(['state', 'next_attempt_at'])
+        .execute()
+      await db.schema
+        .createIndex('webhook_events_by_subject')
+        .on('webhook_events')
+        .columns(['tenant_id', 'subject_id', 'seq'])
+        .execute()
+      await db.schema
+        .createIndex('webhook_events_by_template')
+        .on('webhook_events')
+        .columns(['tenant_id', 'template_id', 'seq'])
+        .execute()
+      await db.schema
+        .createTable('webhook_attempts')
+        .addColumn('event_id', 'text', (c) => c.notNull().references('webhook_events.id'))
+        .addColumn('attempt', 'integer', (c) => c.notNull())
+        .addColumn('at', 'integer', (c) => c.notNull())
+        .addColumn('duration_ms', 'integer', (c) => c.notNull())
+        .addColumn('status', 'integer')
+        .addColumn('error', 'text')
+        .addColumn('outcome', 'text', (c) => c.notNull())
+        .addColumn('next_attempt_at', 'integer')
+        .addColumn('trigger', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('webhook_attempts_pk', ['event_id', 'attempt'])
+        .execute()
+      // An endpoint that answered 410 Gone stays disabled for that URL until the template is saved again.
+      await db.schema
+        .createTable('webhook_endpoints')
+        .addColumn('tenant_id', 'text', (c) => c.notNull().references('tenants.id'))
+        .addColumn('template_id', 'text', (c) => c.notNull())
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('disabled_at', 'integer', (c) => c.notNull())
+        .addColumn('disabled_reason', 'text', (c) => c.notNull())
+        .addPrimaryKeyConstraint('webhook_endpoints_pk', ['tenant_id', 'template_id'])
+        .execute()
+    },
+  },
 }

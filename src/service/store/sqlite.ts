@@ -36,6 +36,7 @@ import {
   SqliteStatusLists,
 } from './sqlite-issuance.ts'
 import { SqliteSessions, type VerificationSchema } from './sqlite-verification.ts'
+import { SqliteWebhooks, type WebhooksSchema } from './sqlite-webhooks.ts'
 
 interface TenantsTable {
   id: string
@@ -83,7 +84,7 @@ interface ServiceKeysTable {
   public_jwk: string
   created_at: number
 }
-interface Schema extends IssuanceProtocolSchema, VerificationSchema {
+interface Schema extends IssuanceProtocolSchema, VerificationSchema, WebhooksSchema {
   tenants: TenantsTable
   api_keys: ApiKeysTable
   templates: TemplatesTable
@@ -438,6 +439,7 @@ function repositories(db: Db): Repositories {
     statusLists: new SqliteStatusLists(protocol),
     issuedCredentials: new SqliteIssuedCredentials(protocol),
     sessions: new SqliteSessions(db as unknown as Kysely<VerificationSchema>),
+    webhooks: new SqliteWebhooks(db as unknown as Kysely<WebhooksSchema>),
   }
 }
 

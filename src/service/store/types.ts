@@ -180,3 +180,68 @@ export interface SessionRecord {
   sourceWallet: string | null
   callback: string | null
 }
+
+/** What a webhook event reports (the `webhook-event` header); one per terminal state change. */
+export type WebhookEventType =
+  | 'issuance.issued'
+  | 'issuance.rejected'
+  | 'verification.verified'
+  | 'verification.rejected'
+
+/**
+ * pending: waiting for (another) attempt. delivered: a 2xx came back. failed: attempts exhausted or the
+ * receiver refused for good (4xx other than 408/429). disabled: the endpoint answered 410 Gone.
+ */
+export type DeliveryState = 'pending' | 'delivered' | 'failed' | 'disabled'
+
+/** One outbox row: a webhook event and where its delivery stands. */
+export interface WebhookEventRecord {
+  /** The `webhook-id`: stable across retries and redeliveries. */
+  id: string
+  /** Assigned by the store; orders the events of one subject. */
+  seq?: number
+  tenantId: string
+  templateId: string
+  templateKind: TemplateKind
+  /** The issuance process or verification session the event is about. */
+  subjectId: string
+  type: WebhookEventType
+  /** The template's webhookUrl when the event was written. */
+  url: string
+  /** The exact JSON bytes posted (and signed). */
+  body: string
+  state: DeliveryState
+  /** Attempts in the current round (a redelivery starts a new round). */
+  attempts: number
+  nextAttemptAt: number | null
+  /** While set in the future, one dispatcher owns the delivery. */
+  leaseUntil: number | null
+  lastStatus: number | null
+  lastError: string | null
+  createdAt: number
+  updatedAt: number
+  deliveredAt: number | null
+}
+
+/** The delivery log: one row per HTTP attempt. */
+export interface WebhookAttemptRecord {
+  eventId: string
+  /** 1, 2, … across all rounds of the event. */
+  attempt: number
+  at: number
+  durationMs: number
+  /** The receiver's HTTP status, or null when none came (timeout, connection error, refused target). */
+  status: number | null
+  error: string | null
+  outcome: 'delivered' | 'retry' | 'failed' | 'disabled'
+  nextAttemptAt: number | null
+  trigger: 'automatic' | 'redelivery'
+}
+
+export interface WebhookEndpointRecord {
+  tenantId: string
+  templateId: string
+  url: string
+  disabledAt: number
+  disabledReason: string
+}

@@ -9,6 +9,7 @@ import type { ServiceEvents, SessionChanged, WebhookBody } from '../events.ts'
 import type { SessionRecord, Store, Validations } from '../store/index.ts'
 import { type Clock, isoTime } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
+import type { WebhookOutbox } from '../webhooks/outbox.ts'
 import { verifyResponse } from './checks.ts'
 import { buildDefinition, difDefinition } from './definition.ts'
 import type { StatusChecker } from './status.ts'
@@ -28,6 +29,7 @@ export interface VerificationDeps {
   urls: PublicUrls
   issuerKeys: IssuerKeys
   events: ServiceEvents
+  webhooks: WebhookOutbox
   status: StatusChecker
 }
 
@@ -240,7 +242,7 @@ export class VerificationService {
           errors: [`walletResponse: ${message}`],
         },
       }
-      await this.complete({ ...base, status: 'REJECTED', validations }, now)
+      await this.complete({ ...base, status: 'REJECTED', validations })
       return {}
     }
     if (typeof body.vp_token !== 'string' || body.vp_token.length === 0) {
@@ -290,7 +292,6 @@ export class VerificationService {
             }
           : null,
       },
-      now,
       verified ? verdict.claims : undefined,
     )
     if (!verified) {
@@ -302,20 +303,33 @@ export class VerificationService {
     return {}
   }
 
-  private async complete(session: SessionRecord, now: number, claims?: Record<string, unknown>) {
-    if (!(await this.deps.store.sessions.complete(session, now))) {
-      // Another response won the race, or the session expired meanwhile: answer what it is now.
-      await this.liveSession(session.tenantId, session.id)
-      throw new OAuthError('session_closed', `verification session "${session.id}" changed meanwhile`)
-    }
+  /** Records the outcome and its webhook event in one transaction, then announces it. */
+  private async complete(session: SessionRecord, claims?: Record<string, unknown>) {
     const validations = session.validations as Validations
-    this.emit(session, session.status === 'VERIFIED' ? 'verified' : 'rejected', {
+    const webhook: WebhookBody = {
       id: session.id,
       subject: session.subject ?? '',
       status: validations.status,
       ...(claims && Object.keys(claims).length > 0 ? { payload: claims } : {}),
       verificationResult: validations.verificationResult,
+    }
+    const { store } = this.deps
+    const template = await store.templates.get(session.tenantId, session.templateId, 'verification')
+    const completed = await store.transaction(async (repos) => {
+      // Expiry is judged when the outcome is written, not when the checks began.
+      if (!(await repos.sessions.complete(session, this.deps.clock.now()))) return false
+      if (template) {
+        const type = session.status === 'VERIFIED' ? 'verification.verified' : 'verification.rejected'
+        await this.deps.webhooks.enqueueIn(repos, template, session.id, type, webhook)
+      }
+      return true
     })
+    if (!completed) {
+      // Another response won the race, or the session expired meanwhile: answer what it is now.
+      await this.liveSession(session.tenantId, session.id)
+      throw new OAuthError('session_closed', `verification session "${session.id}" changed meanwhile`)
+    }
+    this.emit(session, session.status === 'VERIFIED' ? 'verified' : 'rejected', webhook)
   }
 }
 

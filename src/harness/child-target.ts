@@ -1,0 +1,201 @@
+// The `child` target: `vc-harness serve` as a child process on 127.0.0.1 and a free port, with a durable
+// SQLite database in a fresh temp dir. It runs the real CLI start-up path (config file, migrations, listen,
+// signals), which the embedded target skips; the suite still knows the configuration, so it derives the
+// tenant fixture and the operator key from the same file.
+//
+// No orphans: the child gets `--exit-on-stdin-close` and a stdin pipe, so it shuts down when this process
+// dies however it dies (even SIGKILL closes the pipe); a normal exit of this process also SIGKILLs it.
+
+import { type ChildProcess, spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import type { Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { type Capability, fixtureFromConfig, LOOPBACK_RECEIVER, type Target } from './target.ts'
+
+type Env = Record<string, string | undefined>
+
+export const CLI_BIN = fileURLToPath(new URL('../../bin/vc-harness.mjs', import.meta.url))
+
+export interface ChildOptions {
+  /** How long to wait for the `listening on` line; default 30 s. */
+  startTimeoutMs?: number
+  /** How long close() waits after SIGTERM before SIGKILL; default 10 s. */
+  closeTimeoutMs?: number
+}
+
+/** The last `limit` characters of a stream, so a chatty child cannot grow the parent's memory. */
+class Tail {
+  private text = ''
+  constructor(private readonly limit = 16_384) {}
+  push(chunk: Buffer | string) {
+    this.text = (this.text + chunk.toString()).slice(-this.limit)
+  }
+  toString() {
+    return this.text.trim()
+  }
+}
+
+type Exit = { code: number | null; signal: NodeJS.Signals | null }
+
+/** Starts `vc-harness serve` as a child process and describes it as a target once it listens. */
+export async function startChild(env: Env = process.env, options: ChildOptions = {}): Promise<Target> {
+  const { DEMO_CONFIG_PATH, loadConfigFile } = await import('../service/config/index.ts')
+  const configPath = resolve(env.VC_HARNESS_CONFIG || DEMO_CONFIG_PATH)
+  const dataDir = mkdtempSync(join(tmpdir(), 'vc-harness-child-'))
+  const args = [
+    CLI_BIN,
+    'serve',
+    '--config',
+    configPath,
+    '--port',
+    '0',
+    '--host',
+    '127.0.0.1',
+    '--data',
+    dataDir,
+    '--exit-on-stdin-close',
+  ]
+  const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'pipe'] })
+  const stdout = new Tail()
+  const stderr = new Tail()
+  child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk))
+  child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk))
+  let exit: Exit | undefined
+  const exited = new Promise<Exit>((resolveExit) => {
+    child.once('exit', (code, signal) => {
+      exit = { code, signal }
+      resolveExit(exit)
+    })
+  })
+  // A spawn failure (e.g. no node binary) emits 'error' and no 'exit': nothing is left to wait for.
+  const spawnError = new Promise<Error>((resolveError) =>
+    child.once('error', (error) => {
+      if (child.pid === undefined) {
+        exit ??= { code: null, signal: null }
+      }
+      resolveError(error)
+    }),
+  )
+  const removeDir = () => rmSync(dataDir, { recursive: true, force: true })
+  const onParentExit = () => {
+    if (exit === undefined) child.kill('SIGKILL')
+    removeDir()
+  }
+  process.on('exit', onParentExit)
+
+  let closing: Promise<void> | undefined
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      if (exit === undefined) {
+        child.kill('SIGTERM')
+        const timeout = options.closeTimeoutMs ?? 10_000
+        let timer: NodeJS.Timeout | undefined
+        const killed = await Promise.race([
+          exited.then(() => false),
+          new Promise<boolean>((r) => {
+            timer = setTimeout(() => r(true), timeout)
+          }),
+        ])
+        clearTimeout(timer)
+        if (killed) {
+          child.kill('SIGKILL')
+          await exited
+        }
+      }
+      process.off('exit', onParentExit)
+      removeDir()
+    })()
+    return closing
+  }
+
+  try {
+    const url = await waitForListening(child, stdout, stderr, exited, spawnError, options.startTimeoutMs)
+    // The child accepted the file, so it parses here too; the fixture comes from the very same file.
+    const config = loadConfigFile(configPath)
+    const { tenant, operator } = fixtureFromConfig(config, configPath)
+    afterStart(child, stderr, () => closing !== undefined)
+    const capabilities = new Set<Capability>(['portal', 'webhooks'])
+    return {
+      kind: 'child',
+      urls: { authUrl: url, issuerUrl: url, verifierUrl: url },
+      capabilities,
+      tenant,
+      operator,
+      receiver: { ...LOOPBACK_RECEIVER },
+      child: { pid: child.pid as number, dataDir },
+      close,
+    }
+  } catch (error) {
+    await close()
+    throw error
+  }
+}
+
+/** Resolves with the base URL from `vc-harness listening on <url>`, or rejects with the child's stderr. */
+async function waitForListening(
+  child: ChildProcess,
+  stdout: Tail,
+  stderr: Tail,
+  exited: Promise<Exit>,
+  spawnError: Promise<Error>,
+  timeoutMs = 30_000,
+): Promise<string> {
+  let timer: NodeJS.Timeout | undefined
+  let onData: ((chunk: Buffer) => void) | undefined
+  const describe = (what: string) => {
+    const err = stderr.toString()
+    const out = stdout.toString()
+    return (
+      `child target: vc-harness serve ${what}` +
+      (err ? `\n--- its stderr ---\n${err}` : '') +
+      (out ? `\n--- its stdout ---\n${out}` : '')
+    )
+  }
+  try {
+    return await Promise.race([
+      new Promise<string>((resolveUrl) => {
+        let seen = ''
+        onData = (chunk: Buffer) => {
+          seen += chunk.toString()
+          const url = /^vc-harness listening on (http:\/\/\S+)$/m.exec(seen)?.[1]
+          if (url) resolveUrl(url)
+        }
+        child.stdout?.on('data', onData)
+      }),
+      exited.then(({ code, signal }) => {
+        throw new Error(describe(`exited (${signal ?? `code ${code}`}) before listening`))
+      }),
+      spawnError.then((error) => {
+        throw new Error(describe(`could not start: ${error.message}`))
+      }),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(describe(`did not print "listening on" within ${timeoutMs} ms`))),
+          timeoutMs,
+        )
+      }),
+    ])
+  } finally {
+    clearTimeout(timer)
+    if (onData) child.stdout?.off('data', onData)
+  }
+}
+
+/**
+ * Once the child serves: report if it dies on its own, and let this process exit without waiting for it
+ * (the 'exit' hook and the stdin lifeline then stop it).
+ */
+function afterStart(child: ChildProcess, stderr: Tail, closing: () => boolean) {
+  child.once('exit', (code, signal) => {
+    if (closing()) return
+    const err = stderr.toString()
+    console.error(
+      `child target: vc-harness serve (pid ${child.pid}) exited unexpectedly (${signal ?? `code ${code}`})` +
+        (err ? `\n--- its stderr ---\n${err}` : ''),
+    )
+  })
+  child.unref()
+  for (const stream of [child.stdin, child.stdout, child.stderr]) (stream as Socket | null)?.unref?.()
+}
