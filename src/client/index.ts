@@ -75,6 +75,8 @@ export interface IssuanceTemplateInput {
   validityDays?: number
   webhookUrl?: string
   webhookSecret?: string
+  /** Secrets being rotated out: deliveries are also signed with each. */
+  webhookPreviousSecrets?: string[]
 }
 export interface VerificationTemplateInput {
   id: string
@@ -95,6 +97,8 @@ export interface VerificationTemplateInput {
   consentDurationDays?: number
   webhookUrl?: string
   webhookSecret?: string
+  /** Secrets being rotated out: deliveries are also signed with each. */
+  webhookPreviousSecrets?: string[]
 }
 
 /** Section 2.7. */
@@ -125,7 +129,7 @@ export interface SessionRead {
   Callback: string
   Subject: string
 }
-export type TemplateView<T> = Omit<T, 'webhookSecret'> & {
+export type TemplateView<T> = Omit<T, 'webhookSecret' | 'webhookPreviousSecrets'> & {
   hasWebhookSecret: boolean
   source: 'config' | 'portal'
   createdAt: string
@@ -133,6 +137,46 @@ export type TemplateView<T> = Omit<T, 'webhookSecret'> & {
 }
 
 /** Thrown by `ok()` when a call that should succeed did not; the message carries the problem. */
+export type TemplateKind = 'issuance' | 'verification'
+
+/** One webhook event and where its delivery stands (portal, docs/webhooks.md). */
+export interface WebhookDelivery {
+  id: string
+  event: 'issuance.issued' | 'issuance.rejected' | 'verification.verified' | 'verification.rejected'
+  subject: string
+  template: string
+  url: string
+  state: 'pending' | 'delivered' | 'failed' | 'disabled'
+  attempts: number
+  nextAttemptAt: string | null
+  lastStatus: number | null
+  lastError: string | null
+  createdAt: string
+  updatedAt: string
+  deliveredAt: string | null
+  body: unknown
+}
+export interface WebhookAttempt {
+  attempt: number
+  at: string
+  durationMs: number
+  status: number | null
+  outcome: 'delivered' | 'retry' | 'failed' | 'disabled'
+  error: string | null
+  nextAttemptAt: string | null
+  trigger: 'automatic' | 'redelivery'
+}
+export type WebhookDeliveryWithLog = WebhookDelivery & { log: WebhookAttempt[] }
+export interface WebhookDeliveryLog {
+  endpoint: {
+    url: string | null
+    disabled: boolean
+    disabledAt: string | null
+    disabledReason: string | null
+  }
+  deliveries: WebhookDelivery[]
+}
+
 export class UnexpectedResponse extends Error {
   override name = 'UnexpectedResponse'
   constructor(
@@ -349,6 +393,58 @@ export class RelyingPartyClient {
       this.urls.authUrl,
       '/portal/v1/verification-templates',
       { method: 'POST', token, body: template },
+    )
+  }
+
+  getTemplate<K extends TemplateKind>(token: string, kind: K, id: string) {
+    return this.request<
+      TemplateView<K extends 'issuance' ? IssuanceTemplateInput : VerificationTemplateInput> | Problem
+    >(this.urls.authUrl, `/portal/v1/${kind}-templates/${encodeURIComponent(id)}`, { token })
+  }
+
+  replaceTemplate<K extends TemplateKind>(
+    token: string,
+    kind: K,
+    id: string,
+    template: Omit<K extends 'issuance' ? IssuanceTemplateInput : VerificationTemplateInput, 'id'>,
+  ) {
+    return this.request<TemplateView<typeof template> | Problem>(
+      this.urls.authUrl,
+      `/portal/v1/${kind}-templates/${encodeURIComponent(id)}`,
+      { method: 'PUT', token, body: template },
+    )
+  }
+
+  /** The webhook delivery log of a template, newest first (docs/webhooks.md). */
+  webhookDeliveries(
+    token: string,
+    kind: TemplateKind,
+    templateId: string,
+    query: { limit?: number; before?: string; state?: WebhookDelivery['state'] } = {},
+  ) {
+    const search = new URLSearchParams()
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) search.set(k, String(v))
+    const qs = search.size > 0 ? `?${search}` : ''
+    return this.request<WebhookDeliveryLog | Problem>(
+      this.urls.authUrl,
+      `/portal/v1/${kind}-templates/${encodeURIComponent(templateId)}/webhook-deliveries${qs}`,
+      { token },
+    )
+  }
+
+  webhookDelivery(token: string, id: string) {
+    return this.request<WebhookDeliveryWithLog | Problem>(
+      this.urls.authUrl,
+      `/portal/v1/webhook-deliveries/${encodeURIComponent(id)}`,
+      { token },
+    )
+  }
+
+  redeliverWebhook(token: string, id: string) {
+    return this.request<WebhookDeliveryWithLog | Problem>(
+      this.urls.authUrl,
+      `/portal/v1/webhook-deliveries/${encodeURIComponent(id)}/redeliver`,
+      { method: 'POST', token },
     )
   }
 

@@ -5,16 +5,18 @@ import {
   missingCapability,
   startTarget,
 } from '../../src/harness/target.ts'
+import { closeReceiver } from './webhooks.ts'
 import { getProcessTarget, type HarnessWorld, setProcessTarget } from './world.ts'
 
 // One target per worker process: the embedded service starts once and serves every scenario of the worker.
 BeforeAll({ timeout: 60_000 }, async () => {
   const target = await startTarget()
   setProcessTarget(target)
-  if (target.kind === 'external') console.error(describeCapabilities(target))
+  if (target.kind !== 'embedded') console.error(describeCapabilities(target))
 })
 
 AfterAll({ timeout: 30_000 }, async () => {
+  await closeReceiver()
   await getProcessTarget()?.close()
   setProcessTarget(undefined)
 })
@@ -28,8 +30,8 @@ Before(function (this: HarnessWorld, { pickle }) {
       ? missingCapability(this.target, capability)
       : undefined
     if (reason !== undefined) {
+      // The conformance summary and the progress line show this reason.
       this.log(`Skipped: needs ${capability}; ${reason}`)
-      console.error(`skipped "${pickle.name}": needs ${capability}; ${reason}`)
       return 'skipped'
     }
   }

@@ -5,6 +5,7 @@ import { type ApiKeyCredentials, type ApiResponse, ok, RelyingPartyClient } from
 import type { KeySecret, Target, TenantFixture } from '../../src/harness/target.ts'
 import { IssuanceFlow, type TemplateRole } from './issuance.ts'
 import { VerificationFlow } from './verification.ts'
+import { WebhookFlow } from './webhooks.ts'
 
 // The one piece of module state: the target this worker process started in BeforeAll (hooks.ts).
 // Parallel workers are separate processes, each with its own.
@@ -64,6 +65,7 @@ export class HarnessWorld extends World {
   private last: Answer | undefined
   private flow: IssuanceFlow | undefined
   private verificationFlow: VerificationFlow | undefined
+  private webhookFlow: WebhookFlow | undefined
 
   /** The scenario's wallet and issuance process (steps/support/issuance.ts). */
   get issuance(): IssuanceFlow {
@@ -75,6 +77,12 @@ export class HarnessWorld extends World {
   get verification(): VerificationFlow {
     this.verificationFlow ??= new VerificationFlow(this)
     return this.verificationFlow
+  }
+
+  /** The scenario's receiver endpoint and webhook expectations (steps/support/webhooks.ts). */
+  get webhooks(): WebhookFlow {
+    this.webhookFlow ??= new WebhookFlow(this)
+    return this.webhookFlow
   }
 
   // Looked up on first use, so a --dry-run (which runs no hooks) can still build worlds.

@@ -82,7 +82,7 @@ export class PortalService {
   }) {
     const problem = webhookProblem(body, this.webhookMode)
     if (problem) {
-      throw new AppError('invalid_webhook', `${problem.field} ${problem.message}`, {
+      throw new AppError('invalid_webhook', `body/${problem.field}: ${problem.message}`, {
         errors: [{ field: `body/${problem.field}`, message: problem.message }],
       })
     }

@@ -17,7 +17,7 @@ export function forbiddenAddress(address: string, policy: TargetPolicy): string 
   if (range === 'unicast') return undefined
   if (range === 'loopback' && policy === 'test') return undefined
   const hint = range === 'loopback' ? ' (allowed only with webhooks.mode "test")' : ''
-  return `${parsed.toString()} is a ${range} address${hint}`
+  return `${parsed.toString()}, a ${range} address${hint}`
 }
 
 /** Host names that always mean this machine. */
