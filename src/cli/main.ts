@@ -1,5 +1,3 @@
-import { ConfigError } from '../service/config/index.ts'
-
 const USAGE = `Usage: vc-harness <command> [options]
 
 Commands:
@@ -8,6 +6,7 @@ Commands:
   conformance  run the conformance suite and write the reports, or summarize existing runs (see: vc-harness conformance --help)
   help         show this text`
 
+// Nothing of the service is imported here (a config error is recognised by name): --help and usage errors stay fast.
 // Each command is imported lazily: the wallet, cucumber and browser stacks are slow to load.
 // A command may return its exit code (conformance: 1 when a requirement fails); nothing means 0.
 const commands: Record<string, (argv: string[]) => Promise<number | undefined>> = {
@@ -30,7 +29,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return (await command(rest)) ?? 0
   } catch (error) {
-    if (error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    if ((error as Error).name === 'ConfigError' || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       console.error(`vc-harness ${name}: ${(error as Error).message}`)
       return 2
     }
