@@ -29,7 +29,10 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return (await command(rest)) ?? 0
   } catch (error) {
-    if ((error as Error).name === 'ConfigError' || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    if (
+      (error as Error).name === 'ConfigError' ||
+      (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
+    ) {
       console.error(`vc-harness ${name}: ${(error as Error).message}`)
       return 2
     }
