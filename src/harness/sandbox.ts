@@ -389,7 +389,9 @@ class SandboxRunner implements Sandbox {
   private async onIssuance(round: Round, step: string) {
     const base = { flow: 'issuance' as const, round: round.number, id: round.id, step }
     // The sandbox's own actions (offer_created, submitted) are reported from its HTTP answers.
-    if (step === 'holder_bound') {
+    if (step === 'offer_retrieved') {
+      this.report({ ...base, message: 'wallet fetched the credential offer (scanned)' })
+    } else if (step === 'holder_bound') {
       round.holderBound = true
       this.report({ ...base, message: 'wallet proved its key and asked for the credential (holder bound)' })
     } else if (step === 'issued') {

@@ -21,6 +21,7 @@ import { PortalService } from './portal/service.ts'
 import { StatusLists } from './status/service.ts'
 import type { Store } from './store/index.ts'
 import { openSqliteStore } from './store/sqlite.ts'
+import { streamRoutes } from './streams/routes.ts'
 import { newAjv } from './util/ajv.ts'
 import { type Clock, systemClock } from './util/clock.ts'
 import { PublicUrls } from './util/urls.ts'
@@ -205,6 +206,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(oid4vciRoutes, { oid4vci, statusLists })
   await app.register(verificationRoutes, { auth, verification, clock })
   await app.register(oid4vpRoutes, { verification })
+  await app.register(streamRoutes, { auth, store, issuance, verification, events, clock })
   await app.register(portalRoutes, {
     prefix: '/portal/v1',
     auth,

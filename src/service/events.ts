@@ -9,7 +9,14 @@ export interface ProcessChanged {
   processId: string
   status: ProcessStatus
   /** What happened, finer than the status: the wallet bound a holder, content arrived, … */
-  step: 'offer_created' | 'holder_bound' | 'submitted' | 'issued' | 'rejected' | 'credential_retrieved'
+  step:
+    | 'offer_created'
+    | 'offer_retrieved'
+    | 'holder_bound'
+    | 'submitted'
+    | 'issued'
+    | 'rejected'
+    | 'credential_retrieved'
   at: number
 }
 

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import { buildApp } from './app.ts'
 import type { ServiceConfig } from './config/index.ts'
 import type { Clock } from './util/clock.ts'
@@ -12,6 +12,11 @@ export interface ServerOptions {
   logLevel?: string
   /** Injected time source (the conformance harness moves it to test expiry). Default: the system clock. */
   clock?: Clock
+  /**
+   * Routes served next to the service (e.g. the demo relying party), registered before listening. They get
+   * the base URL the service listens on once it is known.
+   */
+  plugins?: { plugin: FastifyPluginAsync<{ baseUrl: () => string }>; prefix?: string }[]
 }
 
 export interface RunningServer {
@@ -31,6 +36,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     publicUrl: () => listeningUrl,
     logger: options.logLevel ? { level: options.logLevel } : false,
   })
+  for (const { plugin, prefix } of options.plugins ?? []) {
+    await app.register(plugin, { baseUrl: () => listeningUrl, ...(prefix ? { prefix } : {}) })
+  }
   const host = options.host ?? '127.0.0.1'
   await app.listen({ host, port: options.port ?? 8080 })
   const address = app.server.address()

@@ -104,6 +104,8 @@ export class Oid4vciService {
       this.deps.store.templates.get(tenantId, process.templateId, 'issuance'),
     ])
     if (!grant || !template) throw new Error(`offer ${processId} has no grant or template`)
+    // The wallet fetched the offer: on a QR page, the code was scanned.
+    this.deps.issuance.emit(process, 'offer_retrieved')
     const txCode = template.body.txCode
     const definition = presentationDefinition(template)
     return {

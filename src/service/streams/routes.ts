@@ -1,0 +1,184 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import { Type } from 'typebox'
+import { guard, principalOf } from '../auth/guard.ts'
+import type { AuthService } from '../auth/service.ts'
+import { problems } from '../errors/schemas.ts'
+import type { ServiceEvent, ServiceEvents } from '../events.ts'
+import type { IssuanceService } from '../issuance/service.ts'
+import type { Store } from '../store/index.ts'
+import { type Clock, isoTime } from '../util/clock.ts'
+import { sessionState, type VerificationService } from '../verification/service.ts'
+
+// Server-sent event streams of one issuance process or verification session, for the relying party's
+// backend (its QR page follows the flow without polling). Authenticated exactly like 4.3 and 4.7, fed by
+// the same state-changed events as the webhooks. docs/api.md#event-streams is the contract.
+
+/** One state of the stream: `status` adds EXPIRED for an offer or session that timed out. */
+export interface StreamState {
+  kind: 'issuance' | 'verification'
+  id: string
+  status: 'PENDING' | 'ISSUED' | 'REJECTED' | 'VERIFIED' | 'EXPIRED'
+  /** snapshot (first message), then the event's step, or `expired`. */
+  step: string
+  at: string
+}
+
+const TERMINAL = new Set(['ISSUED', 'REJECTED', 'VERIFIED', 'EXPIRED'])
+/** Expiry is computed from the (injectable) clock, so it is checked on a tick rather than one timer. */
+const TICK_MS = 1000
+const HEARTBEAT_MS = 15_000
+
+export interface StreamRouteOptions {
+  auth: AuthService
+  store: Store
+  issuance: IssuanceService
+  verification: VerificationService
+  events: ServiceEvents
+  clock: Clock
+}
+
+interface StreamSpec {
+  first: StreamState
+  /** The state an event brings, or undefined when the event is not about this stream's subject. */
+  next(event: ServiceEvent): StreamState | undefined
+  /** The EXPIRED state once `now` passes the deadline, while nothing ended the stream before. */
+  expired(now: number): StreamState | undefined
+}
+
+function open(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  events: ServiceEvents,
+  clock: Clock,
+  spec: StreamSpec,
+) {
+  reply.hijack()
+  const out = reply.raw
+  out.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+    connection: 'keep-alive',
+  })
+  let sequence = 0
+  let closed = false
+  const send = (state: StreamState) => {
+    if (closed) return
+    sequence++
+    out.write(`id: ${sequence}\nevent: state\ndata: ${JSON.stringify(state)}\n\n`)
+    if (TERMINAL.has(state.status)) close()
+  }
+  const unsubscribe = events.on((event) => {
+    const state = spec.next(event)
+    if (state) send(state)
+  })
+  const tick = setInterval(() => {
+    const state = spec.expired(clock.now())
+    if (state) send(state)
+  }, TICK_MS)
+  const heartbeat = setInterval(() => out.write(': keep-alive\n\n'), HEARTBEAT_MS)
+  function close() {
+    if (closed) return
+    closed = true
+    unsubscribe()
+    clearInterval(tick)
+    clearInterval(heartbeat)
+    out.end()
+  }
+  request.raw.on('close', close)
+  // A subject that is already final answers its state and ends.
+  send(spec.first)
+  if (!closed) {
+    const expired = spec.expired(clock.now())
+    if (expired) send(expired)
+  }
+}
+
+const params = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) })
+const tags = ['Event streams']
+
+export const streamRoutes: FastifyPluginAsync<StreamRouteOptions> = async (app, opts) => {
+  const { auth, store, issuance, verification, events, clock } = opts
+  const appOnly = guard(auth, ['app'])
+
+  app.get<{ Params: { id: string } }>(
+    '/admin/v1/issuanceRequests/:id/events',
+    {
+      onRequest: appOnly,
+      schema: {
+        tags,
+        summary: 'Server-sent events of one issuance process (same caller as 4.3)',
+        description:
+          'text/event-stream of `event: state` messages {kind, id, status, step, at}: a snapshot first, then each ' +
+          'change (offer_retrieved, holder_bound, submitted, issued, rejected, credential_retrieved); EXPIRED when ' +
+          'the pre-authorized code lapses unredeemed. The stream ends after ISSUED, REJECTED or EXPIRED.',
+        params,
+        response: problems(401, 403, 404),
+      },
+    },
+    async (request, reply) => {
+      const process = await issuance.getProcess(principalOf(request), request.params.id)
+      const grant = await store.grants.get(process.id)
+      const id = process.id
+      let redeemed = grant?.codeState !== 'live'
+      const state = (status: StreamState['status'], step: string, at: number): StreamState => ({
+        kind: 'issuance',
+        id,
+        status,
+        step,
+        at: isoTime(at),
+      })
+      open(request, reply, events, clock, {
+        first: state(process.status, 'snapshot', process.updatedAt),
+        next: (event) => {
+          if (event.kind !== 'issuance' || event.processId !== id) return undefined
+          if (event.step !== 'offer_created' && event.step !== 'offer_retrieved') redeemed = true
+          return state(event.status, event.step, event.at)
+        },
+        // An offer nobody redeemed lapses with its code; once redeemed, the process waits for the issuer.
+        expired: (now) =>
+          !redeemed && grant && now >= grant.codeExpiresAt
+            ? state('EXPIRED', 'expired', grant.codeExpiresAt)
+            : undefined,
+      })
+    },
+  )
+
+  app.get<{ Params: { id: string } }>(
+    '/api/v3/sessions/:id/events',
+    {
+      onRequest: appOnly,
+      schema: {
+        tags,
+        summary: 'Server-sent events of one verification session (same caller as 4.7)',
+        description:
+          'text/event-stream of `event: state` messages {kind, id, status, step, at}: a snapshot first, then ' +
+          'request_retrieved, verified or rejected; EXPIRED at ExpiredAt. The stream ends after VERIFIED, REJECTED or EXPIRED.',
+        params,
+        response: problems(401, 403, 404),
+      },
+    },
+    async (request, reply) => {
+      const session = await verification.getSession(principalOf(request), request.params.id)
+      const id = session.id
+      let final = session.status !== 'PENDING'
+      const state = (status: StreamState['status'], step: string, at: number): StreamState => ({
+        kind: 'verification',
+        id,
+        status,
+        step,
+        at: isoTime(at),
+      })
+      open(request, reply, events, clock, {
+        first: state(sessionState(session, clock.now()), 'snapshot', session.updatedAt),
+        next: (event) => {
+          if (event.kind !== 'verification' || event.sessionId !== id) return undefined
+          if (event.status !== 'PENDING') final = true
+          return state(event.status, event.step, event.at)
+        },
+        expired: (now) =>
+          !final && now >= session.expiresAt ? state('EXPIRED', 'expired', session.expiresAt) : undefined,
+      })
+    },
+  )
+}
