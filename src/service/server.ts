@@ -44,5 +44,24 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const address = app.server.address()
   const port = typeof address === 'object' && address ? address.port : options.port
   listeningUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
-  return { app, url: listeningUrl, close: () => app.close() }
+  return { app, url: listeningUrl, close: () => drainAndClose(app) }
+}
+
+/** How long in-flight requests get to finish on close before their connections are cut. */
+const DRAIN_MS = 5_000
+
+/**
+ * Closes gracefully: in-flight requests finish, and keep-alive connections are closed as soon as they
+ * turn idle (Node closes only those idle when close starts; a busy one would otherwise linger for the
+ * keep-alive timeout), with a hard cut after DRAIN_MS.
+ */
+async function drainAndClose(app: FastifyInstance) {
+  const idle = setInterval(() => app.server.closeIdleConnections(), 50)
+  const cut = setTimeout(() => app.server.closeAllConnections(), DRAIN_MS)
+  try {
+    await app.close()
+  } finally {
+    clearInterval(idle)
+    clearTimeout(cut)
+  }
 }

@@ -154,10 +154,24 @@ export class SqliteWebhooks implements WebhookRepository {
 
   async nextDueAt() {
     const row = await this.db
-      .selectFrom('webhook_events')
+      .selectFrom('webhook_events as e')
       // A leased event is not due before its lease ends.
-      .select(sql<number | null>`min(max(next_attempt_at, coalesce(lease_until, 0)))`.as('next'))
-      .where('state', '=', 'pending')
+      .select(sql<number | null>`min(max(e.next_attempt_at, coalesce(e.lease_until, 0)))`.as('next'))
+      .where('e.state', '=', 'pending')
+      // An event queued behind an older one of its subject is due only once that one is settled (which
+      // wakes the dispatcher); its own past due time would otherwise hide the older one's retry time.
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('webhook_events as older')
+              .select('older.seq')
+              .whereRef('older.tenant_id', '=', 'e.tenant_id')
+              .whereRef('older.subject_id', '=', 'e.subject_id')
+              .whereRef('older.seq', '<', 'e.seq')
+              .where('older.state', '=', 'pending'),
+          ),
+        ),
+      )
       .executeTakeFirst()
     return row?.next ?? null
   }

@@ -50,6 +50,7 @@ function open(
   reply: FastifyReply,
   events: ServiceEvents,
   clock: Clock,
+  live: Set<() => void>,
   spec: StreamSpec,
 ) {
   reply.hijack()
@@ -58,7 +59,9 @@ function open(
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-store',
     'x-content-type-options': 'nosniff',
-    connection: 'keep-alive',
+    // A stream is the connection's last response: once it ends, the socket closes (no idle keep-alive
+    // socket holding up a shutdown).
+    connection: 'close',
   })
   let sequence = 0
   let closed = false
@@ -80,12 +83,18 @@ function open(
   function close() {
     if (closed) return
     closed = true
+    live.delete(close)
     unsubscribe()
     clearInterval(tick)
     clearInterval(heartbeat)
-    out.end()
+    // The socket goes with the stream: ended, it is not reused, so nothing waits on it at shutdown.
+    const socket = request.raw.socket
+    out.end(() => socket.destroy())
+    setTimeout(() => socket.destroy(), 1000).unref()
   }
-  request.raw.on('close', close)
+  // The client went away: nobody reads any more, so drop the socket at once.
+  request.raw.socket.on('close', close)
+  live.add(close)
   // A subject that is already final answers its state and ends.
   send(spec.first)
   if (!closed) {
@@ -100,6 +109,11 @@ const tags = ['Event streams']
 export const streamRoutes: FastifyPluginAsync<StreamRouteOptions> = async (app, opts) => {
   const { auth, store, issuance, verification, events, clock } = opts
   const appOnly = guard(auth, ['app'])
+  // Open streams end when the service closes: a stream never holds shutdown up.
+  const live = new Set<() => void>()
+  app.addHook('preClose', async () => {
+    for (const close of [...live]) close()
+  })
 
   app.get<{ Params: { id: string } }>(
     '/admin/v1/issuanceRequests/:id/events',
@@ -128,7 +142,7 @@ export const streamRoutes: FastifyPluginAsync<StreamRouteOptions> = async (app, 
         step,
         at: isoTime(at),
       })
-      open(request, reply, events, clock, {
+      open(request, reply, events, clock, live, {
         first: state(process.status, 'snapshot', process.updatedAt),
         next: (event) => {
           if (event.kind !== 'issuance' || event.processId !== id) return undefined
@@ -169,7 +183,7 @@ export const streamRoutes: FastifyPluginAsync<StreamRouteOptions> = async (app, 
         step,
         at: isoTime(at),
       })
-      open(request, reply, events, clock, {
+      open(request, reply, events, clock, live, {
         first: state(sessionState(session, clock.now()), 'snapshot', session.updatedAt),
         next: (event) => {
           if (event.kind !== 'verification' || event.sessionId !== id) return undefined

@@ -14,6 +14,15 @@ export function forbiddenAddress(address: string, policy: TargetPolicy): string 
   // An IPv4-mapped IPv6 address is judged as the IPv4 address it carries.
   const parsed = ipaddr.process(address)
   const range = parsed.range()
+  // ::a.b.c.d (IPv4-compatible, deprecated by RFC 4291) counts as unicast to ipaddr.js, yet it is no
+  // public host's address: the URL parser writes http://[::127.0.0.1]/ as [::7f00:1].
+  if (
+    parsed.kind() === 'ipv6' &&
+    range === 'unicast' &&
+    (parsed as ipaddr.IPv6).parts.slice(0, 6).every((p) => p === 0)
+  ) {
+    return `${parsed.toString()}, a deprecated IPv4-compatible address`
+  }
   if (range === 'unicast') return undefined
   if (range === 'loopback' && policy === 'test') return undefined
   const hint = range === 'loopback' ? ' (allowed only with webhooks.mode "test")' : ''

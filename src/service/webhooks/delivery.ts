@@ -31,12 +31,26 @@ export class DeliveryAgents {
   }
 }
 
+const DAY = '(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)'
+const MONTH = '(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)'
+const TIME = '\\d{2}:\\d{2}:\\d{2}'
+/** The HTTP-date forms of RFC 9110 section 5.6.7 that carry their zone: IMF-fixdate and (obsolete) RFC 850. */
+const ZONED_DATE = new RegExp(
+  `^(?:${DAY}, \\d{2} ${MONTH} \\d{4}|(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day, \\d{2}-${MONTH}-\\d{2}) ${TIME} GMT$`,
+)
+/** The obsolete asctime form, which is in GMT without saying so. */
+const ASCTIME_DATE = new RegExp(`^${DAY} ${MONTH} [ \\d]\\d ${TIME} \\d{4}$`)
+
 /** Retry-After as delta-seconds or an HTTP date, in ms from `now`; undefined when absent or unreadable. */
 export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
   if (value === undefined || value.trim() === '') return undefined
   const text = value.trim()
   if (/^\d+$/.test(text)) return Number(text) * 1000
-  const date = Date.parse(text)
+  // Only real HTTP dates: Date.parse alone reads junk such as "1.5" or "-5" as some date and the retry
+  // would then go out at once instead of after the backoff.
+  let date = Number.NaN
+  if (ZONED_DATE.test(text)) date = Date.parse(text)
+  else if (ASCTIME_DATE.test(text)) date = Date.parse(`${text} GMT`)
   return Number.isNaN(date) ? undefined : Math.max(0, date - now)
 }
 

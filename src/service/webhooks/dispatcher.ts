@@ -16,6 +16,8 @@ const LEASE_MARGIN_MS = 30_000
 const MAX_SLEEP_MS = 60_000
 /** Sleep while due events wait only behind in-flight ones (their completion wakes us earlier). */
 const BLOCKED_SLEEP_MS = 1_000
+/** Most due events one scan looks at for an origin with a free slot. */
+const MAX_SCAN = 4_096
 const BACKOFF_FACTOR = 4
 const TERMINAL_STEPS = new Set(['issued', 'rejected', 'verified'])
 
@@ -115,10 +117,14 @@ export class WebhookDispatcher {
   /** Looks for due deliveries now (after an enqueue, a redelivery or a finished attempt). */
   kick() {
     if (this.stopped) return
-    this.pump().catch((error: unknown) => {
-      process.emitWarning(`webhook dispatcher: ${(error as Error).message}`)
-      this.sleep(BLOCKED_SLEEP_MS)
-    })
+    const run = this.pump()
+      .catch((error: unknown) => {
+        process.emitWarning(`webhook dispatcher: ${(error as Error).message}`)
+        this.sleep(BLOCKED_SLEEP_MS)
+      })
+      .finally(() => this.running.delete(run))
+    // stop() waits for a scan under way too: it must not outlive the store.
+    this.running.add(run)
   }
 
   /** Subscribes to attempt outcomes; returns the unsubscribe function. */
@@ -150,15 +156,26 @@ export class WebhookDispatcher {
         const free = options.concurrency - this.inFlight.size
         if (free <= 0) break
         const now = clock.now()
-        // Ask for more than the free slots: some may belong to an origin at its limit.
-        const due = await store.webhooks.due(now, free * 4)
-        for (const event of due) {
-          if (this.stopped || this.inFlight.size >= options.concurrency) break
-          const origin = new URL(event.url).origin
-          if ((this.perOrigin.get(origin) ?? 0) >= options.perEndpointConcurrency) continue
-          if (!(await store.webhooks.claim(event.id, now, now + options.timeoutMs + LEASE_MARGIN_MS)))
-            continue
-          this.launch(event, origin)
+        // Ask for more than the free slots: some may belong to an origin at its limit. When a whole batch
+        // is looked at and slots are still free, look further: a backlog of one busy origin must not hide
+        // the events of the others behind it. Claimed events are leased, so they drop out of the next scan.
+        for (let batch = free * 4; ; batch = Math.min(batch * 4, MAX_SCAN)) {
+          const due = await store.webhooks.due(now, batch)
+          for (const event of due) {
+            if (this.stopped || this.inFlight.size >= options.concurrency) break
+            const origin = new URL(event.url).origin
+            if ((this.perOrigin.get(origin) ?? 0) >= options.perEndpointConcurrency) continue
+            if (!(await store.webhooks.claim(event.id, now, now + options.timeoutMs + LEASE_MARGIN_MS)))
+              continue
+            if (this.stopped) {
+              // stop() came while the claim was written: leave the event to the next start.
+              await store.webhooks.release(event.id)
+              break
+            }
+            this.launch(event, origin)
+          }
+          const full = this.stopped || this.inFlight.size >= options.concurrency
+          if (full || due.length < batch || batch >= MAX_SCAN) break
         }
       } while (this.again && !this.stopped)
     } finally {
