@@ -37,6 +37,9 @@ export async function seedFromConfig(store: Store, config: ServiceConfig, clock:
           updatedAt:
             existing && JSON.stringify(existing.body) === JSON.stringify(body) ? existing.updatedAt : now,
         })
+        // A configuration template cannot be saved through the portal: re-applying the file at boot is
+        // what re-enables its endpoint after a 410 Gone.
+        await tx.webhooks.enableEndpoint(tenant.id, body.id)
       }
       for (const key of tenant.apiKeys) {
         declaredKeys.add(key.id)
