@@ -11,7 +11,7 @@ import { sessionState, type VerificationService } from '../verification/service.
 
 // Server-sent event streams of one issuance process or verification session, for the relying party's
 // backend (its QR page follows the flow without polling). Authenticated exactly like 4.3 and 4.7, fed by
-// the same state-changed events as the webhooks. docs/api.md#event-streams is the contract.
+// the same state-changed events as the webhooks. docs/api.md (Event streams) is the contract.
 
 /** One state of the stream: `status` adds EXPIRED for an offer or session that timed out. */
 export interface StreamState {
