@@ -1,12 +1,13 @@
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-// Type only: the sandbox (and its QR code library) loads only with --sandbox.
+// Type only: the sandbox (and its QR code library) loads only with --sandbox or the demo.
 import type { SandboxPlan } from '../harness/sandbox.ts'
 import { ConfigError, DEMO_CONFIG_PATH, loadConfigFile } from '../service/config/index.ts'
-import { startServer } from '../service/server.ts'
+import { type ServerOptions, startServer } from '../service/server.ts'
 
 export const SERVE_USAGE = `Usage: vc-harness serve [--config FILE] [--port N] [--host H] [--data DIR] [--public-url URL]
-                        [--log-level LEVEL] [--sandbox [--issue T] [--verify T] [--once] [--sandbox-log FILE]]
+                        [--log-level LEVEL] [--demo | --no-demo] [--issue T] [--verify T]
+                        [--sandbox [--once] [--sandbox-log FILE]]
 
   --config FILE       service configuration (JSON, see config/config.schema.json); default: the embedded demo
   --port N            TCP port; default 8080 (0 picks a free one)
@@ -18,18 +19,25 @@ export const SERVE_USAGE = `Usage: vc-harness serve [--config FILE] [--port N] [
   --exit-on-stdin-close
                       shut down when stdin closes (for supervisors: the service ends with its parent)
 
+Demo relying party (docs/qr-page.md):
+  --demo              serve the demo relying party at /demo (/demo/issue, /demo/verify: a QR page with live
+                      updates, its backend holding the application keys); on by default without --config
+  --no-demo           do not serve it, also without --config
+
 Wallet-vendor sandbox (docs/sandbox.md):
   --sandbox           act as a relying party beside the service: open a credential offer (sample content
                       submitted at once) and a verification session, print each as a deep link and a
                       terminal QR code, report every step the wallet takes (with the verification result,
                       SourceWallet, Subject and each failed check), and print fresh ones when a flow ends
-  --issue T           issuance template to offer; default the first one an application key may use
-  --verify T          verification template to request; default the first one an application key may use
+  --issue T           issuance template the sandbox and the demo offer; default the first one an
+                      application key may use
+  --verify T          verification template the sandbox and the demo request; default the first one an
+                      application key may use
   --once              exit after one issuance and one verification ended: 0 when both succeeded, else 1
   --sandbox-log FILE  append every reported step as JSON lines; default <data dir>/sandbox.ndjson
                       (none with --data :memory:)
 
-Exit codes: 2 for a bad option or configuration (also a --sandbox template no application key may use).`
+Exit codes: 2 for a bad option or configuration (also a --sandbox or demo template no application key may use).`
 
 /** --public-url: an http(s) base URL without query, fragment or trailing slash. */
 function publicUrlOption(value: string): string {
@@ -43,6 +51,34 @@ function publicUrlOption(value: string): string {
     })
   }
   return value.replace(/\/+$/, '')
+}
+
+const usage = (message: string) =>
+  Object.assign(new TypeError(message), { code: 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' })
+
+/**
+ * Whether to serve the demo relying party: on with the embedded demo configuration (no --config), otherwise
+ * only with --demo; --no-demo turns it off. Throws a usage error (exit 2) for options that cannot apply.
+ */
+export function demoWanted(values: {
+  config?: string | undefined
+  demo?: boolean | undefined
+  'no-demo'?: boolean | undefined
+  sandbox?: boolean | undefined
+  issue?: string | undefined
+  verify?: string | undefined
+  once?: boolean | undefined
+  'sandbox-log'?: string | undefined
+}): boolean {
+  if (values.demo && values['no-demo']) throw usage('--demo and --no-demo exclude each other')
+  const demo = values['no-demo'] ? false : (values.demo ?? values.config === undefined)
+  const sandboxOnly = (['once', 'sandbox-log'] as const).filter((o) => values[o] !== undefined)
+  if (!values.sandbox && sandboxOnly.length > 0) throw usage(`--${sandboxOnly[0]} needs --sandbox`)
+  const templateOptions = (['issue', 'verify'] as const).filter((o) => values[o] !== undefined)
+  if (!values.sandbox && !demo && templateOptions.length > 0) {
+    throw usage(`--${templateOptions[0]} needs --sandbox or the demo (--demo)`)
+  }
+  return demo
 }
 
 /** A URL of the server this process can call: a wildcard listening address becomes loopback. */
@@ -61,6 +97,8 @@ export async function serve(argv: string[]): Promise<void> {
       'public-url': { type: 'string' },
       'log-level': { type: 'string' },
       'exit-on-stdin-close': { type: 'boolean' },
+      demo: { type: 'boolean' },
+      'no-demo': { type: 'boolean' },
       sandbox: { type: 'boolean' },
       issue: { type: 'string' },
       verify: { type: 'string' },
@@ -77,22 +115,16 @@ export async function serve(argv: string[]): Promise<void> {
   const port = Number(values.port)
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new Error(`--port: not a port number: ${values.port}`)
-  const sandboxOnly = (['issue', 'verify', 'once', 'sandbox-log'] as const).filter(
-    (o) => values[o] !== undefined,
-  )
-  if (!values.sandbox && sandboxOnly.length > 0) {
-    throw Object.assign(new TypeError(`--${sandboxOnly[0]} needs --sandbox`), {
-      code: 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE',
-    })
-  }
-  const publicUrl = values['public-url'] === undefined ? undefined : publicUrlOption(values['public-url'])
   const usingDemo = values.config === undefined
+  const demo = demoWanted(values)
+  const publicUrl = values['public-url'] === undefined ? undefined : publicUrlOption(values['public-url'])
   const loaded = loadConfigFile(values.config ?? DEMO_CONFIG_PATH)
   // The service prefers config.publicUrl over the listening URL (src/service/app.ts), so the option goes there.
   const config = publicUrl === undefined ? loaded : { ...loaded, publicUrl }
   // Checked before listening: a sandbox that cannot run should not leave a service behind.
+  // The demo uses the same templates as the sandbox (--issue / --verify, else the same defaults).
   let plan: SandboxPlan | undefined
-  if (values.sandbox) {
+  if (values.sandbox || demo) {
     const { planSandbox, SandboxPlanError } = await import('../harness/sandbox.ts')
     try {
       plan = planSandbox(config, {
@@ -101,9 +133,16 @@ export async function serve(argv: string[]): Promise<void> {
       })
     } catch (error) {
       // Exit code 2 like any other configuration problem.
-      if (error instanceof SandboxPlanError) throw new ConfigError(`--sandbox: ${error.message}`)
+      if (error instanceof SandboxPlanError) {
+        throw new ConfigError(`${values.sandbox ? '--sandbox' : '--demo'}: ${error.message}`)
+      }
       throw error
     }
+  }
+  const plugins: NonNullable<ServerOptions['plugins']> = []
+  if (demo && plan) {
+    const { demoPlugin } = await import('../demo/plugin.ts')
+    plugins.push({ plugin: demoPlugin({ config, plan }), prefix: '/demo' })
   }
 
   const server = await startServer({
@@ -112,6 +151,7 @@ export async function serve(argv: string[]): Promise<void> {
     port,
     dataDir: values.data,
     ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
+    plugins,
   })
   console.log(`vc-harness listening on ${server.url}`)
   if (config.publicUrl !== undefined && config.publicUrl !== server.url) {
@@ -119,6 +159,11 @@ export async function serve(argv: string[]): Promise<void> {
   }
   console.log(`  data: ${values.data === ':memory:' ? 'in memory (lost on exit)' : values.data}`)
   console.log(`  API docs: ${server.url}/docs`)
+  if (plugins.length > 0) {
+    console.log(
+      `  demo relying party: ${server.url}/demo/issue and ${server.url}/demo/verify (docs/qr-page.md; --no-demo turns it off)`,
+    )
+  }
   if (usingDemo) {
     console.log('  No --config given: running the embedded demo configuration (config/demo.json).')
     for (const tenant of config.tenants) {
@@ -155,7 +200,7 @@ export async function serve(argv: string[]): Promise<void> {
     process.stdin.resume()
   }
 
-  if (plan) {
+  if (plan && values.sandbox) {
     const { startSandbox } = await import('../harness/sandbox.ts')
     const logFile =
       values['sandbox-log'] ?? (values.data === ':memory:' ? undefined : join(values.data, 'sandbox.ndjson'))

@@ -1,0 +1,121 @@
+// Helpers of test/browser.test.ts and test/demo.test.ts: the service with the demo relying party on a real port,
+// QR decoding from a screenshot, and the secret scan of everything the page received.
+import assert from 'node:assert/strict'
+import { existsSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import jsQRModule from 'jsqr'
+import type { Page } from 'playwright-core'
+import { PNG } from 'pngjs'
+import { type DemoPlugin, demoPlugin } from '../src/demo/plugin.ts'
+import { planSandbox } from '../src/harness/sandbox.ts'
+import type { ServiceConfig } from '../src/service/config/index.ts'
+import { type RunningServer, startServer } from '../src/service/server.ts'
+import type { Clock } from '../src/service/util/clock.ts'
+import { demoConfig } from './helpers.ts'
+
+// jsqr is CommonJS whose types declare a default export; what the loader hands over differs (cf. util/ajv.ts).
+type JsQr = typeof jsQRModule.default
+const jsQR: JsQr = (jsQRModule as unknown as { default?: JsQr }).default ?? (jsQRModule as unknown as JsQr)
+
+export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+export const SCREENSHOTS = fileURLToPath(new URL('../reports/screenshots/', import.meta.url))
+
+export interface DemoServer {
+  server: RunningServer
+  demo: DemoPlugin
+  config: ServiceConfig
+  url: string
+  close(): Promise<void>
+}
+
+/** The service on 127.0.0.1 and a free port, in memory, with the demo relying party at /demo. */
+export async function startDemoServer(
+  clock: Clock,
+  options: { config?: ServiceConfig; fetch?: typeof fetch } = {},
+): Promise<DemoServer> {
+  const config = options.config ?? demoConfig()
+  const demo = demoPlugin({
+    config,
+    plan: planSandbox(config),
+    clock,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  })
+  const server = await startServer({
+    config,
+    dataDir: ':memory:',
+    port: 0,
+    clock,
+    plugins: [{ plugin: demo, prefix: '/demo' }],
+  })
+  return { server, demo, config, url: server.url, close: () => server.close() }
+}
+
+/** Every secret of the configuration: API key secrets and webhook secrets. */
+export function secretsOf(config: ServiceConfig): string[] {
+  const secrets: string[] = []
+  for (const tenant of config.tenants) {
+    for (const key of tenant.apiKeys) secrets.push(key.secret)
+    for (const template of [...tenant.issuanceTemplates, ...tenant.verificationTemplates]) {
+      const t = template as { webhookSecret?: string; webhookPreviousSecrets?: string[] }
+      if (t.webhookSecret) secrets.push(t.webhookSecret)
+      secrets.push(...(t.webhookPreviousSecrets ?? []))
+    }
+  }
+  return secrets
+}
+
+const JWT = /eyJ[\w-]{8,}\.[\w-]{8,}\.[\w-]*/
+
+/** Fails when `text` (something the page received) holds a secret, a `jwt ` authorization or a JWT. */
+export function assertNoSecrets(where: string, text: string, secrets: string[]) {
+  for (const secret of secrets)
+    assert.ok(!text.includes(secret), `${where} leaks an API key or webhook secret`)
+  assert.ok(!/jwt /i.test(text), `${where} contains "jwt " (an Authorization value)`)
+  assert.ok(!JWT.test(text), `${where} contains a JWT`)
+}
+
+/** Records what a page receives from /demo (bodies and WebSocket frames) and its script errors. */
+export function watchPage(page: Page) {
+  const received: { where: string; text: Promise<string> }[] = []
+  const errors: string[] = []
+  page.on('response', (response) => {
+    if (!new URL(response.url()).pathname.startsWith('/demo')) return
+    received.push({
+      where: `${response.request().method()} ${response.url()} (${response.status()})`,
+      text: response.text().catch(() => ''),
+    })
+  })
+  page.on('websocket', (socket) => {
+    socket.on('framereceived', (frame) => {
+      received.push({
+        where: `WebSocket frame from ${socket.url()}`,
+        text: Promise.resolve(String(frame.payload)),
+      })
+    })
+  })
+  page.on('pageerror', (error) => errors.push(error.message))
+  return {
+    /** Asserts that nothing received holds a secret or token, and that no script error happened. */
+    async check(secrets: string[]) {
+      assert.deepEqual(errors, [], 'script errors on the page')
+      assert.ok(received.length > 0, 'nothing was received from /demo')
+      for (const { where, text } of received) assertNoSecrets(where, await text, secrets)
+      return received.length
+    },
+  }
+}
+
+/** Decodes a PNG screenshot holding a QR code. */
+export function decodeQr(png: Buffer): string {
+  const image = PNG.sync.read(png)
+  const pixels = new Uint8ClampedArray(image.data.buffer, image.data.byteOffset, image.data.length)
+  const code = jsQR(pixels, image.width, image.height)
+  assert.ok(code, 'no QR code found in the screenshot')
+  return code.data
+}
+
+export function screenshotPath(name: string): string {
+  if (!existsSync(SCREENSHOTS)) mkdirSync(SCREENSHOTS, { recursive: true })
+  return join(SCREENSHOTS, `${name}.png`)
+}

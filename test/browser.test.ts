@@ -1,0 +1,290 @@
+// The relying party's QR page in a real browser (Debian Chromium through playwright-core, never downloaded):
+// the service with the demo relying party (src/demo/) on a real port, a ShiftedClock to expire flows, the
+// simulated wallet scanning what the page shows. Every assertion on the page waits for the component to
+// update by itself (its `state` attribute), bounded by STATE_TIMEOUT_MS. Screenshots of every state go to
+// reports/screenshots/. One browser for the file, a new context per test.
+import assert from 'node:assert/strict'
+import { existsSync } from 'node:fs'
+import { after, before, describe, test } from 'node:test'
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
+import { ok, parseCredentialOfferUri, RelyingPartyClient } from '../src/client/index.ts'
+import { sampleCredentials } from '../src/harness/sandbox.ts'
+import { ShiftedClock } from '../src/service/util/clock.ts'
+import { Wallet, WalletProtocolError } from '../src/wallet/index.ts'
+import type { PageState } from '../src/web/flow-state.ts'
+import {
+  assertNoSecrets,
+  CHROMIUM_PATH,
+  type DemoServer,
+  decodeQr,
+  screenshotPath,
+  secretsOf,
+  startDemoServer,
+  watchPage,
+} from './browser-helpers.ts'
+import { DEMO } from './helpers.ts'
+
+const STATE_TIMEOUT_MS = 10_000
+const TEST_TIMEOUT_MS = 30_000
+/** Past the offer's pre-authorized code lifetime and the session lifetime (both 600 s in the demo). */
+const PAST_LIFETIMES_MS = 660_000
+
+const clock = new ShiftedClock()
+let demo: DemoServer
+let browser: Browser
+let secrets: string[]
+/** A wallet holding a UniversityDegreeCredential, issued straight through the API (not through a page). */
+let holder: Wallet
+
+before(async () => {
+  assert.ok(
+    existsSync(CHROMIUM_PATH),
+    `no Chromium at ${CHROMIUM_PATH}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`,
+  )
+  ;[demo, browser, holder] = await Promise.all([
+    startDemoServer(clock),
+    chromium.launch({ executablePath: CHROMIUM_PATH, headless: true }),
+    Wallet.create(),
+  ])
+  secrets = secretsOf(demo.config)
+  const rp = new RelyingPartyClient(demo.url)
+  const token = await rp.token({ keyId: DEMO.app.id, secret: DEMO.app.secret, tenant: DEMO.app.tenant })
+  const offer = ok(await rp.createOffer(token, 'degree'), 'offer')
+  const { processId } = parseCredentialOfferUri(offer.credential_offer_uri)
+  ok(await rp.submitCredentials(token, processId, sampleCredentials('UniversityDegreeCredential')), 'submit')
+  assert.equal((await holder.receive(offer.credential_offer_uri)).status, 'issued')
+})
+
+after(async () => {
+  await browser?.close()
+  await demo?.close()
+})
+
+/** A fresh browser context per test; closed (sockets and all) when the test ends. */
+async function withContext(run: (context: BrowserContext) => Promise<void>) {
+  const context = await browser.newContext({ viewport: { width: 720, height: 900 } })
+  try {
+    await run(context)
+  } finally {
+    await context.close()
+  }
+}
+
+/**
+ * Opens a demo page, records the states the component announces, and waits for its first QR code and for
+ * its updates to be live (`active-transport` is set once the socket delivered the stream's snapshot, or
+ * when polling started): a wallet scanning earlier could not be missed by polling, but by a socket not yet
+ * subscribed.
+ */
+async function openPage(context: BrowserContext, path: string, transport = 'websocket') {
+  const page = await context.newPage()
+  const watch = watchPage(page)
+  await page.addInitScript(() => {
+    const states: string[] = []
+    ;(window as unknown as { vcStates: string[] }).vcStates = states
+    document.addEventListener('vc-flow-state', (event) => {
+      states.push((event as CustomEvent<{ state: string }>).detail.state)
+    })
+  })
+  await page.goto(`${demo.url}${path}`)
+  await waitForState(page, 'waiting')
+  await page.waitForSelector(`vc-flow-qr[active-transport="${transport}"]`, {
+    state: 'attached',
+    timeout: STATE_TIMEOUT_MS,
+  })
+  return { page, watch }
+}
+
+function waitForState(page: Page, state: PageState) {
+  return page.waitForSelector(`vc-flow-qr[state="${state}"]`, {
+    state: 'attached',
+    timeout: STATE_TIMEOUT_MS,
+  })
+}
+
+/** What the page's QR code says, read from a screenshot of the canvas. */
+async function scanQr(page: Page): Promise<string> {
+  return decodeQr(await page.locator('vc-flow-qr [part="qr"]').screenshot())
+}
+
+async function deepLinkHref(page: Page): Promise<string> {
+  const href = await page.locator('vc-flow-qr [part="deep-link"]').getAttribute('href')
+  assert.ok(href, 'the deep-link button has no href')
+  return href
+}
+
+const shot = (page: Page, name: string) => page.screenshot({ path: screenshotPath(name), fullPage: true })
+
+async function statesSeen(page: Page): Promise<string[]> {
+  return page.evaluate(() => (window as unknown as { vcStates: string[] }).vcStates)
+}
+
+describe('the relying-party QR page in Chromium', { timeout: 60_000 }, () => {
+  test('/demo/issue: the QR code carries the offer; the page follows the wallet to issued by itself', {
+    timeout: TEST_TIMEOUT_MS,
+  }, async () => {
+    await withContext(async (context) => {
+      const { page, watch } = await openPage(context, '/demo/issue')
+      await shot(page, 'issuance-waiting')
+      const link = await scanQr(page)
+      assert.match(link, /^openid-credential-offer:\/\/\?credential_offer_uri=/)
+      assert.equal(await deepLinkHref(page), link, 'the same-device button carries the QR content')
+
+      const wallet = await Wallet.create()
+      await wallet.startIssuance(link) // fetches the offer: the page shows the scan
+      await waitForState(page, 'scanned')
+      await shot(page, 'issuance-scanned')
+      assert.equal((await wallet.receive(link)).status, 'issued')
+      await waitForState(page, 'issued')
+      await shot(page, 'issuance-issued')
+
+      assert.equal(await page.locator('vc-flow-qr').getAttribute('active-transport'), 'websocket')
+      assert.deepEqual(await statesSeen(page), ['loading', 'waiting', 'scanned', 'issued'])
+      assert.equal(wallet.credentials().length, 1)
+      await watch.check(secrets)
+    })
+  })
+
+  test('/demo/verify: the wallet presents its degree; the page reaches verified', {
+    timeout: TEST_TIMEOUT_MS,
+  }, async () => {
+    await withContext(async (context) => {
+      const { page, watch } = await openPage(context, '/demo/verify')
+      await shot(page, 'verification-waiting')
+      const link = await scanQr(page)
+      assert.match(link, /^openid-vp:\/\/\?/)
+      const presentation = await holder.startPresentation(link) // fetches the request object
+      await waitForState(page, 'scanned')
+      await shot(page, 'verification-scanned')
+      const result = await presentation.respond()
+      assert.equal(result.status, 'verified')
+      await waitForState(page, 'verified')
+      await shot(page, 'verification-verified')
+      assert.deepEqual(await statesSeen(page), ['loading', 'waiting', 'scanned', 'verified'])
+      await watch.check(secrets)
+    })
+  })
+
+  test('a presentation with a wrong nonce (vp-wrong-nonce): the page shows rejected and offers a new flow', {
+    timeout: TEST_TIMEOUT_MS,
+  }, async () => {
+    await withContext(async (context) => {
+      const { page, watch } = await openPage(context, '/demo/verify')
+      const link = await scanQr(page)
+      await assert.rejects(holder.present(link, { misbehave: ['vp-wrong-nonce'] }), (error: unknown) => {
+        assert.ok(error instanceof WalletProtocolError)
+        assert.equal(error.error, 'invalid_presentation')
+        return true
+      })
+      await waitForState(page, 'rejected')
+      await shot(page, 'verification-rejected')
+      assert.ok(await page.locator('vc-flow-qr [part="refresh"]').isVisible(), 'no refresh button')
+      await watch.check(secrets)
+    })
+  })
+
+  test('WebSockets blocked: transport="auto" falls back to polling and still reaches verified', {
+    timeout: TEST_TIMEOUT_MS,
+  }, async () => {
+    await withContext(async (context) => {
+      let blocked = 0
+      // Every WebSocket the page opens is closed at once, before any message: the component must poll.
+      await context.routeWebSocket(/.*/, (socket) => {
+        blocked++
+        void socket.close()
+      })
+      const { page, watch } = await openPage(context, '/demo/verify', 'polling')
+      assert.equal(await page.locator('vc-flow-qr').getAttribute('transport'), 'auto')
+      assert.ok(blocked >= 1, 'the page never tried a WebSocket')
+      const link = await scanQr(page)
+      assert.equal((await holder.present(link)).status, 'verified')
+      await waitForState(page, 'verified')
+      await shot(page, 'verification-verified-polling')
+      assert.equal(await page.locator('vc-flow-qr').getAttribute('active-transport'), 'polling')
+      await watch.check(secrets)
+    })
+  })
+
+  test('same device: the "Open in wallet" link equals the QR content and completes the flow', {
+    timeout: TEST_TIMEOUT_MS,
+  }, async () => {
+    await withContext(async (context) => {
+      const { page, watch } = await openPage(context, '/demo/verify')
+      const href = await deepLinkHref(page)
+      assert.equal(href, await scanQr(page))
+      assert.equal(await page.locator('vc-flow-qr [part="deep-link"]').textContent(), 'Open in wallet')
+      assert.equal((await holder.present(href)).status, 'verified')
+      await waitForState(page, 'verified')
+      await watch.check(secrets)
+    })
+  })
+
+  test('expiry: past the offer and session lifetimes both pages show expired; refresh brings a new QR code', {
+    timeout: TEST_TIMEOUT_MS,
+  }, async () => {
+    await withContext(async (context) => {
+      const issue = await openPage(context, '/demo/issue')
+      const verify = await openPage(context, '/demo/verify')
+      const before = { issue: await scanQr(issue.page), verify: await scanQr(verify.page) }
+      try {
+        clock.advance(PAST_LIFETIMES_MS)
+        await Promise.all([waitForState(issue.page, 'expired'), waitForState(verify.page, 'expired')])
+      } finally {
+        clock.reset()
+      }
+      await shot(issue.page, 'issuance-expired')
+      await shot(verify.page, 'verification-expired')
+      for (const [name, { page }] of Object.entries({ issue, verify })) {
+        assert.ok(
+          !(await page.locator('vc-flow-qr [part="qr"]').isVisible()),
+          `${name}: an expired QR is shown`,
+        )
+        await page.locator('vc-flow-qr [part="refresh"]').click()
+        await waitForState(page, 'waiting')
+        const fresh = await scanQr(page)
+        assert.notEqual(fresh, before[name as keyof typeof before], `${name}: refresh kept the old deep link`)
+        assert.equal(await deepLinkHref(page), fresh)
+      }
+      // The fresh offer works.
+      const wallet = await Wallet.create()
+      assert.equal((await wallet.receive(await scanQr(issue.page))).status, 'issued')
+      await waitForState(issue.page, 'issued')
+      await issue.watch.check(secrets)
+      await verify.watch.check(secrets)
+    })
+  })
+
+  test('security: pages, the bundle and every /demo/api answer hold no API key secret and no token', {
+    timeout: TEST_TIMEOUT_MS,
+  }, async () => {
+    const answers: [string, Response][] = []
+    const get = async (path: string, init?: RequestInit) => {
+      const response = await fetch(`${demo.url}${path}`, init)
+      answers.push([`${init?.method ?? 'GET'} ${path}`, response])
+      return response
+    }
+    const post = (path: string, body = '{}') =>
+      get(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+    const issuePage = await get('/demo/issue')
+    assert.match(issuePage.headers.get('content-security-policy') ?? '', /script-src 'self'/)
+    await get('/demo/verify')
+    await get('/demo')
+    const script = /src="([^"]+vc-flow-qr\.js\?v=[\w-]+)"/.exec(await issuePage.clone().text())?.[1]
+    assert.ok(script, 'the page loads no component bundle')
+    const bundle = await get(script)
+    assert.equal(bundle.status, 200)
+    assert.match(bundle.headers.get('cache-control') ?? '', /immutable/)
+    assert.match(bundle.headers.get('etag') ?? '', /^"[\w-]{22}"$/)
+    const created = await post('/demo/api/issuance')
+    const session = await post('/demo/api/verification')
+    const { id: processId } = (await created.clone().json()) as { id: string }
+    const { id: sessionId } = (await session.clone().json()) as { id: string }
+    await get(`/demo/api/issuance/${processId}`)
+    await get(`/demo/api/verification/${sessionId}`)
+    await get('/demo/api/verification/00000000-0000-4000-8000-000000000000')
+    await post('/demo/api/issuance', '{"template":"x"}')
+    for (const [where, response] of answers) {
+      assertNoSecrets(where, `${JSON.stringify([...response.headers])}\n${await response.text()}`, secrets)
+    }
+  })
+})
