@@ -105,6 +105,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const events = new ServiceEvents()
   const outbox = new WebhookOutbox(clock)
   const webhookDispatcher = new WebhookDispatcher({ store, clock, events, options: config.webhooks })
+  outbox.onEnqueue = () => webhookDispatcher.noteEnqueued()
   const issuerKeys = new IssuerKeys(store, clock)
   const statusLists = new StatusLists(store, issuerKeys, clock, urls, config.statusListSize)
   const issuance = new IssuanceService({

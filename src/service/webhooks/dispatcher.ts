@@ -97,6 +97,12 @@ export class WebhookDispatcher {
   private again = false
   private stopped = true
   private unsubscribe: (() => void) | undefined
+  private enqueued = true
+
+  /** The outbox wrote a row: the next terminal event wakes the dispatcher. */
+  noteEnqueued() {
+    this.enqueued = true
+  }
   private readonly random: () => number
 
   constructor(private readonly deps: DispatcherDeps) {
@@ -107,9 +113,13 @@ export class WebhookDispatcher {
   start() {
     if (!this.stopped) return
     this.stopped = false
-    // Terminal changes commit their outbox row before the event is emitted: wake up and deliver.
+    // Terminal changes commit their outbox row before the event is emitted: wake up and deliver, but
+    // only when a row was written since the last wake-up (a rolled-back write just costs one scan).
     this.unsubscribe = this.deps.events.on((event) => {
-      if (TERMINAL_STEPS.has(event.step)) this.kick()
+      if (TERMINAL_STEPS.has(event.step) && this.enqueued) {
+        this.enqueued = false
+        this.kick()
+      }
     })
     this.kick()
   }

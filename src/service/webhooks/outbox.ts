@@ -8,6 +8,12 @@ import type { Clock } from '../util/clock.ts'
  * state change, so the event exists exactly when the change does; the dispatcher delivers it later.
  */
 export class WebhookOutbox {
+  /**
+   * Called after each row written (inside the transaction): the dispatcher then knows a terminal event
+   * may have work for it, and skips its scan for the many that have none (templates without webhooks).
+   */
+  onEnqueue: () => void = () => {}
+
   constructor(private readonly clock: Clock) {}
 
   /** Queues `body` for the template's webhookUrl; returns the event id, or undefined when it has none. */
@@ -41,6 +47,7 @@ export class WebhookOutbox {
       updatedAt: now,
       deliveredAt: null,
     })
+    this.onEnqueue()
     return id
   }
 }
