@@ -14,11 +14,11 @@ import { cpus, tmpdir } from 'node:os'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { readProcStat } from '../src/bench/stats.ts'
 import { parseCredentialOfferUri } from '../src/client/index.ts'
 import { DEMO_CONFIG_PATH, loadConfigFile } from '../src/service/config/index.ts'
 import { type RunningServer, startServer } from '../src/service/server.ts'
 import { BARE_GET_PATH, BARE_POST_PATH, type RunningBare, startBare } from './bare.ts'
-import { readProcStat } from './common.ts'
 import type { FromLoadgen, LoadJob, LoadResult, ToLoadgen } from './loadgen.ts'
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))

@@ -4,6 +4,7 @@ Commands:
   serve        run the reference service (see: vc-harness serve --help)
   wallet       the simulated wallet: receive a credential offer, present to a verification request, list held credentials (see: vc-harness wallet --help)
   conformance  run the conformance suite and write the reports, or summarize existing runs (see: vc-harness conformance --help)
+  bench        complete flows per second with concurrent wallets, against the service and its baselines (see: vc-harness bench --help)
   help         show this text`
 
 // Nothing of the service is imported here (a config error is recognised by name): --help and usage errors stay fast.
@@ -13,6 +14,7 @@ const commands: Record<string, (argv: string[]) => Promise<number | undefined>> 
   serve: async (argv) => (await import('./serve.ts')).serve(argv).then(() => undefined),
   wallet: async (argv) => (await import('./wallet.ts')).wallet(argv).then(() => undefined),
   conformance: async (argv) => (await import('./conformance.ts')).conformance(argv),
+  bench: async (argv) => (await import('../bench/run.ts')).bench(argv),
 }
 
 export async function main(argv: string[]): Promise<number> {

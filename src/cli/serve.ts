@@ -2,11 +2,13 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 // Type only: the sandbox (and its QR code library) loads only with --sandbox or the demo.
 import type { SandboxPlan } from '../harness/sandbox.ts'
+import { type ClusterOptions, checkWorkerCount, startCluster } from '../service/cluster.ts'
+import type { ServiceConfig } from '../service/config/index.ts'
 import { ConfigError, DEMO_CONFIG_PATH, loadConfigFile } from '../service/config/index.ts'
 import { type ServerOptions, startServer } from '../service/server.ts'
 
 export const SERVE_USAGE = `Usage: vc-harness serve [--config FILE] [--port N] [--host H] [--data DIR] [--public-url URL]
-                        [--log-level LEVEL] [--demo | --no-demo] [--issue T] [--verify T]
+                        [--workers N] [--log-level LEVEL] [--demo | --no-demo] [--issue T] [--verify T]
                         [--sandbox [--once] [--sandbox-log FILE]]
 
   --config FILE       service configuration (JSON, see config/config.schema.json); default: the embedded demo
@@ -15,6 +17,9 @@ export const SERVE_USAGE = `Usage: vc-harness serve [--config FILE] [--port N] [
   --data DIR          folder of the SQLite database, or :memory:; default .vc-harness
   --public-url URL    base URL wallets reach, used in offers and requests (e.g. http://192.168.1.20:8080);
                       overrides the configuration's publicUrl; default: that, else the listening URL
+  --workers N         serve from N processes sharing the port and the database in --data (docs/scaling.md);
+                      default 1. At most 4 per core; not with --data :memory:, --sandbox or --demo (their state
+                      lives in one process), so the demo is off by default with N > 1
   --log-level L       fastify/pino log level (info, warn, …); default: no request logs
   --exit-on-stdin-close
                       shut down when stdin closes (for supervisors: the service ends with its parent)
@@ -95,6 +100,7 @@ export async function serve(argv: string[]): Promise<void> {
       host: { type: 'string', default: '127.0.0.1' },
       data: { type: 'string', default: '.vc-harness' },
       'public-url': { type: 'string' },
+      workers: { type: 'string', default: '1' },
       'log-level': { type: 'string' },
       'exit-on-stdin-close': { type: 'boolean' },
       demo: { type: 'boolean' },
@@ -115,8 +121,22 @@ export async function serve(argv: string[]): Promise<void> {
   const port = Number(values.port)
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new Error(`--port: not a port number: ${values.port}`)
+  const workers = Number(values.workers)
+  try {
+    checkWorkerCount(workers)
+  } catch (error) {
+    throw usage(`--${(error as Error).message}`)
+  }
   const usingDemo = values.config === undefined
-  const demo = demoWanted(values)
+  if (workers > 1) {
+    // The sandbox and the demo keep their flows in the memory of one process: not behind several workers.
+    if (values.data === ':memory:')
+      throw usage('--workers needs a database folder (--data DIR), not :memory:')
+    if (values.sandbox) throw usage('--sandbox runs in one process: not with --workers')
+    if (values.demo) throw usage('--demo runs in one process: not with --workers')
+  }
+  // With several workers the demo is off (its flows live in one process); the same option checks apply.
+  const demo = demoWanted(workers > 1 ? { ...values, 'no-demo': true } : values)
   const publicUrl = values['public-url'] === undefined ? undefined : publicUrlOption(values['public-url'])
   const loaded = loadConfigFile(values.config ?? DEMO_CONFIG_PATH)
   // The service prefers config.publicUrl over the listening URL (src/service/app.ts), so the option goes there.
@@ -145,6 +165,20 @@ export async function serve(argv: string[]): Promise<void> {
     plugins.push({ plugin: demoPlugin({ config, plan }), prefix: '/demo' })
   }
 
+  if (workers > 1) {
+    await serveCluster({
+      config,
+      workers,
+      host: values.host,
+      port,
+      dataDir: values.data,
+      ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
+      usingDemo,
+      exitOnStdinClose: values['exit-on-stdin-close'] === true,
+    })
+    return
+  }
+
   const server = await startServer({
     config,
     host: values.host,
@@ -164,18 +198,7 @@ export async function serve(argv: string[]): Promise<void> {
       `  demo relying party: ${server.url}/demo/issue and ${server.url}/demo/verify (docs/qr-page.md; --no-demo turns it off)`,
     )
   }
-  if (usingDemo) {
-    console.log('  No --config given: running the embedded demo configuration (config/demo.json).')
-    for (const tenant of config.tenants) {
-      for (const key of tenant.apiKeys) {
-        // Demo keys are public by design; a real configuration's secrets are never printed.
-        const template = key.template ? ` template=${key.template}` : ''
-        console.log(
-          `  demo ${key.role} key: tenant=${tenant.id} id=${key.id} secret=${key.secret}${template}`,
-        )
-      }
-    }
-  }
+  if (usingDemo) printDemoKeys(config)
 
   let closing = false
   let stopSandbox = () => {}
@@ -222,5 +245,55 @@ export async function serve(argv: string[]): Promise<void> {
         shutdown('--once done', succeeded ? 0 : 1)
       })
     }
+  }
+}
+
+function printDemoKeys(config: ServiceConfig) {
+  console.log('  No --config given: running the embedded demo configuration (config/demo.json).')
+  for (const tenant of config.tenants) {
+    for (const key of tenant.apiKeys) {
+      // Demo keys are public by design; a real configuration's secrets are never printed.
+      const template = key.template ? ` template=${key.template}` : ''
+      console.log(`  demo ${key.role} key: tenant=${tenant.id} id=${key.id} secret=${key.secret}${template}`)
+    }
+  }
+}
+
+/** --workers N > 1: the primary forks the workers, reports, and shuts them all down on a signal. */
+async function serveCluster(
+  options: Omit<ClusterOptions, 'publicUrl'> & { usingDemo: boolean; exitOnStdinClose: boolean },
+) {
+  const { usingDemo, exitOnStdinClose, ...clusterOptions } = options
+  const running = await startCluster(clusterOptions)
+  console.log(
+    `vc-harness listening on ${running.url} (${running.workers} workers: ${running.pids.join(', ')})`,
+  )
+  const { config } = options
+  if (config.publicUrl !== undefined && config.publicUrl !== running.url) {
+    console.log(`  public URL (in offers and requests): ${config.publicUrl}`)
+  }
+  console.log(`  data: ${options.dataDir} (shared by every worker; docs/scaling.md)`)
+  console.log(`  API docs: ${running.url}/docs`)
+  if (usingDemo) printDemoKeys(config)
+
+  let closing = false
+  const shutdown = (signal: string) => {
+    if (closing) return
+    closing = true
+    console.log(`vc-harness: ${signal}, closing ${running.workers} workers`)
+    running.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        console.error('vc-harness: error while closing:', error)
+        process.exit(1)
+      },
+    )
+  }
+  process.once('SIGTERM', () => shutdown('SIGTERM received'))
+  process.once('SIGINT', () => shutdown('SIGINT received'))
+  if (exitOnStdinClose) {
+    process.stdin.once('end', () => shutdown('stdin closed'))
+    process.stdin.once('error', () => shutdown('stdin closed'))
+    process.stdin.resume()
   }
 }

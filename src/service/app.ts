@@ -41,6 +41,8 @@ export interface AppOptions {
   /** Base URL when the config has no publicUrl; a function because the port may be known only after listen. */
   publicUrl?: () => string
   logger?: FastifyServerOptions['logger']
+  /** Webhook outbox scan interval (ms) when other processes share the store (cluster workers); default none. */
+  webhookPollMs?: number
 }
 
 export interface AppServices {
@@ -104,7 +106,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const auth = new AuthService(store, new AccessTokens(key, clock, config.tokenLifetimeSeconds))
   const events = new ServiceEvents()
   const outbox = new WebhookOutbox(clock)
-  const webhookDispatcher = new WebhookDispatcher({ store, clock, events, options: config.webhooks })
+  const webhookDispatcher = new WebhookDispatcher({
+    store,
+    clock,
+    events,
+    options: config.webhooks,
+    ...(options.webhookPollMs !== undefined ? { pollIntervalMs: options.webhookPollMs } : {}),
+  })
   outbox.onEnqueue = () => webhookDispatcher.noteEnqueued()
   const issuerKeys = new IssuerKeys(store, clock)
   const statusLists = new StatusLists(store, issuerKeys, clock, urls, config.statusListSize)

@@ -17,6 +17,8 @@ export interface ServerOptions {
    * the base URL the service listens on once it is known.
    */
   plugins?: { plugin: FastifyPluginAsync<{ baseUrl: () => string }>; prefix?: string }[]
+  /** Scan the webhook outbox at least this often (ms): set when other processes share the database. */
+  webhookPollMs?: number
 }
 
 export interface RunningServer {
@@ -34,6 +36,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     dataDir: options.dataDir,
     ...(options.clock ? { clock: options.clock } : {}),
     publicUrl: () => listeningUrl,
+    ...(options.webhookPollMs !== undefined ? { webhookPollMs: options.webhookPollMs } : {}),
     logger: options.logLevel ? { level: options.logLevel } : false,
   })
   for (const { plugin, prefix } of options.plugins ?? []) {

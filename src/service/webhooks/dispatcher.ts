@@ -27,6 +27,13 @@ export interface DispatcherDeps {
   events: ServiceEvents
   options: WebhookOptions
   random?: () => number
+  /**
+   * Scan the outbox at least this often (ms). Off by default: one process is woken by its own enqueues.
+   * With several processes on one database (cluster workers), an event enqueued by another worker is
+   * otherwise noticed only when that worker's dispatcher runs or after MAX_SLEEP_MS; the periodic scan
+   * lets an idle worker pick it up (the lease in `claim` keeps a delivery to one dispatcher).
+   */
+  pollIntervalMs?: number
 }
 
 /** What happened to one attempt, for tests, benchmarks and the sandbox. */
@@ -195,10 +202,15 @@ export class WebhookDispatcher {
   }
 
   private async scheduleNext() {
+    const poll = this.deps.pollIntervalMs
     const next = await this.deps.store.webhooks.nextDueAt()
-    if (next === null) return
+    if (next === null) {
+      if (poll) this.sleep(poll)
+      return
+    }
     const wait = next - this.deps.clock.now()
-    this.sleep(wait > 0 ? Math.min(wait, MAX_SLEEP_MS) : BLOCKED_SLEEP_MS)
+    const ms = wait > 0 ? Math.min(wait, MAX_SLEEP_MS) : BLOCKED_SLEEP_MS
+    this.sleep(poll ? Math.min(ms, poll) : ms)
   }
 
   private sleep(ms: number) {

@@ -1,0 +1,131 @@
+// What the bench's three kinds of process say to each other: the runner (src/bench/run.ts), the wallet
+// process (worker.ts: N simulated wallets and the relying party's calls) and the target host
+// (target-host.ts: the server under test). Each runs in its own process so the CPU and peak memory of
+// the wallets and of the server are measured apart.
+
+import type { ServiceUrls } from '../client/index.ts'
+
+/**
+ * `full`: one relying party and one holder going through everything — login, offer, OpenID4VCI with
+ * deferred download, the administrator's submission, a verification session, the presentation, the
+ * session read and (when the target sends them) both webhooks. `issuance` and `verification` are the two
+ * halves, for comparisons with servers that only do one.
+ */
+export type FlowKind = 'full' | 'issuance' | 'verification'
+export const FLOW_KINDS: readonly FlowKind[] = ['full', 'issuance', 'verification']
+
+/** `lean`: undici + node:crypto (the service's capacity); `full`: the Veramo/Sphereon wallet users run. */
+export type WalletMode = 'lean' | 'full'
+export const WALLET_MODES: readonly WalletMode[] = ['lean', 'full']
+
+const ISSUANCE_STEPS = ['offer', 'scan', 'token', 'credential', 'submit', 'deferred', 'notify'] as const
+const VERIFICATION_STEPS = ['session', 'request', 'response', 'read'] as const
+export const STEPS: Record<FlowKind, readonly string[]> = {
+  full: ['login', ...ISSUANCE_STEPS, ...VERIFICATION_STEPS, 'webhook'],
+  issuance: ISSUANCE_STEPS,
+  verification: VERIFICATION_STEPS,
+}
+
+export interface KeySecret {
+  keyId: string
+  secret: string
+}
+export interface BenchKeys {
+  tenant: string
+  issuance: KeySecret & { template: string }
+  verification: KeySecret & { template: string }
+  admin: KeySecret
+}
+
+/** What a started target tells the wallet process. */
+export interface TargetInfo {
+  label: string
+  urls: ServiceUrls
+  /** Absent for the peer, whose offers come from `offerDesk` and which has no relying-party API. */
+  keys?: BenchKeys
+  /** The peer's offers: POST here answers `{ credential_offer_uri }`. */
+  offerDesk?: string
+  /** Which flow kinds the target can run. */
+  kinds: FlowKind[]
+  /** True when the target sends signed webhooks to the wallet process's sink. */
+  webhooks: boolean
+  /** The target process's pids (the host and, in a cluster, its workers), for the CPU and memory figures. */
+  pids: number[]
+}
+
+export type TargetSpec =
+  | { kind: 'service'; workers: number; webhook?: { url: string; secret: string } }
+  | { kind: 'bare' }
+  | { kind: 'peer' }
+
+export interface WorkerJob {
+  target: TargetInfo
+  flow: FlowKind
+  mode: WalletMode
+  wallets: number
+  /** Unmeasured seconds first (JIT, pools, caches). */
+  warmupSec: number
+  /** Measured: stop starting flows after this many seconds, or after `flows` flows (0: no limit). */
+  durationSec: number
+  flows: number
+  /** Seconds to wait for a flow's webhooks before counting it as an error. */
+  webhookTimeoutSec: number
+  webhookSecret?: string
+}
+
+export interface WorkerResult {
+  flows: number
+  errors: number
+  /** Errors by kind (`<step>: <what>`), with one sample message per kind. */
+  errorKinds: Record<string, { count: number; sample: string }>
+  wallSec: number
+  flowMs: number[]
+  stepMs: Record<string, number[]>
+  /** Wallet process CPU (all threads) during the measured run, µs. */
+  cpuUs: number
+  /** Share of the measured run the wallet process's event loop was busy. */
+  eventLoopBusy: number
+  peakRssMb: number
+}
+
+/** Runner → worker. */
+export type ToWorker = { kind: 'run'; job: WorkerJob }
+/** Worker → runner. */
+export type FromWorker =
+  | { kind: 'sink'; url: string }
+  | { kind: 'measuring' }
+  | { kind: 'progress'; phase: 'warmup' | 'measure'; flows: number; errors: number }
+  | { kind: 'result'; result: WorkerResult }
+  | { kind: 'failed'; message: string }
+
+/** Runner → target host. */
+export type ToTarget = { kind: 'start'; spec: TargetSpec } | { kind: 'usage' } | { kind: 'stop' }
+/** Target host → runner. */
+export type FromTarget =
+  | { kind: 'started'; info: TargetInfo }
+  | { kind: 'usage'; cpuUs: number; peakRssMb: number }
+  | { kind: 'failed'; message: string }
+
+/** The demo tenant's keys (config/demo.json), shared by the service and the bare baseline. */
+export const DEMO_KEYS: BenchKeys = {
+  tenant: 'demo',
+  issuance: {
+    template: 'degree',
+    keyId: '0b6c1f5e-3f4e-4c8a-9d2b-7a1e5c3d9f01',
+    secret: 'demo-app-secret-7Qm2xV9pL4sT8wZ1',
+  },
+  verification: {
+    template: 'degree-check',
+    keyId: '5d2e8a47-1c3b-4f6d-8e9a-2b7c4d1e6f02',
+    secret: 'demo-verifier-secret-H3nR6yK1cB8qW5',
+  },
+  admin: { keyId: '9a4f3c2b-6e1d-4b8a-a7c5-3d2e1f0b9c03', secret: 'demo-admin-secret-Z8kP3mN6vQ1rT4' },
+}
+
+/** What the administrator submits for every process (the demo template's degree). */
+export const CREDENTIAL_CONTENT = [
+  {
+    type: ['VerifiableCredential', 'UniversityDegreeCredential'],
+    credentialSubject: { degree: { type: 'BachelorDegree', name: 'Bachelor of Science and Arts' } },
+  },
+]

@@ -1,0 +1,214 @@
+// The server side of a bench run, in its own process so its CPU and peak memory are its own: our
+// service (one process, or a node:cluster of workers on one SQLite file), the bare Fastify + jose
+// baseline, or the peer issuer built on @sphereon/oid4vci-issuer. The last two live in bench/ (a git
+// checkout; the peer is a devDependency) and are imported only when asked for.
+//
+// IPC: runner → { start, spec } → { started, info } | { failed }; → { usage } → { usage }; → { stop }.
+
+import { readFileSync, rmSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { cpuUsage as processCpu } from 'node:process'
+import type { ServiceConfig } from '../service/config/index.ts'
+import { DEMO_KEYS, type FromTarget, type TargetInfo, type TargetSpec, type ToTarget } from './protocol.ts'
+
+const send = (message: FromTarget) => process.send?.(message)
+
+interface Started {
+  info: TargetInfo
+  /** CPU of the target's worker processes (a cluster), µs; this process's own is added by the caller. */
+  workerCpu?: () => Promise<number>
+  close(): Promise<void>
+}
+
+/** `bench/<file>` of the checkout this module runs from; a clear error when the package has no bench/. */
+async function fromBench<T>(file: string): Promise<T> {
+  const url = new URL(`../../bench/${file}`, import.meta.url)
+  try {
+    return (await import(url.href)) as T
+  } catch (error) {
+    throw new Error(
+      `bench/${file} could not be loaded (${(error as Error).message}). The baselines live in a git checkout of vc-harness; its devDependencies must be installed (npm ci).`,
+    )
+  }
+}
+
+/** The demo configuration with both demo templates sending webhooks to the wallet process's sink. */
+async function serviceConfig(webhook: { url: string; secret: string } | undefined): Promise<ServiceConfig> {
+  const { DEMO_CONFIG_PATH, loadConfigFile } = await import('../service/config/index.ts')
+  const config = loadConfigFile(DEMO_CONFIG_PATH)
+  if (!webhook) return config
+  for (const tenant of config.tenants) {
+    for (const template of [...(tenant.issuanceTemplates ?? []), ...(tenant.verificationTemplates ?? [])]) {
+      template.webhookUrl = webhook.url
+      template.webhookSecret = webhook.secret
+    }
+  }
+  return config
+}
+
+async function startService(
+  spec: Extract<TargetSpec, { kind: 'service' }>,
+  dataDir: string,
+): Promise<Started> {
+  const config = await serviceConfig(spec.webhook)
+  const base = { label: spec.workers > 1 ? `service ×${spec.workers}` : 'service', keys: DEMO_KEYS }
+  const kinds: TargetInfo['kinds'] = ['full', 'issuance', 'verification']
+  if (spec.workers > 1) {
+    const { startCluster } = await import('../service/cluster.ts')
+    const cluster = await startCluster({ config, workers: spec.workers, host: '127.0.0.1', port: 0, dataDir })
+    return {
+      info: {
+        ...base,
+        urls: { authUrl: cluster.url, issuerUrl: cluster.url, verifierUrl: cluster.url },
+        kinds,
+        webhooks: spec.webhook !== undefined,
+        pids: [process.pid, ...cluster.pids],
+      },
+      workerCpu: async () => {
+        const used = await cluster.cpuUsage()
+        return used.user + used.system
+      },
+      close: () => cluster.close(),
+    }
+  }
+  const { startServer } = await import('../service/server.ts')
+  const server = await startServer({ config, host: '127.0.0.1', port: 0, dataDir })
+  return {
+    info: {
+      ...base,
+      urls: { authUrl: server.url, issuerUrl: server.url, verifierUrl: server.url },
+      kinds,
+      webhooks: spec.webhook !== undefined,
+      pids: [process.pid],
+    },
+    close: () => server.close(),
+  }
+}
+
+interface BareModule {
+  startBareFlows(options?: { host?: string; port?: number }): Promise<{
+    url: string
+    keys: TargetInfo['keys']
+    close(): Promise<void>
+  }>
+}
+
+interface PeerModule {
+  startPeerIssuer(options?: { host?: string; port?: number }): Promise<{
+    url: string
+    createOffer(): Promise<string>
+    close(): Promise<void>
+  }>
+}
+
+async function startBare(): Promise<Started> {
+  const { startBareFlows } = await fromBench<BareModule>('bare-flows.ts')
+  const bare = await startBareFlows({ host: '127.0.0.1', port: 0 })
+  return {
+    info: {
+      label: 'bare',
+      urls: { authUrl: bare.url, issuerUrl: bare.url, verifierUrl: bare.url },
+      ...(bare.keys ? { keys: bare.keys } : {}),
+      kinds: ['full', 'issuance', 'verification'],
+      webhooks: false,
+      pids: [process.pid],
+    },
+    close: () => bare.close(),
+  }
+}
+
+/** The peer has no relying-party API: an offer desk (POST → a fresh offer link) stands in for 4.2. */
+async function startPeer(): Promise<Started> {
+  const { startPeerIssuer } = await fromBench<PeerModule>('peer-issuer.ts')
+  const peer = await startPeerIssuer({ host: '127.0.0.1', port: 0 })
+  const desk = createServer((req, res) => {
+    req.resume()
+    req.on('end', () => {
+      peer.createOffer().then(
+        (link) => {
+          res.writeHead(200, { 'content-type': 'application/json' })
+          res.end(JSON.stringify({ credential_offer_uri: link }))
+        },
+        (error: Error) => {
+          res.writeHead(500, { 'content-type': 'application/json' })
+          res.end(JSON.stringify({ error: 'server_error', error_description: error.message }))
+        },
+      )
+    })
+  })
+  await new Promise<void>((resolve) => desk.listen(0, '127.0.0.1', resolve))
+  return {
+    info: {
+      label: 'peer (@sphereon/oid4vci-issuer)',
+      urls: { authUrl: peer.url, issuerUrl: peer.url, verifierUrl: peer.url },
+      offerDesk: `http://127.0.0.1:${(desk.address() as AddressInfo).port}/offer`,
+      kinds: ['issuance'],
+      webhooks: false,
+      pids: [process.pid],
+    },
+    close: async () => {
+      desk.closeAllConnections()
+      await new Promise((resolve) => desk.close(resolve))
+      await peer.close()
+    },
+  }
+}
+
+/** Peak resident memory of a process (VmHWM, Linux), MB; undefined when /proc cannot tell. */
+function peakRssMb(pid: number): number | undefined {
+  try {
+    const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+    return match ? Math.round(Number(match[1]) / 1024) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+let started: Started | undefined
+let dataDir: string | undefined
+
+process.on('message', (message: ToTarget) => {
+  void (async () => {
+    try {
+      if (message.kind === 'start') {
+        const { mkdtempSync } = await import('node:fs')
+        const { tmpdir } = await import('node:os')
+        const { join } = await import('node:path')
+        dataDir = mkdtempSync(join(tmpdir(), 'vc-harness-bench-'))
+        const { spec } = message
+        started =
+          spec.kind === 'service'
+            ? await startService(spec, dataDir)
+            : spec.kind === 'bare'
+              ? await startBare()
+              : await startPeer()
+        send({ kind: 'started', info: started.info })
+      } else if (message.kind === 'usage') {
+        const own = processCpu()
+        const workers = (await started?.workerCpu?.()) ?? 0
+        const peaks = (started?.info.pids ?? [process.pid]).map(
+          (pid) => peakRssMb(pid) ?? Math.round(process.resourceUsage().maxRSS / 1024),
+        )
+        send({
+          kind: 'usage',
+          cpuUs: own.user + own.system + workers,
+          peakRssMb: peaks.reduce((a, b) => a + b, 0),
+        })
+      } else if (message.kind === 'stop') {
+        await started?.close()
+        if (dataDir) rmSync(dataDir, { recursive: true, force: true })
+        process.exit(0)
+      }
+    } catch (error) {
+      send({ kind: 'failed', message: (error as Error).stack ?? String(error) })
+    }
+  })()
+})
+// The runner died: take the data directory with us.
+process.on('disconnect', () => {
+  void (started?.close() ?? Promise.resolve()).finally(() => {
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true })
+    process.exit(0)
+  })
+})

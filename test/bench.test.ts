@@ -1,0 +1,217 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { Agent, request } from 'undici'
+import { BenchRelyingParty, processIdOf, StepError } from '../src/bench/relying-party.ts'
+import { type BenchOptions, parseBenchArgs, planRuns, type RunSummary, ratios } from '../src/bench/run.ts'
+import { latency, percentile } from '../src/bench/stats.ts'
+import { WebhookSink } from '../src/bench/webhook-sink.ts'
+import { generateWebhookSecret, webhookSignature } from '../src/harness/webhook-receiver.ts'
+import { type RunningServer, startServer } from '../src/service/server.ts'
+import { DEMO, demoConfig } from './helpers.ts'
+
+// The bench's own pieces (src/bench): arguments and plan, the ratios, the statistics, the webhook sink's
+// signature check and the relying party's error reports. The whole bench runs in `npm run bench:smoke`.
+
+const options = (argv: string[]) => parseBenchArgs(argv) as BenchOptions
+
+describe('bench arguments and plan', () => {
+  test('defaults: 50 lean wallets, 10 s after 3 s warm-up, workers 1 and 2, baselines on', () => {
+    const o = options([])
+    assert.equal(o.wallets, 50)
+    assert.equal(o.durationSec, 10)
+    assert.equal(o.warmupSec, 3)
+    assert.deepEqual(o.workers, [1, 2])
+    assert.equal(o.compare, true)
+    assert.match(o.out, /reports\/bench\.json$/)
+  })
+
+  test('the default plan pairs each service run with its baseline, then ×2 and the full wallet', () => {
+    const runs = planRuns(options([])).map((r) => `${r.name}|${r.flow}|${r.mode}`)
+    assert.deepEqual(runs, [
+      'service|full|lean',
+      'bare|full|lean',
+      'service|issuance|lean',
+      'peer|issuance|lean',
+      'service|verification|lean',
+      'bare|verification|lean',
+      'service ×2|full|lean',
+      'service|full|full',
+    ])
+  })
+
+  test('--no-compare, --flow and --wallet narrow the plan', () => {
+    assert.deepEqual(
+      planRuns(options(['--no-compare', '--flow', 'issuance'])).map((r) => r.name),
+      ['service'],
+    )
+    const full = planRuns(options(['--wallet', 'full', '--full-wallets', '3']))
+    assert.deepEqual(
+      full.map((r) => [r.name, r.flow, r.wallets]),
+      [['service', 'full', 3]],
+    )
+    assert.deepEqual(
+      planRuns(options(['--plan', 'service', '--workers', '2'])).map((r) => r.target),
+      [{ kind: 'service', workers: 2 }],
+    )
+  })
+
+  test('smoke: a few flows, two wallets, no warm-up, its own report file', () => {
+    const o = options(['--smoke', '--wallets', '500'])
+    assert.equal(o.flows, 4)
+    assert.equal(o.wallets, 2)
+    assert.equal(o.warmupSec, 0)
+    assert.match(o.out, /reports\/bench\.smoke\.json$/)
+  })
+
+  test('bad arguments are usage errors naming the option', () => {
+    for (const [argv, message] of [
+      [['--flow', 'both'], /--flow must be one of full, issuance, verification/],
+      [['--wallet', 'heavy'], /--wallet must be one of lean, full/],
+      [['--wallets', '0'], /--wallets must be a whole number ≥ 1/],
+      [['--workers', '1,x'], /--workers must be a whole number ≥ 1/],
+      [['--duration=-1'], /--duration must be a number of seconds > 0/],
+      [['--plan', 'all'], /--plan must be default or service/],
+    ] as const) {
+      assert.throws(
+        () => parseBenchArgs([...argv]),
+        (error: Error) => error.name === 'ConfigError' && message.test(error.message),
+      )
+    }
+    assert.throws(() => parseBenchArgs(['--nope']), { code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION' })
+    assert.equal(parseBenchArgs(['--help']), 'help')
+  })
+})
+
+describe('bench figures', () => {
+  test('nearest-rank percentiles', () => {
+    const values = Array.from({ length: 100 }, (_, i) => 100 - i)
+    assert.equal(percentile(values, 50), 50)
+    assert.equal(percentile(values, 99), 99)
+    assert.equal(percentile(values, 100), 100)
+    assert.equal(percentile([], 50), 0)
+    assert.deepEqual(latency([3, 1, 2]), { p50: 2, p95: 3, p99: 3 })
+  })
+
+  const run = (name: string, flow: RunSummary['flow'], flowsPerSec: number, round = 1, errors = 0) =>
+    ({ name, flow, wallet: 'lean', round, flowsPerSec, errors }) as RunSummary
+
+  test('ratios pair runs of the same round and take the median; runs with errors are left out', () => {
+    const rows = ratios([
+      run('service', 'full', 80, 1),
+      run('bare', 'full', 100, 1),
+      run('service', 'full', 90, 2),
+      run('bare', 'full', 100, 2),
+      run('service', 'full', 10, 3),
+      run('bare', 'full', 100, 3, 5),
+      run('service', 'issuance', 300),
+      run('peer', 'issuance', 150),
+      run('service ×2', 'full', 120, 1),
+    ])
+    assert.deepEqual(
+      rows.map((r) => [r.what, r.flow, r.ratio, r.rounds]),
+      [
+        ['service / bare', 'full', 0.8, [0.8, 0.9]],
+        ['service / peer', 'issuance', 2, [2]],
+        ['service ×2 / service', 'full', 1.5, [1.5]],
+      ],
+    )
+  })
+})
+
+describe('bench webhook sink', () => {
+  let sink: WebhookSink
+  const secret = generateWebhookSecret()
+  const agent = new Agent()
+  before(async () => {
+    sink = await WebhookSink.start()
+    sink.useSecret(secret)
+  })
+  after(async () => {
+    await agent.close()
+    await sink.close()
+  })
+
+  const deliver = async (body: string, sign = secret) => {
+    const id = `msg_${Math.random()}`
+    const timestamp = String(Math.floor(Date.now() / 1000))
+    const answer = await request(sink.url, {
+      dispatcher: agent,
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': id,
+        'webhook-timestamp': timestamp,
+        'webhook-signature': webhookSignature(sign, id, timestamp, body),
+        'webhook-event': 'issuance.issued',
+      },
+      body,
+    })
+    await answer.body.dump()
+    return answer.statusCode
+  }
+
+  test('a signed delivery reaches the flow waiting for its id, before or after it starts waiting', async () => {
+    const waiting = sink.waitFor('p-1', 2000)
+    assert.equal(await deliver(JSON.stringify({ id: 'p-1', status: 'SUCCESS' })), 204)
+    assert.deepEqual({ ...(await waiting), at: 0 }, { event: 'issuance.issued', status: 'SUCCESS', at: 0 })
+    assert.equal(await deliver(JSON.stringify({ id: 'p-2', status: 'FAILED' })), 204)
+    assert.equal((await sink.waitFor('p-2', 10)).status, 'FAILED')
+  })
+
+  test('a delivery signed with another secret is refused and never reaches a flow', async () => {
+    const before = sink.refused
+    assert.equal(
+      await deliver(JSON.stringify({ id: 'p-3', status: 'SUCCESS' }), generateWebhookSecret()),
+      400,
+    )
+    assert.equal(sink.refused, before + 1)
+    await assert.rejects(sink.waitFor('p-3', 50), /no webhook for p-3 within 50 ms \(refused so far: \d+\)/)
+  })
+})
+
+describe('bench relying party against the service', () => {
+  let server: RunningServer
+  const agent = new Agent()
+  let rp: BenchRelyingParty
+  before(async () => {
+    server = await startServer({ config: demoConfig(), host: '127.0.0.1', port: 0, dataDir: ':memory:' })
+    rp = new BenchRelyingParty({ authUrl: server.url, issuerUrl: server.url, verifierUrl: server.url }, agent)
+  })
+  after(async () => {
+    await agent.close()
+    await server.close()
+  })
+
+  test('login, offer and submission succeed; the offer link names its process', async () => {
+    const token = await rp.login({
+      keyId: DEMO.app.id,
+      secret: DEMO.app.secret,
+      tenant: 'demo',
+      ssiconfig: 'degree',
+    })
+    const link = await rp.createOffer(token, 'degree')
+    assert.match(processIdOf(link), /^[\w-]{8,}$/)
+  })
+
+  test('failures are step errors with the status and the problem code', async () => {
+    await assert.rejects(
+      rp.login({ keyId: DEMO.app.id, secret: 'wrong', tenant: 'demo', ssiconfig: 'degree' }),
+      (error: StepError) =>
+        error instanceof StepError &&
+        error.step === 'login' &&
+        /^HTTP 401/.test(error.kind) &&
+        /expected 200/.test(error.message),
+    )
+    const token = await rp.login({
+      keyId: DEMO.app.id,
+      secret: DEMO.app.secret,
+      tenant: 'demo',
+      ssiconfig: 'degree',
+    })
+    await assert.rejects(rp.createOffer(token, 'no-such-template'), (error: StepError) => {
+      assert.equal(error.step, 'offer')
+      assert.match(error.message, /^offer: expected 201, got HTTP 4\d\d \w+/)
+      return true
+    })
+  })
+})
