@@ -210,6 +210,13 @@ describe('access token verification (interface section 5)', () => {
   test('an expired token → 401 token_expired (clock moved, no sleeping)', async () => {
     const t2 = await makeApp()
     const short = await tokenFor(t2.app, DEMO.app)
+    // Used once first: the verified-token cache must still judge expiry on every call.
+    const fresh = await t2.app.inject({
+      method: 'GET',
+      url: '/admin/v1/issuanceRequests/x',
+      headers: auth(short),
+    })
+    assert.equal(fresh.statusCode, 404)
     t2.clock.advance(3600 * 1000 + 1000)
     const response = await t2.app.inject({
       method: 'GET',

@@ -38,6 +38,9 @@ async function serviceConfig(webhook: { url: string; secret: string } | undefine
   const { DEMO_CONFIG_PATH, loadConfigFile } = await import('../service/config/index.ts')
   const config = loadConfigFile(DEMO_CONFIG_PATH)
   if (!webhook) return config
+  // The sink is ours and answers at once: let the dispatcher keep up with the flows (the default of 4
+  // per receiver protects real receivers, and would make the webhook step a queue).
+  config.webhooks = { ...config.webhooks, concurrency: 64, perEndpointConcurrency: 64 }
   for (const tenant of config.tenants) {
     for (const template of [...(tenant.issuanceTemplates ?? []), ...(tenant.verificationTemplates ?? [])]) {
       template.webhookUrl = webhook.url

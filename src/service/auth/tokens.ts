@@ -33,6 +33,9 @@ function refuse(reason: string): never {
 
 const REQUIRED_CLAIMS = ['sub', 'exp', 'iat', 'tenant', 'role'] as const
 
+/** Tokens whose signature and claims were verified, kept so a relying party's next call skips the signature check. */
+const VERIFIED_CACHE_SIZE = 4096
+
 // Tokens are signed and checked with node:crypto KeyObjects (src/shared/jws.ts): every relying-party call
 // verifies one, and the WebCrypto path through jose cost several times more CPU per call.
 export class AccessTokens {
@@ -41,6 +44,10 @@ export class AccessTokens {
     private readonly clock: Clock,
     private readonly lifetimeSeconds: number,
   ) {}
+
+  // A token is a string of exactly the bytes that were verified, so a hit needs no new signature check;
+  // expiry is still judged on every call (the clock moves), and revocation by the caller (AuthService).
+  private readonly verified = new Map<string, Principal>()
 
   async issue(p: Omit<Principal, 'expiresAt'>): Promise<{ token: string; expiresAt: number }> {
     const iat = Math.floor(this.clock.now() / 1000)
@@ -64,6 +71,23 @@ export class AccessTokens {
 
   /** Verifies signature (EdDSA only, so `alg: none` and HMAC confusion fail), typ, issuer, audience and expiry. */
   async verify(token: string): Promise<Principal> {
+    const known = this.verified.get(token)
+    if (known) {
+      if (known.expiresAt <= Math.floor(this.clock.now() / 1000) * 1000) {
+        this.verified.delete(token)
+        throw new AppError('token_expired', 'the access token has expired')
+      }
+      return { ...known }
+    }
+    const principal = this.verifyAfresh(token)
+    // Oldest first out: a Map iterates in insertion order.
+    if (this.verified.size >= VERIFIED_CACHE_SIZE)
+      this.verified.delete(this.verified.keys().next().value as string)
+    this.verified.set(token, principal)
+    return { ...principal }
+  }
+
+  private verifyAfresh(token: string): Principal {
     let verified: { header: Record<string, unknown>; payload: Record<string, unknown> }
     try {
       verified = verifyJws(token, this.key.publicKey, { algorithms: [this.key.alg] })

@@ -225,20 +225,57 @@ const toTemplate = (row: Selectable<TemplatesTable>): TemplateRecord => ({
   updatedAt: row.updated_at,
 })
 
+/**
+ * Templates by (tenant, id), read ~9 times per complete flow and written rarely (portal, boot). A write
+ * through this process drops its entry at once; an entry lives TEMPLATE_CACHE_MS, which bounds how long
+ * another worker of a cluster can act on a template changed elsewhere. Callers get copies.
+ */
+const TEMPLATE_CACHE_MS = 1000
+class TemplateCache {
+  private readonly entries = new Map<string, { record: TemplateRecord | undefined; until: number }>()
+  get(key: string): { record: TemplateRecord | undefined } | undefined {
+    const entry = this.entries.get(key)
+    if (!entry) return undefined
+    if (entry.until <= Date.now()) {
+      this.entries.delete(key)
+      return undefined
+    }
+    return { record: entry.record && structuredClone(entry.record) }
+  }
+  set(key: string, record: TemplateRecord | undefined) {
+    if (this.entries.size >= 1024) this.entries.delete(this.entries.keys().next().value as string)
+    this.entries.set(key, {
+      record: record && structuredClone(record),
+      until: Date.now() + TEMPLATE_CACHE_MS,
+    })
+  }
+  drop(tenantId: string, id: string) {
+    this.entries.delete(JSON.stringify([tenantId, id]))
+  }
+}
+
 class SqliteTemplates implements TemplateRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly cache: TemplateCache,
+  ) {}
   async get<K extends TemplateKind>(tenantId: string, id: string, kind: K) {
     const found = await this.find(tenantId, id)
     return found?.kind === kind ? (found as TemplateRecord<K>) : undefined
   }
   async find(tenantId: string, id: string) {
+    const key = JSON.stringify([tenantId, id])
+    const cached = this.cache.get(key)
+    if (cached) return cached.record
     const row = await this.db
       .selectFrom('templates')
       .selectAll()
       .where('tenant_id', '=', tenantId)
       .where('id', '=', id)
       .executeTakeFirst()
-    return row && toTemplate(row)
+    const record = row && toTemplate(row)
+    this.cache.set(key, record)
+    return record
   }
   async list<K extends TemplateKind>(tenantId: string, kind: K) {
     const rows = await this.db
@@ -256,12 +293,14 @@ class SqliteTemplates implements TemplateRepository {
     )
   }
   async create(template: TemplateRecord) {
+    this.cache.drop(template.tenantId, template.id)
     await insertOrConflict(
       this.db.insertInto('templates').values(this.row(template)).execute(),
       `template "${template.id}"`,
     )
   }
   async upsert(template: TemplateRecord) {
+    this.cache.drop(template.tenantId, template.id)
     const row = this.row(template)
     await this.db
       .insertInto('templates')
@@ -277,6 +316,7 @@ class SqliteTemplates implements TemplateRepository {
       .execute()
   }
   async update(template: TemplateRecord) {
+    this.cache.drop(template.tenantId, template.id)
     await this.db
       .updateTable('templates')
       .set({ body: JSON.stringify(template.body), updated_at: template.updatedAt })
@@ -285,6 +325,7 @@ class SqliteTemplates implements TemplateRepository {
       .execute()
   }
   async delete(tenantId: string, id: string) {
+    this.cache.drop(tenantId, id)
     await this.db.deleteFrom('templates').where('tenant_id', '=', tenantId).where('id', '=', id).execute()
   }
   private row(t: TemplateRecord): Insertable<TemplatesTable> {
@@ -425,13 +466,13 @@ class SqliteServiceKeys implements ServiceKeyRepository {
   }
 }
 
-function repositories(db: Db): Repositories {
+function repositories(db: Db, templateCache: TemplateCache): Repositories {
   // The protocol repositories see only their own tables (a narrower view of the same connection).
   const protocol = db as unknown as Kysely<IssuanceProtocolSchema>
   return {
     tenants: new SqliteTenants(db),
     apiKeys: new SqliteApiKeys(db),
-    templates: new SqliteTemplates(db),
+    templates: new SqliteTemplates(db, templateCache),
     processes: new SqliteProcesses(db),
     serviceKeys: new SqliteServiceKeys(db),
     issuerKeys: new SqliteIssuerKeys(protocol),
@@ -487,7 +528,7 @@ interface Queued {
  * that reads and then writes cannot wait for the lock when another process (a cluster worker) committed
  * in between; its upgrade fails at once with SQLITE_BUSY instead of honouring busy_timeout.
  */
-function groupCommit(db: Db) {
+function groupCommit(db: Db, templateCache: TemplateCache) {
   let queue: Queued[] = []
   let scheduled = false
 
@@ -501,7 +542,7 @@ function groupCommit(db: Db) {
           for (const item of batch) {
             await sql`savepoint tx`.execute(conn)
             try {
-              outcomes.push({ ok: true, value: await item.work(repositories(conn)) })
+              outcomes.push({ ok: true, value: await item.work(repositories(conn, templateCache)) })
               await sql`release tx`.execute(conn)
             } catch (error) {
               await sql`rollback to tx`.execute(conn)
@@ -572,9 +613,10 @@ export async function openSqliteStore(dataDir: string): Promise<Store> {
     await db.destroy()
     throw error
   }
-  const transaction = groupCommit(db)
+  const templateCache = new TemplateCache()
+  const transaction = groupCommit(db, templateCache)
   return {
-    ...repositories(db),
+    ...repositories(db, templateCache),
     transaction,
     close: () => db.destroy(),
   }
