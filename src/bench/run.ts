@@ -323,7 +323,11 @@ async function runOne(run: PlannedRun, options: BenchOptions, round: number): Pr
 
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b)
-  return sorted.length ? (sorted[Math.floor((sorted.length - 1) / 2)] ?? 0) : 0
+  const mid = sorted.length / 2
+  if (sorted.length === 0) return 0
+  return Number.isInteger(mid)
+    ? ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2
+    : (sorted[Math.floor(mid)] ?? 0)
 }
 
 /** The ratios the issue asks for: each pairs runs of the same round, then takes the median over rounds. */
