@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
 import { after, before, describe, test } from 'node:test'
 import { Agent, request } from 'undici'
 import { BenchRelyingParty, processIdOf, StepError } from '../src/bench/relying-party.ts'
@@ -79,6 +80,14 @@ describe('bench arguments and plan', () => {
     }
     assert.throws(() => parseBenchArgs(['--nope']), { code: 'ERR_PARSE_ARGS_UNKNOWN_OPTION' })
     assert.equal(parseBenchArgs(['--help']), 'help')
+  })
+
+  test('the CLI answers a bad option with exit code 2 and the reason', () => {
+    const run = spawnSync(process.execPath, ['bin/vc-harness.mjs', 'bench', '--flow', 'both'], {
+      encoding: 'utf8',
+    })
+    assert.equal(run.status, 2)
+    assert.match(run.stderr, /vc-harness bench: --flow must be one of full, issuance, verification/)
   })
 })
 
