@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -260,3 +261,24 @@ async function readAll(response: Response): Promise<StreamState[]> {
       ),
     )
 }
+
+describe('serve --workers: refused settings', () => {
+  test('a bad count, :memory:, --sandbox and --demo are usage errors (exit 2) naming the reason', () => {
+    for (const [args, message] of [
+      [['--workers', '0'], /--workers: expected a whole number from 1 to \d+/],
+      [
+        ['--workers', '2', '--data', ':memory:'],
+        /--workers needs a database folder \(--data DIR\), not :memory:/,
+      ],
+      [['--workers', '2', '--sandbox'], /--sandbox runs in one process: not with --workers/],
+      [['--workers', '2', '--demo'], /--demo runs in one process: not with --workers/],
+    ] as const) {
+      const run = spawnSync(process.execPath, ['bin/vc-harness.mjs', 'serve', '--port', '0', ...args], {
+        encoding: 'utf8',
+        timeout: 30_000,
+      })
+      assert.equal(run.status, 2, `${args.join(' ')}: ${run.stderr}`)
+      assert.match(run.stderr, message)
+    }
+  })
+})

@@ -5,9 +5,11 @@
 //
 // IPC: runner → { start, spec } → { started, info } | { failed }; → { usage } → { usage }; → { stop }.
 
-import { readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { cpuUsage as processCpu } from 'node:process'
 import type { ServiceConfig } from '../service/config/index.ts'
 import { DEMO_KEYS, type FromTarget, type TargetInfo, type TargetSpec, type ToTarget } from './protocol.ts'
@@ -175,23 +177,19 @@ process.on('message', (message: ToTarget) => {
   void (async () => {
     try {
       if (message.kind === 'start') {
-        const { mkdtempSync } = await import('node:fs')
-        const { tmpdir } = await import('node:os')
-        const { join } = await import('node:path')
-        dataDir = mkdtempSync(join(tmpdir(), 'vc-harness-bench-'))
         const { spec } = message
-        started =
-          spec.kind === 'service'
-            ? await startService(spec, dataDir)
-            : spec.kind === 'bare'
-              ? await startBare()
-              : await startPeer()
+        if (spec.kind === 'service') {
+          dataDir = mkdtempSync(join(tmpdir(), 'vc-harness-bench-'))
+          started = await startService(spec, dataDir)
+        } else started = spec.kind === 'bare' ? await startBare() : await startPeer()
         send({ kind: 'started', info: started.info })
       } else if (message.kind === 'usage') {
         const own = processCpu()
         const workers = (await started?.workerCpu?.()) ?? 0
+        // Without /proc only this process's own peak is known.
         const peaks = (started?.info.pids ?? [process.pid]).map(
-          (pid) => peakRssMb(pid) ?? Math.round(process.resourceUsage().maxRSS / 1024),
+          (pid) =>
+            peakRssMb(pid) ?? (pid === process.pid ? Math.round(process.resourceUsage().maxRSS / 1024) : 0),
         )
         send({
           kind: 'usage',

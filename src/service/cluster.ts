@@ -134,7 +134,12 @@ function workerExecArgv(): string[] {
   const argv: string[] = []
   for (let i = 0; i < process.execArgv.length; i++) {
     const arg = process.execArgv[i] as string
-    if (arg.startsWith('--test') || arg.startsWith('--inspect') || arg === '--watch') continue
+    if (arg.startsWith('--test') || arg.startsWith('--inspect') || arg === '--watch') {
+      // `--test-name-pattern x` gives its value as the next argument: drop that too.
+      const next = process.execArgv[i + 1]
+      if (!arg.includes('=') && next !== undefined && !next.startsWith('-')) i++
+      continue
+    }
     argv.push(arg)
   }
   if (!argv.some((arg) => arg.includes('tsx'))) {
