@@ -826,7 +826,7 @@ describe('status lists: revocation and suspension', () => {
     const g = await grantFor(t.app, 'degree')
     const pending = await setStatus(g.processId, { status: 'revoked' })
     assert.equal(pending.statusCode, 409)
-    assert.equal(problemOf(pending).code, 'process_not_pending')
+    assert.equal(problemOf(pending).code, 'process_not_issued')
   })
 
   test('lists are per tenant and signing key; another tenant or an unknown id → 404', async () => {

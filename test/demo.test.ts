@@ -14,7 +14,13 @@ import { serverSentEvents, TokenCache } from '../src/demo/backend.ts'
 import { DEMO_CONFIG_PATH } from '../src/service/config/index.ts'
 import { ShiftedClock } from '../src/service/util/clock.ts'
 import { Wallet } from '../src/wallet/index.ts'
-import { asFlowStatus, type FlowCreated, type FlowStatus, pageState } from '../src/web/flow-state.ts'
+import {
+  asFlowStatus,
+  type FlowCreated,
+  type FlowStatus,
+  pageState,
+  SCANNED_STEPS,
+} from '../src/web/flow-state.ts'
 import { assertNoSecrets, type DemoServer, secretsOf, startDemoServer } from './browser-helpers.ts'
 
 const clock = new ShiftedClock()
@@ -304,7 +310,7 @@ describe('demo: the component bundle', () => {
 describe('demo: building blocks', () => {
   test('pageState: PENDING steps map to waiting or scanned and never go back; final statuses map 1:1', () => {
     assert.equal(pageState('PENDING', 'snapshot', 'loading'), 'waiting')
-    for (const step of ['offer_retrieved', 'holder_bound', 'request_retrieved']) {
+    for (const step of SCANNED_STEPS) {
       assert.equal(pageState('PENDING', step, 'waiting'), 'scanned')
     }
     assert.equal(pageState('PENDING', 'submitted', 'scanned'), 'scanned')

@@ -15,6 +15,7 @@ import {
 } from '../client/index.ts'
 import { type FlowPlan, type SandboxPlan, sampleCredentials, sessionIdOf } from '../harness/sandbox.ts'
 import type { Clock } from '../service/util/clock.ts'
+import type { FlowStep } from '../shared/flow.ts'
 import type { FlowCreated, FlowKind, FlowStatus, ServiceStatus } from '../web/flow-state.ts'
 
 /** An error the demo answers the page with: its own problem code, never the service's body or a token. */
@@ -292,7 +293,7 @@ export class DemoBackend {
     const read = await this.withToken<IssuanceProcess>('issuance', (t) => this.rp().getProcess(t, flow.id))
     if (read.status !== 200) throw upstream('read process', read)
     const process = read.body as IssuanceProcess
-    const state = (status: ServiceStatus, step: string, at: string): FlowStatus => ({
+    const state = (status: ServiceStatus, step: FlowStep, at: string): FlowStatus => ({
       kind: 'issuance',
       id: flow.id,
       status,
@@ -311,7 +312,7 @@ export class DemoBackend {
     const read = await this.withToken<SessionRead>('verification', (t) => this.rp().readSession(t, flow.id))
     if (read.status !== 200 && read.status !== 202) throw upstream('read session', read)
     const session = read.body as SessionRead
-    const steps: Record<SessionRead['Status'], string> = {
+    const steps: Record<SessionRead['Status'], FlowStep> = {
       PENDING: session.RequestedAt !== null ? 'request_retrieved' : 'snapshot',
       VERIFIED: 'verified',
       REJECTED: 'rejected',

@@ -21,6 +21,7 @@ import {
 // Types only: the sandbox runs in the serve process but reaches the service over HTTP.
 import type { ConfigTenant, ServiceConfig } from '../service/config/index.ts'
 import type { ServiceEvent } from '../service/events.ts'
+import type { IssuanceStep, VerificationStep } from '../shared/flow.ts'
 
 /** The part of ServiceEvents the sandbox uses. */
 export interface EventSource {
@@ -386,7 +387,7 @@ class SandboxRunner implements Sandbox {
     }, 5_000).unref()
   }
 
-  private async onIssuance(round: Round, step: string) {
+  private async onIssuance(round: Round, step: IssuanceStep) {
     const base = { flow: 'issuance' as const, round: round.number, id: round.id, step }
     // The sandbox's own actions (offer_created, submitted) are reported from its HTTP answers.
     if (step === 'offer_retrieved') {
@@ -450,7 +451,7 @@ class SandboxRunner implements Sandbox {
   }
 
   /** SourceWallet, Subject and every failed check, as GET /api/v3/sessions/:id shows them. */
-  private async sessionDetails(round: Round, step: string) {
+  private async sessionDetails(round: Round, step: VerificationStep) {
     const token = await this.login(this.options.plan.verification)
     const response = await this.client.readSession(token, round.id)
     const base = { flow: 'verification' as const, round: round.number, id: round.id, step }

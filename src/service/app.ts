@@ -13,8 +13,12 @@ import { ServiceEvents } from './events.ts'
 import { issuanceRoutes } from './issuance/routes.ts'
 import { ProcessSchema } from './issuance/schemas.ts'
 import { IssuanceService } from './issuance/service.ts'
+import { PreAuthorizedGrants } from './oid4vci/grants.ts'
 import { oid4vciRoutes } from './oid4vci/routes.ts'
 import { Oid4vciService } from './oid4vci/service.ts'
+import { PresentationExchangeRequests } from './oid4vp/request.ts'
+import { oid4vpRoutes } from './oid4vp/routes.ts'
+import { Oid4vpService } from './oid4vp/service.ts'
 import { portalRoutes } from './portal/routes.ts'
 import { seedFromConfig } from './portal/seed.ts'
 import { PortalService } from './portal/service.ts'
@@ -25,7 +29,7 @@ import { streamRoutes } from './streams/routes.ts'
 import { newAjv } from './util/ajv.ts'
 import { type Clock, systemClock } from './util/clock.ts'
 import { PublicUrls } from './util/urls.ts'
-import { oid4vpRoutes, verificationRoutes } from './verification/routes.ts'
+import { verificationRoutes } from './verification/routes.ts'
 import { VerificationService } from './verification/service.ts'
 import { httpStatusListSource, StatusChecker, type StatusListSource } from './verification/status.ts'
 import { WebhookDispatcher } from './webhooks/dispatcher.ts'
@@ -57,6 +61,7 @@ export interface AppServices {
   events: ServiceEvents
   portal: PortalService
   verification: VerificationService
+  oid4vp: Oid4vpService
   webhooks: WebhookService
   webhookDispatcher: WebhookDispatcher
 }
@@ -116,26 +121,31 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   outbox.onEnqueue = () => webhookDispatcher.noteEnqueued()
   const issuerKeys = new IssuerKeys(store, clock)
   const statusLists = new StatusLists(store, issuerKeys, clock, urls, config.statusListSize)
+  const grants = new PreAuthorizedGrants(
+    {
+      preAuthorizedCode: key.deriveSecret('oid4vci pre-authorized code'),
+      txCode: key.deriveSecret('oid4vci tx_code'),
+    },
+    urls,
+    config.oid4vci,
+  )
   const issuance = new IssuanceService({
     store,
     clock,
-    urls,
     issuerKeys,
     statusLists,
     events,
     webhooks: outbox,
-    oid4vci: config.oid4vci,
-    secrets: {
-      preAuthorizedCode: key.deriveSecret('oid4vci pre-authorized code'),
-      txCode: key.deriveSecret('oid4vci tx_code'),
-      cursor: key.deriveSecret('list cursor'),
-    },
+    grants,
+    cursorSecret: key.deriveSecret('list cursor'),
   })
   const oid4vci = new Oid4vciService({
     store,
     clock,
     urls,
     issuance,
+    grants,
+    events,
     issuerKeys,
     options: config.oid4vci,
   })
@@ -153,6 +163,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     urls,
     issuerKeys,
     events,
+    requests: new PresentationExchangeRequests(urls),
+  })
+  const oid4vp = new Oid4vpService({
+    store,
+    clock,
+    events,
     webhooks: outbox,
     status: new StatusChecker(statusSource),
   })
@@ -168,6 +184,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     events,
     portal: new PortalService(store, clock, config.webhooks.mode),
     verification,
+    oid4vp,
     webhooks: new WebhookService(store, clock, webhookDispatcher),
     webhookDispatcher,
   }
@@ -214,7 +231,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   })
   await app.register(oid4vciRoutes, { oid4vci, statusLists })
   await app.register(verificationRoutes, { auth, verification, clock })
-  await app.register(oid4vpRoutes, { verification })
+  await app.register(oid4vpRoutes, { oid4vp })
   await app.register(streamRoutes, { auth, store, issuance, verification, events, clock })
   await app.register(portalRoutes, {
     prefix: '/portal/v1',

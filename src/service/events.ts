@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events'
+import type { IssuanceStep, VerificationStep } from '../shared/flow.ts'
 import type { ProcessStatus, SessionStatus } from './store/index.ts'
 
 /** State changes of issuance processes and verification sessions: webhooks, the QR page's stream and tests subscribe here. */
@@ -9,14 +10,7 @@ export interface ProcessChanged {
   processId: string
   status: ProcessStatus
   /** What happened, finer than the status: the wallet bound a holder, content arrived, … */
-  step:
-    | 'offer_created'
-    | 'offer_retrieved'
-    | 'holder_bound'
-    | 'submitted'
-    | 'issued'
-    | 'rejected'
-    | 'credential_retrieved'
+  step: IssuanceStep
   at: number
 }
 
@@ -36,7 +30,7 @@ export interface SessionChanged {
   templateId: string
   sessionId: string
   status: SessionStatus
-  step: 'session_created' | 'request_retrieved' | 'verified' | 'rejected'
+  step: VerificationStep
   at: number
   /** Set on verified and rejected: what the template's webhook receives. */
   webhook?: WebhookBody

@@ -2,11 +2,13 @@
 // other, and how a service state becomes a page state. Pure code: the component's bundle, the backend and the
 // node tests all import it. docs/qr-page.md is the contract.
 
+import { type FlowState, type FlowStep, isFlowStep, SCANNED_STEPS } from '../shared/flow.ts'
+
 export type FlowKind = 'issuance' | 'verification'
 export const FLOW_KINDS: readonly FlowKind[] = ['issuance', 'verification']
 
 /** The service's status of a process or session, EXPIRED included (as its event streams say it). */
-export type ServiceStatus = 'PENDING' | 'ISSUED' | 'REJECTED' | 'VERIFIED' | 'EXPIRED'
+export type ServiceStatus = FlowState
 
 /** One state of a flow: a message of the service's event stream, or what the backend's polling reads back. */
 export interface FlowStatus {
@@ -18,7 +20,7 @@ export interface FlowStatus {
    * holder_bound, submitted, issued, rejected, credential_retrieved (issuance), request_retrieved, verified,
    * rejected (verification), expired.
    */
-  step: string
+  step: FlowStep
   /** ISO 8601 time of the change. */
   at: string
 }
@@ -53,8 +55,7 @@ export type PageState =
 
 export const FINAL_PAGE_STATES: readonly PageState[] = ['issued', 'verified', 'rejected', 'expired', 'error']
 
-/** Steps that show the wallet has the link: it fetched the offer or request, or bound its key. */
-export const SCANNED_STEPS: readonly string[] = ['offer_retrieved', 'holder_bound', 'request_retrieved']
+export { SCANNED_STEPS }
 
 export function isFinal(state: PageState): boolean {
   return FINAL_PAGE_STATES.includes(state)
@@ -64,7 +65,7 @@ export function isFinal(state: PageState): boolean {
  * The page state a service state brings. A PENDING flow is `scanned` once the wallet fetched or bound
  * anything, and stays so (a later `submitted`, or a snapshot after a reconnect, does not go back to waiting).
  */
-export function pageState(status: ServiceStatus, step: string, previous: PageState): PageState {
+export function pageState(status: ServiceStatus, step: FlowStep, previous: PageState): PageState {
   switch (status) {
     case 'ISSUED':
       return 'issued'
@@ -86,7 +87,7 @@ export function asFlowStatus(value: unknown): FlowStatus | undefined {
   if (typeof value !== 'object' || value === null) return undefined
   const v = value as Record<string, unknown>
   if (v.kind !== 'issuance' && v.kind !== 'verification') return undefined
-  if (typeof v.id !== 'string' || typeof v.step !== 'string' || typeof v.at !== 'string') return undefined
+  if (typeof v.id !== 'string' || !isFlowStep(v.step) || typeof v.at !== 'string') return undefined
   if (typeof v.status !== 'string' || !SERVICE_STATUSES.includes(v.status)) return undefined
   return { kind: v.kind, id: v.id, status: v.status as ServiceStatus, step: v.step, at: v.at }
 }

@@ -40,6 +40,7 @@ export const PROBLEMS = {
   config_managed: [409, 'Managed by the configuration file'],
   template_in_use: [409, 'Template in use'],
   process_not_pending: [409, 'Process is no longer PENDING'],
+  process_not_issued: [409, 'Process is not ISSUED'],
   already_submitted: [409, 'Credentials already submitted'],
   credential_id_conflict: [409, 'Credential id already used'],
   status_final: [409, 'Credential status cannot change'],

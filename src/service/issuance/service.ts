@@ -1,14 +1,15 @@
-import { createHash, createHmac, randomInt, randomUUID, timingSafeEqual } from 'node:crypto'
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto'
+import type { IssuanceStep } from '../../shared/flow.ts'
 import { hasRole } from '../auth/service.ts'
 import type { Principal } from '../auth/tokens.ts'
-import type { IssuanceTemplate, Oid4vciOptions } from '../config/schema.ts'
 import type { IssuerKey, IssuerKeys } from '../crypto/issuer-keys.ts'
-import { AppError } from '../errors/problem.ts'
-import type { ProcessChanged, ServiceEvents, WebhookBody } from '../events.ts'
+import { AppError, type ProblemCode } from '../errors/problem.ts'
+import type { ServiceEvents, WebhookBody } from '../events.ts'
 import type { StatusLists } from '../status/service.ts'
 import {
   ConflictError,
   type CredentialStatus,
+  type GrantRecord,
   type ListCursor,
   type ProcessRecord,
   type ProcessStatus,
@@ -17,9 +18,9 @@ import {
   type TemplateRecord,
 } from '../store/index.ts'
 import { type Clock, isoTime } from '../util/clock.ts'
-import type { PublicUrls } from '../util/urls.ts'
 import type { WebhookOutbox } from '../webhooks/outbox.ts'
 import { holderConflict, type PreparedCredential, prepareCredentials, signCredential } from './credentials.ts'
+import { nextStamp, type ProcessEvent, type ProcessRefusal, processChanged, transition } from './lifecycle.ts'
 
 export const PROCESS_TYPE = 'OIDC4VCI_PRE_AUTHORIZED'
 
@@ -77,68 +78,60 @@ export interface ListOptions {
   cursor?: string
 }
 
-/** Secrets derived from the service key: the pre-authorized code is recomputed, never stored. */
-export interface GrantSecrets {
-  preAuthorizedCode: Buffer
-  txCode: Buffer
-  /** MACs list cursors. */
-  cursor: Buffer
+/**
+ * The wallet protocol's side of an offer (implemented by oid4vci/grants.ts): the grant row written with the
+ * process, and the deep link. Declared here so the domain never imports a protocol module.
+ */
+export interface OfferGrants {
+  newGrant(
+    process: ProcessRecord,
+    template: TemplateRecord<'issuance'>,
+    now: number,
+  ): { grant: GrantRecord; txCode?: string }
+  deepLink(tenantId: string, processId: string): string
 }
 
-export const sha256 = (text: string) => createHash('sha256').update(text).digest('base64url')
-const TEXT_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789'
+/** How the relying-party API names each refusal of the lifecycle (docs/api.md, error codes). */
+const PROBLEM_OF: Record<ProcessRefusal, ProblemCode> = {
+  not_pending: 'process_not_pending',
+  rejected: 'process_not_pending',
+  expired: 'process_not_pending',
+  pending: 'process_not_issued',
+  already_submitted: 'already_submitted',
+  not_issued: 'process_not_issued',
+}
 
 export interface IssuanceDeps {
   store: Store
   clock: Clock
-  urls: PublicUrls
   issuerKeys: IssuerKeys
   statusLists: StatusLists
   events: ServiceEvents
   webhooks: WebhookOutbox
-  secrets: GrantSecrets
-  oid4vci: Oid4vciOptions
+  grants: OfferGrants
+  /** MACs list cursors. */
+  cursorSecret: Buffer
 }
 
 export class IssuanceService {
   private readonly store: Store
   private readonly clock: Clock
-  private readonly urls: PublicUrls
 
   constructor(private readonly deps: IssuanceDeps) {
     this.store = deps.store
     this.clock = deps.clock
-    this.urls = deps.urls
-  }
-
-  /** The pre-authorized code of a process: an HMAC of its id, so the offer can be served again. */
-  preAuthorizedCode(processId: string): string {
-    return createHmac('sha256', this.deps.secrets.preAuthorizedCode).update(processId).digest('base64url')
-  }
-
-  txCodeHash(processId: string, txCode: string): string {
-    return createHmac('sha256', this.deps.secrets.txCode)
-      .update(`${processId}\u0000${txCode}`)
-      .digest('base64url')
-  }
-
-  private newTxCode(options: NonNullable<IssuanceTemplate['txCode']>): string {
-    const length = options.length ?? 6
-    const alphabet = options.inputMode === 'text' ? TEXT_ALPHABET : '0123456789'
-    return Array.from({ length }, () => alphabet[randomInt(alphabet.length)]).join('')
   }
 
   /** Announces a committed change of `process` (the webhook dispatcher, streams and tests subscribe). */
-  emit(process: ProcessRecord, step: ProcessChanged['step']) {
-    this.deps.events.emit({
-      kind: 'issuance',
-      tenantId: process.tenantId,
-      templateId: process.templateId,
-      processId: process.id,
-      status: process.status,
-      step,
-      at: process.updatedAt,
-    })
+  private emit(process: ProcessRecord, step: IssuanceStep) {
+    this.deps.events.emit(processChanged(process, step))
+  }
+
+  /** Asks the lifecycle whether `event` may happen now; a refusal is the relying-party API's 409. */
+  private allow(process: ProcessRecord, grant: GrantRecord | null | undefined, event: ProcessEvent) {
+    const outcome = transition(process, grant, event, this.clock.now())
+    if (!outcome.ok) throw new AppError(PROBLEM_OF[outcome.refusal], outcome.message)
+    return outcome
   }
 
   /**
@@ -172,30 +165,14 @@ export class IssuanceService {
       createdAt: now,
       updatedAt: now,
     }
-    const txCode = template.body.txCode ? this.newTxCode(template.body.txCode) : undefined
+    const { grant, txCode } = this.deps.grants.newGrant(process, template, now)
     await this.store.transaction(async (repos) => {
       await repos.processes.create(process)
-      await repos.grants.create({
-        processId: process.id,
-        tenantId: process.tenantId,
-        codeHash: sha256(this.preAuthorizedCode(process.id)),
-        codeExpiresAt: now + this.deps.oid4vci.preAuthorizedCodeLifetimeSeconds * 1000,
-        txCodeHash: txCode === undefined ? null : this.txCodeHash(process.id, txCode),
-        txFailures: 0,
-        codeState: 'live',
-        tokenHash: null,
-        tokenExpiresAt: null,
-        holderDid: null,
-        credentialRequestedAt: null,
-        transactionId: null,
-        redeemedAt: null,
-        notificationId: null,
-        notificationEvent: null,
-      })
+      await repos.grants.create(grant)
     })
     this.emit(process, 'offer_created')
     return {
-      uri: this.urls.credentialOfferDeepLink(principal.tenantId, process.id),
+      uri: this.deps.grants.deepLink(principal.tenantId, process.id),
       process,
       ...(txCode === undefined ? {} : { txCode }),
     }
@@ -230,27 +207,10 @@ export class IssuanceService {
     return template
   }
 
-  private static requirePending(process: ProcessRecord) {
-    if (process.status === 'ISSUED' || process.submitted !== null) {
-      throw new AppError('already_submitted', `credentials were already submitted to process "${process.id}"`)
-    }
-    if (process.status !== 'PENDING') {
-      throw new AppError(
-        'process_not_pending',
-        `process "${process.id}" is ${process.status}; only PENDING processes change`,
-      )
-    }
-  }
-
-  /** The next `updatedAt`: strictly increasing, so the optimistic check in `update` always sees a change. */
-  private nextStamp(process: ProcessRecord) {
-    return Math.max(this.clock.now(), process.updatedAt + 1)
-  }
-
   /** Writes `next` if nobody changed the process since `current` was read; 409 otherwise. */
   private async save(repos: Repositories, current: ProcessRecord, next: ProcessRecord) {
     if (!(await repos.processes.update(next, current.updatedAt))) {
-      throw new AppError('process_not_pending', `process "${current.id}" changed concurrently; read it again`)
+      throw new AppError('conflict', `process "${current.id}" changed concurrently; read it again`)
     }
   }
 
@@ -261,7 +221,7 @@ export class IssuanceService {
    */
   async submitCredentials(principal: Principal, id: string, body: unknown): Promise<ProcessRecord> {
     const current = await this.getProcess(principal, id)
-    IssuanceService.requirePending(current)
+    this.allow(current, null, 'submit')
     const template = await this.templateOf(current)
     const key = await this.signingKey(template)
     const known = await this.store.grants.get(id)
@@ -274,11 +234,16 @@ export class IssuanceService {
       throw new AppError('credential_id_conflict', `credential id "${taken[0]}" was already issued`)
     }
     const next = await this.store.transaction(async (repos) => {
-      const fresh = (await repos.processes.get(id)) ?? current
-      IssuanceService.requirePending(fresh)
-      // Read inside the transaction: a wallet request committed since the read above has bound a holder.
-      const holderDid = (await repos.grants.get(id))?.holderDid ?? null
-      if (holderDid) {
+      // Judged again inside the transaction, on the grant as committed: a wallet request since the reads
+      // above may have bound a holder (the content is then signed now). The process row is passed along:
+      // the conditional update in save() refuses it if it changed meanwhile.
+      const grant = await repos.grants.get(id)
+      const holderDid = grant?.holderDid ?? null
+      // Only when the wallet bound its holder since the read above is the row re-read (it changed).
+      const base =
+        holderDid && current.validator === null ? ((await repos.processes.get(id)) ?? current) : current
+      const outcome = this.allow(base, grant, 'submit')
+      if (outcome.status === 'ISSUED' && holderDid) {
         const conflict = holderConflict(prepared, holderDid)
         if (conflict !== undefined) {
           throw new AppError(
@@ -289,10 +254,14 @@ export class IssuanceService {
             },
           )
         }
-        return this.issueIn(repos, fresh, template, prepared, holderDid, key)
+        return this.issueIn(repos, base, template, prepared, holderDid, key)
       }
-      const waiting: ProcessRecord = { ...fresh, submitted: prepared, updatedAt: this.nextStamp(fresh) }
-      await this.save(repos, fresh, waiting)
+      const waiting: ProcessRecord = {
+        ...base,
+        submitted: prepared,
+        updatedAt: nextStamp(base, this.clock.now()),
+      }
+      await this.save(repos, base, waiting)
       return waiting
     })
     this.emit(next, next.status === 'ISSUED' ? 'issued' : 'submitted')
@@ -306,7 +275,8 @@ export class IssuanceService {
 
   /**
    * Signs `prepared` for `holderDid` and moves the process to ISSUED, inside the caller's transaction
-   * (status-list entries and the state change commit together).
+   * (status-list entries, the state change and its webhook commit together). The caller has asked the
+   * lifecycle; `process` is the row as it read it, and the write fails if it changed since.
    */
   async issueIn(
     repos: Repositories,
@@ -349,7 +319,7 @@ export class IssuanceService {
       status: 'ISSUED',
       data,
       submitted: null,
-      updatedAt: this.nextStamp(process),
+      updatedAt: nextStamp(process, now),
     }
     await this.save(repos, process, issued)
     await this.deps.webhooks.enqueueIn(
@@ -365,18 +335,13 @@ export class IssuanceService {
   /** Rejects a PENDING process (the interface shows no transition; see docs/api.md). */
   async reject(principal: Principal, id: string, reason: string | undefined): Promise<ProcessRecord> {
     const current = await this.getProcess(principal, id)
-    if (current.status !== 'PENDING') {
-      throw new AppError(
-        'process_not_pending',
-        `process "${id}" is ${current.status}; only PENDING processes can be rejected`,
-      )
-    }
+    this.allow(current, null, 'reject')
     const next: ProcessRecord = {
       ...current,
       status: 'REJECTED',
       submitted: null,
       rejectedReason: reason ?? null,
-      updatedAt: this.nextStamp(current),
+      updatedAt: nextStamp(current, this.clock.now()),
     }
     const template = await this.templateOf(current)
     await this.store.transaction(async (repos) => {
@@ -406,13 +371,7 @@ export class IssuanceService {
     id: string,
     change: { status: CredentialStatus; credentialIds?: string[] },
   ): Promise<{ id: string; status: CredentialStatus }[]> {
-    const process = await this.getProcess(principal, id)
-    if (process.status !== 'ISSUED') {
-      throw new AppError(
-        'process_not_pending',
-        `process "${id}" is ${process.status}; only ISSUED credentials have a status`,
-      )
-    }
+    this.allow(await this.getProcess(principal, id), null, 'change_status')
     return this.store.transaction(async (repos) => {
       const entries = await repos.issuedCredentials.listByProcess(id)
       const wanted = change.credentialIds ?? entries.map((e) => e.id)
@@ -441,7 +400,7 @@ export class IssuanceService {
   /** Section 4.5, tenant-scoped; returns one page and the cursor of the next, if any. */
   async listProcesses(principal: Principal, options: ListOptions) {
     const after =
-      options.cursor === undefined ? undefined : decodeCursor(options.cursor, this.deps.secrets.cursor)
+      options.cursor === undefined ? undefined : decodeCursor(options.cursor, this.deps.cursorSecret)
     const rows = await this.store.processes.list({
       tenantId: principal.tenantId,
       ...(options.status ? { status: options.status } : {}),
@@ -450,8 +409,7 @@ export class IssuanceService {
     })
     const page = rows.slice(0, options.limit)
     const last = page.at(-1)
-    const next =
-      rows.length > options.limit && last ? encodeCursor(last, this.deps.secrets.cursor) : undefined
+    const next = rows.length > options.limit && last ? encodeCursor(last, this.deps.cursorSecret) : undefined
     return { page, next }
   }
 }

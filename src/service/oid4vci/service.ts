@@ -3,13 +3,22 @@ import { JWS_ALGS } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import type { IssuanceTemplate, Oid4vciOptions } from '../config/schema.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
-import { OAuthError, tokenError } from '../errors/oauth.ts'
+import { OAuthError, type OAuthErrorCode, tokenError } from '../errors/oauth.ts'
 import { AppError } from '../errors/problem.ts'
+import type { ServiceEvents } from '../events.ts'
 import { holderConflict, type PreparedCredential } from '../issuance/credentials.ts'
-import { type IssuanceService, sha256 } from '../issuance/service.ts'
+import {
+  nextStamp,
+  type ProcessEvent,
+  type ProcessRefusal,
+  processChanged,
+  transition,
+} from '../issuance/lifecycle.ts'
+import type { IssuanceService } from '../issuance/service.ts'
 import type { GrantRecord, ProcessRecord, Store, TemplateRecord } from '../store/index.ts'
-import type { Clock } from '../util/clock.ts'
+import { type Clock, isoTime } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
+import { type PreAuthorizedGrants, sha256 } from './grants.ts'
 import {
   buildValidator,
   type HolderProof,
@@ -29,7 +38,10 @@ export interface Oid4vciDeps {
   store: Store
   clock: Clock
   urls: PublicUrls
+  /** Only for what is the domain's: the signing key and issuing (signing, status list, webhook). */
   issuance: IssuanceService
+  grants: PreAuthorizedGrants
+  events: ServiceEvents
   issuerKeys: IssuerKeys
   options: Oid4vciOptions
 }
@@ -82,6 +94,23 @@ export class Oid4vciService {
 
   constructor(private readonly deps: Oid4vciDeps) {}
 
+  /**
+   * Asks the lifecycle (issuance/lifecycle.ts) whether `event` may happen now. A REJECTED process is
+   * `credential_request_denied` (§8.3.1.2) with the issuer's reason; other refusals take the code the
+   * endpoint gives.
+   */
+  private allow(
+    process: ProcessRecord,
+    grant: GrantRecord | null,
+    event: ProcessEvent,
+    code: (refusal: ProcessRefusal) => OAuthErrorCode,
+  ) {
+    const outcome = transition(process, grant, event, this.deps.clock.now())
+    if (outcome.ok) return outcome
+    if (outcome.refusal === 'rejected' && event !== 'retrieve_offer') throw denied(process)
+    throw new OAuthError(code(outcome.refusal), outcome.message)
+  }
+
   private async tenantOrThrow(tenantId: string) {
     if (!(await this.deps.store.tenants.get(tenantId))) {
       throw new OAuthError('not_found', `no credential issuer for tenant "${tenantId}"`)
@@ -89,23 +118,28 @@ export class Oid4vciService {
   }
 
   async offer(tenantId: string, processId: string) {
-    const process = await this.deps.store.processes.get(processId)
+    const { store, clock } = this.deps
+    const process = await store.processes.get(processId)
     if (!process || process.tenantId !== tenantId) {
       throw new OAuthError('not_found', `no credential offer "${processId}"`)
     }
-    if (process.status !== 'PENDING') {
-      throw new OAuthError(
-        'not_found',
-        `credential offer "${processId}" is closed (process ${process.status})`,
-      )
-    }
     const [grant, template] = await Promise.all([
-      this.deps.store.grants.get(processId),
-      this.deps.store.templates.get(tenantId, process.templateId, 'issuance'),
+      store.grants.get(processId),
+      store.templates.get(tenantId, process.templateId, 'issuance'),
     ])
     if (!grant || !template) throw new Error(`offer ${processId} has no grant or template`)
+    // A closed or lapsed offer is gone for the wallet (docs/issuance.md): 404 like an unknown one.
+    const open = transition(process, grant, 'retrieve_offer', clock.now())
+    if (!open.ok) {
+      throw new OAuthError(
+        'not_found',
+        open.refusal === 'expired'
+          ? `credential offer "${processId}" expired at ${isoTime(grant.codeExpiresAt)} unredeemed`
+          : `credential offer "${processId}" is closed (process ${process.status})`,
+      )
+    }
     // The wallet fetched the offer: on a QR page, the code was scanned.
-    this.deps.issuance.emit(process, 'offer_retrieved')
+    this.deps.events.emit(processChanged(process, 'offer_retrieved'))
     const txCode = template.body.txCode
     const definition = presentationDefinition(template)
     return {
@@ -113,7 +147,7 @@ export class Oid4vciService {
       credential_configuration_ids: [process.templateId],
       grants: {
         [PRE_AUTHORIZED_GRANT]: {
-          'pre-authorized_code': this.deps.issuance.preAuthorizedCode(processId),
+          'pre-authorized_code': this.deps.grants.preAuthorizedCode(processId),
           ...(grant.txCodeHash && txCode
             ? {
                 tx_code: {
@@ -202,7 +236,7 @@ export class Oid4vciService {
 
   /** Token endpoint, pre-authorized code grant (OpenID4VCI section 6). */
   async token(tenantId: string, form: Form) {
-    const { store, clock, options, issuance } = this.deps
+    const { store, clock, options, grants } = this.deps
     const grantType = form.grant_type
     if (typeof grantType !== 'string') throw new OAuthError('invalid_request', 'grant_type is required')
     if (grantType !== PRE_AUTHORIZED_GRANT) {
@@ -239,7 +273,7 @@ export class Oid4vciService {
       if (typeof txCode !== 'string' || txCode.length === 0) {
         throw new OAuthError('invalid_request', 'tx_code is required: the offer announced one')
       }
-      const given = Buffer.from(issuance.txCodeHash(grant.processId, txCode))
+      const given = Buffer.from(grants.txCodeHash(grant.processId, txCode))
       if (!timingSafeEqual(given, Buffer.from(grant.txCodeHash))) {
         const { failures, burnt } = await store.grants.recordTxFailure(
           grant.processId,
@@ -342,9 +376,7 @@ export class Oid4vciService {
     if (!isObject(body)) throw new OAuthError('invalid_credential_request', 'body must be a JSON object')
     const process = await store.processes.get(grant.processId)
     if (!process) throw new Error(`process ${grant.processId} missing`)
-    if (process.status === 'REJECTED') {
-      throw denied(process)
-    }
+    this.allow(process, grant, 'request_credential', () => 'invalid_credential_request')
     if (body.credential_identifier !== undefined) {
       throw new OAuthError(
         'invalid_credential_request',
@@ -402,12 +434,18 @@ export class Oid4vciService {
     const holderDid = proof.holder.did
     const key = await issuance.signingKey(template)
     const outcome = await store.transaction(async (repos) => {
-      const fresh = await repos.processes.get(process.id)
-      if (!fresh || fresh.status === 'REJECTED') throw denied(fresh ?? process)
-      if (fresh.status !== 'PENDING')
-        throw new OAuthError('invalid_credential_request', `the process is ${fresh.status}`)
-      const bound: ProcessRecord = { ...fresh, validator }
-      const ready = fresh.submitted !== null
+      // The process row read above is passed along; the writes below are conditional on it. Only when the
+      // relying party changed it meanwhile (submitted or rejected) is it read again and judged anew.
+      let current = process
+      let next: ProcessRecord | undefined
+      for (let attempt = 0; attempt < 2 && !next; attempt++) {
+        if (attempt > 0) current = (await repos.processes.get(process.id)) ?? process
+        const step = this.allow(current, grant, 'request_credential', () => 'invalid_credential_request')
+        if (step.status === 'ISSUED') break
+        const bound: ProcessRecord = { ...current, validator, updatedAt: nextStamp(current, clock.now()) }
+        if (await repos.processes.update(bound, current.updatedAt)) next = bound
+      }
+      const ready = !next
       const transactionId = ready ? null : randomUUID()
       const notificationId = ready ? randomUUID() : null
       const recorded = await repos.grants.recordCredentialRequest(process.id, {
@@ -421,35 +459,31 @@ export class Oid4vciService {
           'invalid_credential_request',
           'a credential was already requested with this access token',
         )
-      if (ready) {
-        try {
-          const issued = await issuance.issueIn(
-            repos,
-            bound,
-            template,
-            fresh.submitted as never,
-            holderDid,
-            key,
+      if (next) return { process: next, transactionId, notificationId }
+      try {
+        const issued = await issuance.issueIn(
+          repos,
+          { ...current, validator },
+          template,
+          current.submitted as PreparedCredential[],
+          holderDid,
+          key,
+        )
+        return { process: issued, transactionId, notificationId }
+      } catch (error) {
+        // E.g. a custom credential id issued meanwhile by another process: nothing is written.
+        if (error instanceof AppError) {
+          throw new OAuthError(
+            'credential_request_denied',
+            `the submitted content cannot be issued: ${error.detail}`,
           )
-          return { process: issued, transactionId, notificationId }
-        } catch (error) {
-          // E.g. a custom credential id issued meanwhile by another process: nothing is written.
-          if (error instanceof AppError) {
-            throw new OAuthError(
-              'credential_request_denied',
-              `the submitted content cannot be issued: ${error.detail}`,
-            )
-          }
-          throw error
         }
+        throw error
       }
-      const next = { ...bound, updatedAt: Math.max(clock.now(), fresh.updatedAt + 1) }
-      if (!(await repos.processes.update(next, fresh.updatedAt))) {
-        throw new OAuthError('invalid_credential_request', 'the process changed concurrently; retry')
-      }
-      return { process: next, transactionId, notificationId }
     })
-    this.deps.issuance.emit(outcome.process, outcome.process.status === 'ISSUED' ? 'issued' : 'holder_bound')
+    this.deps.events.emit(
+      processChanged(outcome.process, outcome.process.status === 'ISSUED' ? 'issued' : 'holder_bound'),
+    )
     if (outcome.transactionId) {
       return {
         status: 202,
@@ -479,10 +513,8 @@ export class Oid4vciService {
     }
     const process = await this.deps.store.processes.get(grant.processId)
     if (!process) throw new Error(`process ${grant.processId} missing`)
-    if (process.status === 'REJECTED') {
-      throw denied(process)
-    }
-    if (process.status === 'PENDING') {
+    const outcome = transition(process, grant, 'retrieve_credential', this.deps.clock.now())
+    if (!outcome.ok && outcome.refusal === 'pending') {
       throw new OAuthError(
         'issuance_pending',
         'the credential is not issued yet; retry after interval seconds',
@@ -491,6 +523,7 @@ export class Oid4vciService {
         },
       )
     }
+    this.allow(process, grant, 'retrieve_credential', () => 'invalid_transaction_id')
     const notificationId = randomUUID()
     const redeemed = await this.deps.store.transaction(async (repos) => {
       if (!(await repos.grants.markRedeemed(process.id, this.deps.clock.now()))) return false
@@ -498,7 +531,7 @@ export class Oid4vciService {
       return true
     })
     if (!redeemed) throw new OAuthError('invalid_transaction_id', 'transaction_id was already redeemed')
-    this.deps.issuance.emit(process, 'credential_retrieved')
+    this.deps.events.emit(processChanged(process, 'credential_retrieved'))
     return { credentials: Oid4vciService.credentialsOf(process), notification_id: notificationId }
   }
 

@@ -1,4 +1,7 @@
+import type { ProcessStatus, SessionStatus } from '../../shared/flow.ts'
 import type { IssuanceTemplate, Role, VerificationTemplate } from '../config/schema.ts'
+
+export type { ProcessStatus, SessionStatus }
 
 // Domain records as the repositories return them: camelCase, epoch milliseconds, parsed JSON.
 // Nothing here knows which SQL engine sits behind the repositories.
@@ -39,8 +42,6 @@ export interface TemplateRecord<K extends TemplateKind = TemplateKind> {
   createdAt: number
   updatedAt: number
 }
-
-export type ProcessStatus = 'PENDING' | 'ISSUED' | 'REJECTED'
 
 export interface ProcessRecord {
   id: string
@@ -134,9 +135,6 @@ export interface IssuedCredentialRecord {
   status: CredentialStatus
   updatedAt: number
 }
-
-/** Stored session states; EXPIRED is derived from `expiresAt` for a session still PENDING. */
-export type SessionStatus = 'PENDING' | 'VERIFIED' | 'REJECTED'
 
 /** One verifier check's outcome (docs/verification.md lists the checks). */
 export interface CheckOutcome {

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
+import { FINAL_STATES, type FlowState, type FlowStep } from '../../shared/flow.ts'
 import { guard, principalOf } from '../auth/guard.ts'
 import type { AuthService } from '../auth/service.ts'
 import { problems } from '../errors/schemas.ts'
@@ -7,7 +8,8 @@ import type { ServiceEvent, ServiceEvents } from '../events.ts'
 import type { IssuanceService } from '../issuance/service.ts'
 import type { Store } from '../store/index.ts'
 import { type Clock, isoTime } from '../util/clock.ts'
-import { sessionState, type VerificationService } from '../verification/service.ts'
+import { sessionState } from '../verification/lifecycle.ts'
+import type { VerificationService } from '../verification/service.ts'
 
 // Server-sent event streams of one issuance process or verification session, for the relying party's
 // backend (its QR page follows the flow without polling). Authenticated exactly like 4.3 and 4.7, fed by
@@ -17,13 +19,12 @@ import { sessionState, type VerificationService } from '../verification/service.
 export interface StreamState {
   kind: 'issuance' | 'verification'
   id: string
-  status: 'PENDING' | 'ISSUED' | 'REJECTED' | 'VERIFIED' | 'EXPIRED'
+  status: FlowState
   /** snapshot (first message), then the event's step, or `expired`. */
-  step: string
+  step: FlowStep
   at: string
 }
 
-const TERMINAL = new Set(['ISSUED', 'REJECTED', 'VERIFIED', 'EXPIRED'])
 /** Expiry is computed from the (injectable) clock, so it is checked on a tick rather than one timer. */
 const TICK_MS = 1000
 const HEARTBEAT_MS = 15_000
@@ -69,7 +70,7 @@ function open(
     if (closed) return
     sequence++
     out.write(`id: ${sequence}\nevent: state\ndata: ${JSON.stringify(state)}\n\n`)
-    if (TERMINAL.has(state.status)) close()
+    if (FINAL_STATES.includes(state.status)) close()
   }
   const unsubscribe = events.on((event) => {
     const state = spec.next(event)
@@ -135,7 +136,7 @@ export const streamRoutes: FastifyPluginAsync<StreamRouteOptions> = async (app, 
       const grant = await store.grants.get(process.id)
       const id = process.id
       let redeemed = grant?.codeState !== 'live'
-      const state = (status: StreamState['status'], step: string, at: number): StreamState => ({
+      const state = (status: StreamState['status'], step: FlowStep, at: number): StreamState => ({
         kind: 'issuance',
         id,
         status,
@@ -176,7 +177,7 @@ export const streamRoutes: FastifyPluginAsync<StreamRouteOptions> = async (app, 
       const session = await verification.getSession(principalOf(request), request.params.id)
       const id = session.id
       let final = session.status !== 'PENDING'
-      const state = (status: StreamState['status'], step: string, at: number): StreamState => ({
+      const state = (status: StreamState['status'], step: FlowStep, at: number): StreamState => ({
         kind: 'verification',
         id,
         status,

@@ -1,8 +1,6 @@
-import formbody from '@fastify/formbody'
 import type { FastifyPluginAsync } from 'fastify'
 import { guard, principalOf } from '../auth/guard.ts'
 import type { AuthService } from '../auth/service.ts'
-import { installOAuthErrors, OAuthError } from '../errors/oauth.ts'
 import type { Clock } from '../util/clock.ts'
 import { createSessionSchema, readSessionSchema } from './schemas.ts'
 import { sessionView, type VerificationService } from './service.ts'
@@ -32,49 +30,6 @@ export const verificationRoutes: FastifyPluginAsync<VerificationRouteOptions> = 
       const session = await verification.getSession(principalOf(request), request.params.id)
       const { httpStatus, body } = sessionView(session, clock.now())
       return reply.code(httpStatus).header('Cache-Control', 'no-store').send(body)
-    },
-  )
-}
-
-type SessionParams = { tenant: string; id: string }
-const tags = ['OpenID4VP (wallet)']
-
-/** The wallet-facing verifier (docs/verification.md). Encapsulated: form parser and OAuth errors. */
-export const oid4vpRoutes: FastifyPluginAsync<{ verification: VerificationService }> = async (
-  app,
-  { verification },
-) => {
-  await app.register(formbody, { bodyLimit: 512 * 1024 })
-  installOAuthErrors(app)
-
-  app.get<{ Params: SessionParams }>(
-    '/oid4vp/:tenant/requests/:id',
-    { schema: { tags, summary: 'Signed request object (request_uri)' } },
-    async (request, reply) =>
-      reply
-        .type('application/oauth-authz-req+jwt')
-        .send(await verification.requestObject(request.params.tenant, request.params.id)),
-  )
-
-  app.post<{ Params: SessionParams; Body: Record<string, unknown> }>(
-    '/oid4vp/:tenant/responses/:id',
-    { schema: { tags, summary: 'Authorization response (response_mode direct_post, form-encoded)' } },
-    async (request, reply) => {
-      if (
-        !(request.headers['content-type'] ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded')
-      ) {
-        throw new OAuthError(
-          'invalid_request',
-          'the response must be application/x-www-form-urlencoded (direct_post)',
-        )
-      }
-      const body = await verification.respond(
-        request.params.tenant,
-        request.params.id,
-        request.body ?? {},
-        request.headers['user-agent'],
-      )
-      return reply.type('application/json').send(body)
     },
   )
 }

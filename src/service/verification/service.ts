@@ -1,27 +1,36 @@
 import { randomBytes, randomUUID } from 'node:crypto'
-import { performance } from 'node:perf_hooks'
-import { signJws } from '../../shared/jws.ts'
 import type { Principal } from '../auth/tokens.ts'
-import type { IssuerKeys } from '../crypto/issuer-keys.ts'
-import { OAuthError } from '../errors/oauth.ts'
+import type { IssuerKey, IssuerKeys } from '../crypto/issuer-keys.ts'
 import { AppError } from '../errors/problem.ts'
-import type { ServiceEvents, SessionChanged, WebhookBody } from '../events.ts'
-import type { SessionRecord, Store, Validations } from '../store/index.ts'
+import type { ServiceEvents } from '../events.ts'
+import type { SessionRecord, Store } from '../store/index.ts'
 import { type Clock, isoTime } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
-import type { WebhookOutbox } from '../webhooks/outbox.ts'
-import { verifyResponse } from './checks.ts'
-import { buildDefinition, difDefinition } from './definition.ts'
-import type { StatusChecker } from './status.ts'
+import { buildDefinition } from './definition.ts'
+import { sessionChanged, sessionState } from './lifecycle.ts'
 
-// Verification sessions (sections 2.7–2.9, 4.6, 4.7) and the wallet-facing OpenID4VP draft-20 verifier
-// (direct_post, client_id scheme did, DIF Presentation Exchange). docs/verification.md is the contract.
+// Verification sessions for the relying party (sections 2.7–2.9, 4.6, 4.7): problem+json errors only.
+// The wallet-facing verifier (request object, direct_post, the checks) is src/service/oid4vp/; this module
+// asks a protocol profile for the authorization request through the AuthorizationRequests interface.
 
-export const REQUEST_OBJECT_TYP = 'oauth-authz-req+jwt'
-export const SIOP_AUDIENCE = 'https://self-issued.me/v2'
-const AUTH_REQUEST_SCHEME = 'openid-vp'
 const SIGNING_ALGS = ['EdDSA', 'ES256', 'ES256K'] as const
-const MAX_DESCRIPTION = 300
+
+/** What a protocol profile needs to build a session's authorization request. */
+export interface RequestInput {
+  tenantId: string
+  sessionId: string
+  definition: Record<string, unknown>
+  nonce: string
+  state: string
+  verifier: IssuerKey
+  now: number
+  expiresAt: number
+}
+
+/** A protocol profile's request builder (oid4vp/request.ts): the request object, signed, and the deep link. */
+export interface AuthorizationRequests {
+  build(input: RequestInput): { request: Record<string, unknown>; requestJwt: string; link: string }
+}
 
 export interface VerificationDeps {
   store: Store
@@ -29,45 +38,13 @@ export interface VerificationDeps {
   urls: PublicUrls
   issuerKeys: IssuerKeys
   events: ServiceEvents
-  webhooks: WebhookOutbox
-  status: StatusChecker
-}
-
-export type SessionState = 'PENDING' | 'VERIFIED' | 'REJECTED' | 'EXPIRED'
-
-export function sessionState(session: SessionRecord, now: number): SessionState {
-  return session.status === 'PENDING' && now >= session.expiresAt ? 'EXPIRED' : session.status
+  requests: AuthorizationRequests
 }
 
 const b64 = (bytes: number) => randomBytes(bytes).toString('base64url')
-const clip = (text: string) => (text.length > MAX_DESCRIPTION ? `${text.slice(0, MAX_DESCRIPTION)}…` : text)
-
-/** Running totals of the verifier's work, for benchmarks and diagnostics (milliseconds). */
-export interface VerifierStats {
-  responses: number
-  checksMs: number
-  signaturesMs: number
-  pexMs: number
-  statusMs: number
-}
 
 export class VerificationService {
-  readonly stats: VerifierStats = { responses: 0, checksMs: 0, signaturesMs: 0, pexMs: 0, statusMs: 0 }
-
   constructor(private readonly deps: VerificationDeps) {}
-
-  private emit(session: SessionRecord, step: SessionChanged['step'], webhook?: WebhookBody) {
-    this.deps.events.emit({
-      kind: 'verification',
-      tenantId: session.tenantId,
-      templateId: session.templateId,
-      sessionId: session.id,
-      status: session.status,
-      step,
-      at: session.updatedAt,
-      ...(webhook ? { webhook } : {}),
-    })
-  }
 
   /** Section 4.6: open a session for verification template `ssiConfigId`. */
   async createSession(principal: Principal, ssiConfigId: string) {
@@ -101,29 +78,16 @@ export class VerificationService {
       now,
     })
     const expiresAt = now + (template.body.sessionLifetimeSeconds ?? 600) * 1000
-    const responseUri = urls.verifierResponse(principal.tenantId, id)
-    const request = {
-      iss: verifier.did,
-      aud: SIOP_AUDIENCE,
-      client_id: verifier.did,
-      client_id_scheme: 'did',
-      response_type: 'vp_token',
-      response_mode: 'direct_post',
-      response_uri: responseUri,
-      scope: 'openid',
+    const { request, requestJwt, link } = this.deps.requests.build({
+      tenantId: principal.tenantId,
+      sessionId: id,
+      definition,
       nonce,
       state,
-      presentation_definition: difDefinition(definition),
-      iat: Math.floor(now / 1000),
-      nbf: Math.floor(now / 1000),
-      exp: Math.floor(expiresAt / 1000),
-      jti: id,
-    }
-    const requestJwt = signJws(
-      { alg: verifier.alg, typ: REQUEST_OBJECT_TYP, kid: verifier.kid },
-      request,
-      verifier.privateKey,
-    )
+      verifier,
+      now,
+      expiresAt,
+    })
     const session: SessionRecord = {
       id,
       tenantId: principal.tenantId,
@@ -146,19 +110,8 @@ export class VerificationService {
       callback: template.body.webhookUrl ?? null,
     }
     await store.sessions.create(session)
-    this.emit(session, 'session_created')
-    const link = new URLSearchParams({
-      client_id: verifier.did,
-      redirect_uri: responseUri,
-      request_uri: urls.verifierRequest(principal.tenantId, id),
-      response_mode: 'direct_post',
-      response_type: 'vp_token',
-      scope: 'openid',
-    })
-    return {
-      authentication_request: `${AUTH_REQUEST_SCHEME}://?${link.toString().replaceAll('+', '%20')}`,
-      presentation_definition: definition,
-    }
+    this.deps.events.emit(sessionChanged(session, 'session_created'))
+    return { authentication_request: link, presentation_definition: definition }
   }
 
   /**
@@ -177,159 +130,6 @@ export class VerificationService {
       )
     }
     return session
-  }
-
-  /** A wallet-facing lookup: unknown, other tenant's, expired and closed sessions answer OAuth errors. */
-  private async liveSession(tenantId: string, id: string): Promise<SessionRecord> {
-    const session = await this.deps.store.sessions.get(id)
-    if (!session || session.tenantId !== tenantId) {
-      throw new OAuthError('not_found', `no verification session "${id}"`)
-    }
-    const state = sessionState(session, this.deps.clock.now())
-    if (state === 'EXPIRED') {
-      throw new OAuthError(
-        'session_expired',
-        `verification session "${id}" expired at ${isoTime(session.expiresAt)}`,
-      )
-    }
-    if (state !== 'PENDING') {
-      throw new OAuthError('session_closed', `verification session "${id}" is already ${state}`)
-    }
-    return session
-  }
-
-  /** The signed request object at request_uri; it may be fetched again while the session lives. */
-  async requestObject(tenantId: string, id: string): Promise<string> {
-    const session = await this.liveSession(tenantId, id)
-    const now = this.deps.clock.now()
-    if (await this.deps.store.sessions.markRequested(id, now)) {
-      this.emit({ ...session, requestedAt: now, updatedAt: now }, 'request_retrieved')
-    }
-    return session.requestJwt
-  }
-
-  /**
-   * The wallet's direct_post. A response that cannot be attributed (bad state, missing vp_token) is a
-   * 400 that leaves the session open; a presentation that fails any check closes it as REJECTED.
-   */
-  async respond(
-    tenantId: string,
-    id: string,
-    body: Record<string, unknown>,
-    userAgent: string | undefined,
-  ): Promise<Record<string, never>> {
-    const session = await this.liveSession(tenantId, id)
-    const { state } = session.request as { state: string }
-    if (body.state !== state) {
-      throw new OAuthError(
-        'invalid_request',
-        body.state === undefined ? 'state is missing' : "state does not match this session's request",
-      )
-    }
-    const now = this.deps.clock.now()
-    const base = { ...session, updatedAt: now, sourceWallet: userAgent ? clip(userAgent) : null }
-    if (body.error !== undefined) {
-      const error = String(body.error)
-      const description =
-        body.error_description === undefined ? '' : `: ${clip(String(body.error_description))}`
-      const message = `the wallet answered with error ${clip(error)}${description}`
-      const validations: Validations = {
-        status: 'REJECT',
-        checks: [{ check: 'walletResponse', result: 'failed', message }],
-        verificationResult: {
-          checks: ['walletResponse'],
-          warnings: [],
-          errors: [`walletResponse: ${message}`],
-        },
-      }
-      await this.complete({ ...base, status: 'REJECTED', validations })
-      return {}
-    }
-    if (typeof body.vp_token !== 'string' || body.vp_token.length === 0) {
-      throw new OAuthError('invalid_request', 'vp_token is missing (or send error for a refusal)')
-    }
-    // Draft 20 requires the submission with a vp_token: without it the answer cannot be read, like a missing vp_token.
-    let submission: unknown
-    try {
-      submission =
-        typeof body.presentation_submission === 'string'
-          ? JSON.parse(body.presentation_submission)
-          : undefined
-    } catch {
-      throw new OAuthError('invalid_request', 'presentation_submission is not valid JSON')
-    }
-    if (typeof submission !== 'object' || submission === null || Array.isArray(submission)) {
-      throw new OAuthError('invalid_request', 'presentation_submission is missing or not a JSON object')
-    }
-    const started = performance.now()
-    const verdict = await verifyResponse(body.vp_token, submission, {
-      definition: session.request.presentation_definition as Record<string, unknown>,
-      nonce: (session.request as { nonce: string }).nonce,
-      clientId: (session.request as { client_id: string }).client_id,
-      now,
-      trustedIssuers: session.policy.trustedIssuers,
-      requireStatus: session.policy.requireStatus,
-      status: this.deps.status,
-    })
-    this.stats.responses++
-    this.stats.checksMs += performance.now() - started
-    this.stats.signaturesMs += verdict.timings.signaturesMs
-    this.stats.pexMs += verdict.timings.pexMs
-    this.stats.statusMs += verdict.timings.statusMs
-    const verified = verdict.validations.status === 'SUCCESS'
-    await this.complete(
-      {
-        ...base,
-        status: verified ? 'VERIFIED' : 'REJECTED',
-        validations: verdict.validations,
-        subject: verdict.holder,
-        submissionFormat: verified ? 'jwt_vp' : '',
-        submission: verified
-          ? {
-              ...(submission as Record<string, unknown>),
-              holder: verdict.holder,
-              verifiableCredential: verdict.credentials,
-            }
-          : null,
-      },
-      verified ? verdict.claims : undefined,
-    )
-    if (!verified) {
-      throw new OAuthError(
-        'invalid_presentation',
-        `the presentation was rejected: ${verdict.validations.verificationResult.errors.join(' | ')}`,
-      )
-    }
-    return {}
-  }
-
-  /** Records the outcome and its webhook event in one transaction, then announces it. */
-  private async complete(session: SessionRecord, claims?: Record<string, unknown>) {
-    const validations = session.validations as Validations
-    const webhook: WebhookBody = {
-      id: session.id,
-      subject: session.subject ?? '',
-      status: validations.status,
-      ...(claims && Object.keys(claims).length > 0 ? { payload: claims } : {}),
-      verificationResult: validations.verificationResult,
-    }
-    const { store } = this.deps
-    const template = await store.templates.get(session.tenantId, session.templateId, 'verification')
-    const completed = await store.transaction(async (repos) => {
-      // Expiry is judged when the outcome is written, not when the checks began.
-      if (!(await repos.sessions.complete(session, this.deps.clock.now()))) return false
-      if (template) {
-        const type = session.status === 'VERIFIED' ? 'verification.verified' : 'verification.rejected'
-        await this.deps.webhooks.enqueueIn(repos, template, session.id, type, webhook)
-      }
-      return true
-    })
-    if (!completed) {
-      // Another response won the race, or the session expired meanwhile: answer what it is now.
-      await this.liveSession(session.tenantId, session.id)
-      throw new OAuthError('session_closed', `verification session "${session.id}" changed meanwhile`)
-    }
-    this.emit(session, session.status === 'VERIFIED' ? 'verified' : 'rejected', webhook)
   }
 }
 

@@ -1,0 +1,57 @@
+import { signJws } from '../../shared/jws.ts'
+import type { PublicUrls } from '../util/urls.ts'
+import { difDefinition } from '../verification/definition.ts'
+import type { AuthorizationRequests, RequestInput } from '../verification/service.ts'
+
+// The authorization request of a verification session, in the profile the interface document shows
+// (section 2.7): OpenID4VP draft 20, client_id scheme `did`, request object by reference (`request_uri`,
+// RFC 9101 §5.2), response_mode direct_post, DIF Presentation Exchange. A profile is this small module;
+// the relying-party API (verification/) asks it for the request and never builds protocol messages itself.
+
+export const REQUEST_OBJECT_TYP = 'oauth-authz-req+jwt'
+export const SIOP_AUDIENCE = 'https://self-issued.me/v2'
+const AUTH_REQUEST_SCHEME = 'openid-vp'
+
+export class PresentationExchangeRequests implements AuthorizationRequests {
+  constructor(private readonly urls: PublicUrls) {}
+
+  build({ tenantId, sessionId, definition, nonce, state, verifier, now, expiresAt }: RequestInput) {
+    const responseUri = this.urls.verifierResponse(tenantId, sessionId)
+    const request = {
+      iss: verifier.did,
+      aud: SIOP_AUDIENCE,
+      client_id: verifier.did,
+      client_id_scheme: 'did',
+      response_type: 'vp_token',
+      response_mode: 'direct_post',
+      response_uri: responseUri,
+      scope: 'openid',
+      nonce,
+      state,
+      presentation_definition: difDefinition(definition),
+      iat: Math.floor(now / 1000),
+      nbf: Math.floor(now / 1000),
+      exp: Math.floor(expiresAt / 1000),
+      jti: sessionId,
+    }
+    const requestJwt = signJws(
+      { alg: verifier.alg, typ: REQUEST_OBJECT_TYP, kid: verifier.kid },
+      request,
+      verifier.privateKey,
+    )
+    // Section 2.7's link, exactly: the request object by reference plus the parameters the interface shows.
+    const link = new URLSearchParams({
+      client_id: verifier.did,
+      redirect_uri: responseUri,
+      request_uri: this.urls.verifierRequest(tenantId, sessionId),
+      response_mode: 'direct_post',
+      response_type: 'vp_token',
+      scope: 'openid',
+    })
+    return {
+      request,
+      requestJwt,
+      link: `${AUTH_REQUEST_SCHEME}://?${link.toString().replaceAll('+', '%20')}`,
+    }
+  }
+}
