@@ -97,7 +97,8 @@ export function transition(
         ? move('REJECTED', 'rejected')
         : refuse('not_pending', `process "${id}" is ${status}; only PENDING processes can be rejected`)
     case 'retrieve_credential':
-      if (status === 'PENDING') return refuse('pending', 'the credential is not issued yet')
+      if (status === 'PENDING')
+        return refuse('pending', `the credential of process "${id}" is not issued yet`)
       return status === 'ISSUED' ? move('ISSUED', 'credential_retrieved') : closed()
     case 'change_status':
       return status === 'ISSUED'
