@@ -184,6 +184,11 @@ export interface RunSummary {
   cores: { wallet: number; server: number; other: number | null }
   walletEventLoopBusy: number
   peakRssMb: { wallet: number; server: number }
+  /**
+   * SQL statements the service ran during the measured run per completed flow (webhook deliveries and
+   * any flow still under way at either end included); null where the store is out of sight (cluster, baselines).
+   */
+  sqlStatementsPerFlow: number | null
   webhooks: boolean
 }
 
@@ -309,6 +314,10 @@ async function runOne(run: PlannedRun, options: BenchOptions, round: number): Pr
       cores: { wallet: r2(walletCpuSec / wall), server: r2(serverCpuSec / wall), other },
       walletEventLoopBusy: r2(result.eventLoopBusy),
       peakRssMb: { wallet: result.peakRssMb, server: endUsage.peakRssMb },
+      sqlStatementsPerFlow:
+        endUsage.statements !== undefined && startUsage?.statements !== undefined && result.flows > 0
+          ? r1((endUsage.statements - startUsage.statements) / result.flows)
+          : null,
       webhooks: info.webhooks && run.flow === 'full',
     }
   } finally {
@@ -369,12 +378,12 @@ export function ratios(summaries: RunSummary[]) {
 function print(summaries: RunSummary[], ratioRows: ReturnType<typeof ratios>) {
   const pad = (s: string | number, n: number) => String(s).padStart(n)
   console.log(
-    `\n${'run'.padEnd(34)}${pad('flows', 7)}${pad('flows/s', 9)}${pad('p50', 8)}${pad('p95', 8)}${pad('p99', 8)}  ${'CPU ms/flow w/s'.padStart(16)}  ${'cores w/s/other'.padStart(16)}  ${'peak MB w/s'.padStart(12)}${pad('errors', 8)}`,
+    `\n${'run'.padEnd(34)}${pad('flows', 7)}${pad('flows/s', 9)}${pad('p50', 8)}${pad('p95', 8)}${pad('p99', 8)}  ${'CPU ms/flow w/s'.padStart(16)}  ${'cores w/s/other'.padStart(16)}  ${'peak MB w/s'.padStart(12)}${pad('SQL/flow', 9)}${pad('errors', 8)}`,
   )
   for (const s of summaries) {
     const name = `${s.name} · ${s.flow} · ${s.wallet} ×${s.wallets}${s.round > 1 ? ` #${s.round}` : ''}`
     console.log(
-      `${name.padEnd(34)}${pad(s.flows, 7)}${pad(s.flowsPerSec, 9)}${pad(s.flowMs.p50, 8)}${pad(s.flowMs.p95, 8)}${pad(s.flowMs.p99, 8)}  ${`${s.cpuMsPerFlow.wallet} / ${s.cpuMsPerFlow.server}`.padStart(16)}  ${`${s.cores.wallet}/${s.cores.server}/${s.cores.other ?? '?'}`.padStart(16)}  ${`${s.peakRssMb.wallet}/${s.peakRssMb.server}`.padStart(12)}${pad(s.errors, 8)}`,
+      `${name.padEnd(34)}${pad(s.flows, 7)}${pad(s.flowsPerSec, 9)}${pad(s.flowMs.p50, 8)}${pad(s.flowMs.p95, 8)}${pad(s.flowMs.p99, 8)}  ${`${s.cpuMsPerFlow.wallet} / ${s.cpuMsPerFlow.server}`.padStart(16)}  ${`${s.cores.wallet}/${s.cores.server}/${s.cores.other ?? '?'}`.padStart(16)}  ${`${s.peakRssMb.wallet}/${s.peakRssMb.server}`.padStart(12)}${pad(s.sqlStatementsPerFlow ?? '-', 9)}${pad(s.errors, 8)}`,
     )
   }
   console.log('\nper step, p50 / p95 / p99 ms:')
@@ -427,7 +436,7 @@ export async function runBench(options: BenchOptions): Promise<number> {
       const summary = await runOne(run, options, round)
       summaries.push(summary)
       console.log(
-        `  ${summary.name} · ${summary.flow} · ${summary.wallet} ×${summary.wallets}: ${summary.flowsPerSec} flows/s, p50 ${summary.flowMs.p50} ms, CPU ms/flow wallet ${summary.cpuMsPerFlow.wallet} server ${summary.cpuMsPerFlow.server}, errors ${summary.errors}`,
+        `  ${summary.name} · ${summary.flow} · ${summary.wallet} ×${summary.wallets}: ${summary.flowsPerSec} flows/s, p50 ${summary.flowMs.p50} ms, CPU ms/flow wallet ${summary.cpuMsPerFlow.wallet} server ${summary.cpuMsPerFlow.server}${summary.sqlStatementsPerFlow !== null ? `, SQL statements/flow ${summary.sqlStatementsPerFlow}` : ''}, errors ${summary.errors}`,
       )
     }
   }

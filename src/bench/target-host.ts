@@ -20,6 +20,8 @@ interface Started {
   info: TargetInfo
   /** CPU of the target's worker processes (a cluster), µs; this process's own is added by the caller. */
   workerCpu?: () => Promise<number>
+  /** Statements run by the service's store (store.stats), where it lives in this process. */
+  statements?: () => number
   close(): Promise<void>
 }
 
@@ -87,6 +89,7 @@ async function startService(
       webhooks: spec.webhook !== undefined,
       pids: [process.pid],
     },
+    statements: () => server.app.services.store.stats.statements,
     close: () => server.close(),
   }
 }
@@ -191,10 +194,12 @@ process.on('message', (message: ToTarget) => {
           (pid) =>
             peakRssMb(pid) ?? (pid === process.pid ? Math.round(process.resourceUsage().maxRSS / 1024) : 0),
         )
+        const statements = started?.statements?.()
         send({
           kind: 'usage',
           cpuUs: own.user + own.system + workers,
           peakRssMb: peaks.reduce((a, b) => a + b, 0),
+          ...(statements !== undefined ? { statements } : {}),
         })
       } else if (message.kind === 'stop') {
         await started?.close()
