@@ -4,7 +4,7 @@
 // a fresh target process and a fresh wallet process; their CPU and peak memory are measured apart.
 
 import { type ChildProcess, fork } from 'node:child_process'
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -410,13 +410,24 @@ function print(summaries: RunSummary[], ratioRows: ReturnType<typeof ratios>) {
   }
 }
 
-export async function runBench(options: BenchOptions): Promise<number> {
-  if (options.compare && !existsSync(join(ROOT, 'bench', 'bare-flows.ts'))) {
-    // An installed package has no bench/ (and no devDependencies): the baselines need a git checkout.
-    console.log('vc-harness bench: no bench/ folder here (installed package?): running without the baselines')
-    options = { ...options, compare: false }
+/** The peer baseline's libraries are devDependencies: present in a git checkout after `npm ci` only. */
+function peerInstalled(): boolean {
+  try {
+    import.meta.resolve('@sphereon/oid4vci-issuer-server')
+    return true
+  } catch {
+    return false
   }
-  const runs = planRuns(options)
+}
+
+export async function runBench(options: BenchOptions): Promise<number> {
+  let runs = planRuns(options)
+  if (runs.some((run) => run.target.kind === 'peer') && !peerInstalled()) {
+    console.log(
+      'vc-harness bench: @sphereon/oid4vci-issuer-server is not installed (an installed package has no devDependencies): running without the peer baseline',
+    )
+    runs = runs.filter((run) => run.target.kind !== 'peer')
+  }
   if (runs.length === 0) throw new BenchUsageError('--flow/--wallet leave nothing to run')
   const machine = {
     cores: cpus().length,

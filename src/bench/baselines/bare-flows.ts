@@ -23,7 +23,7 @@ import {
   jwtVerify,
   SignJWT,
 } from 'jose'
-import { didKeyFromPublicKey, resolveDidKey } from '../src/shared/did-key.ts'
+import { didKeyFromPublicKey, resolveDidKey } from '../../shared/did-key.ts'
 
 export interface BareFlows {
   /** http://127.0.0.1:PORT */
