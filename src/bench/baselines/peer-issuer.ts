@@ -40,6 +40,7 @@ import { notificationEndpoint, OID4VCIServer } from '@sphereon/oid4vci-issuer-se
 import { ExpressBuilder } from '@sphereon/ssi-express-support'
 import { didKeyFromPublicKey, generateKeyPair, resolveDidKey } from '../../shared/did-key.ts'
 import { decodeJws, signJws, verifyJws } from '../../shared/jws.ts'
+import { JWT_TYP } from '../../shared/wire.ts'
 
 export interface PeerIssuer {
   /** the credential issuer identifier, http://HOST:PORT (an origin root: oid4vci-client appends well-known paths) */
@@ -192,7 +193,7 @@ export async function startPeerIssuer(options: { host?: string; port?: number } 
     if (!holder || vc.credentialSubject.id !== holder) throw new Error('credential subject is not the holder')
     const now = Math.floor(Date.now() / 1000)
     return signJws(
-      { alg: 'EdDSA', typ: 'JWT', kid: issuerKey.kid },
+      { alg: 'EdDSA', typ: JWT_TYP, kid: issuerKey.kid },
       {
         iss: issuerKey.did,
         sub: holder,

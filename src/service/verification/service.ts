@@ -1,6 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { signJws } from '../../shared/jws.ts'
+import {
+  AUTHORIZATION_REQUEST_SCHEME as AUTH_REQUEST_SCHEME,
+  REQUEST_OBJECT_TYP,
+  SIOP_AUDIENCE,
+} from '../../shared/wire.ts'
 import type { Principal } from '../auth/tokens.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import { OAuthError } from '../errors/oauth.ts'
@@ -17,9 +22,6 @@ import type { StatusChecker } from './status.ts'
 // Verification sessions (sections 2.7–2.9, 4.6, 4.7) and the wallet-facing OpenID4VP draft-20 verifier
 // (direct_post, client_id scheme did, DIF Presentation Exchange). docs/verification.md is the contract.
 
-export const REQUEST_OBJECT_TYP = 'oauth-authz-req+jwt'
-export const SIOP_AUDIENCE = 'https://self-issued.me/v2'
-const AUTH_REQUEST_SCHEME = 'openid-vp'
 const SIGNING_ALGS = ['EdDSA', 'ES256', 'ES256K'] as const
 const MAX_DESCRIPTION = 300
 
