@@ -1,4 +1,5 @@
 import { Given, Then, When } from '@cucumber/cucumber'
+import { PRE_AUTHORIZED_GRANT } from '../src/shared/wire.ts'
 import type { HolderKeyType, Misbehaviour } from '../src/wallet/index.ts'
 import { DEGREE_CONTENT, IDENTITY_CONTENT, type TemplateRole } from './support/issuance.ts'
 import type { HarnessWorld } from './support/world.ts'
@@ -157,9 +158,9 @@ Then('the offer response holds a tx_code of {int} digits', function (this: W, di
 Then(
   'the offer announces a {word} transaction code of {int} characters',
   function (this: W, mode: string, length: number) {
-    const grant = this.issuance.session?.offer.grants?.[
-      'urn:ietf:params:oauth:grant-type:pre-authorized_code'
-    ] as { tx_code?: { input_mode?: string; length?: number } } | undefined
+    const grant = this.issuance.session?.offer.grants?.[PRE_AUTHORIZED_GRANT] as
+      | { tx_code?: { input_mode?: string; length?: number } }
+      | undefined
     if (grant?.tx_code?.input_mode !== mode || grant.tx_code.length !== length) {
       this.fail(
         `tx_code {input_mode: ${mode}, length: ${length}} in the offer; it was ${JSON.stringify(grant?.tx_code)}`,
@@ -174,9 +175,7 @@ Then(
   function (this: W) {
     const session = this.issuance.session
     const offer = session?.offer
-    const grant = offer?.grants?.['urn:ietf:params:oauth:grant-type:pre-authorized_code'] as
-      | { 'pre-authorized_code'?: string }
-      | undefined
+    const grant = offer?.grants?.[PRE_AUTHORIZED_GRANT] as { 'pre-authorized_code'?: string } | undefined
     const ok =
       offer?.credential_issuer === `${this.target.urls.issuerUrl}/oid4vci/${this.tenant.tenant}` &&
       JSON.stringify(offer?.credential_configuration_ids) ===

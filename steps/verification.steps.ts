@@ -1,6 +1,7 @@
 import { Given, Then, When } from '@cucumber/cucumber'
 import type { SessionRead } from '../src/client/index.ts'
 import { isObject } from '../src/shared/json.ts'
+import { AUTHORIZATION_REQUEST_SCHEME } from '../src/shared/wire.ts'
 import type { HolderKeyType, PresentationMisbehaviour } from '../src/wallet/index.ts'
 import type { VerificationTemplateRole } from './support/verification.ts'
 import type { HarnessWorld } from './support/world.ts'
@@ -213,7 +214,8 @@ Then(
   'the authentication request is an openid-vp link with client_id, redirect_uri, request_uri, response_mode direct_post, response_type vp_token and scope openid',
   function (this: W) {
     const link = this.verification.requireCreated().authentication_request
-    if (!link.startsWith('openid-vp://?')) this.fail(`an openid-vp:// link; got ${link}`)
+    if (!link.startsWith(`${AUTHORIZATION_REQUEST_SCHEME}://?`))
+      this.fail(`an ${AUTHORIZATION_REQUEST_SCHEME}:// link; got ${link}`)
     const query = new URL(link).searchParams
     const expected: Record<string, string | RegExp> = {
       client_id: /^did:/,

@@ -10,6 +10,7 @@ import { type WebhookEndpoint, WebhookReceiver } from '../src/harness/webhook-re
 import { checkWorkerCount, maxWorkers, type RunningCluster, startCluster } from '../src/service/cluster.ts'
 import type { ServiceConfig } from '../src/service/config/index.ts'
 import type { StreamState } from '../src/service/streams/routes.ts'
+import { FORM_MEDIA_TYPE, PRE_AUTHORIZED_GRANT as PRE_AUTH } from '../src/shared/wire.ts'
 import { Wallet } from '../src/wallet/index.ts'
 import { DEMO, demoConfig } from './helpers.ts'
 
@@ -21,7 +22,6 @@ const fresh = new Agent({ pipelining: 0 })
 const freshFetch = ((url: string | URL, init?: RequestInit) =>
   undiciFetch(url, { ...(init as object), dispatcher: fresh })) as unknown as typeof fetch
 
-const PRE_AUTH = 'urn:ietf:params:oauth:grant-type:pre-authorized_code'
 const CONTENT = [
   {
     type: ['VerifiableCredential', 'UniversityDegreeCredential'],
@@ -217,7 +217,7 @@ describe('cluster: 2 workers on one database', { timeout: 60_000 }, () => {
         [0, 1].map(() =>
           freshFetch(`${json.credential_issuer}/token`, {
             method: 'POST',
-            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            headers: { 'content-type': FORM_MEDIA_TYPE },
             body: new URLSearchParams({ grant_type: PRE_AUTH, 'pre-authorized_code': code }).toString(),
           }).then(async (r) => ({ status: r.status, body: (await r.json()) as { error?: string } })),
         ),

@@ -8,6 +8,7 @@ import {
   type ServiceConfig,
 } from '../src/service/config/index.ts'
 import { ManualClock } from '../src/service/util/clock.ts'
+import { PROBLEM_MEDIA_TYPE } from '../src/shared/wire.ts'
 
 export const demoConfig = (): ServiceConfig => loadConfigFile(DEMO_CONFIG_PATH)
 
@@ -126,8 +127,8 @@ export async function createOffer(app: FastifyInstance, token: string, group = '
 /** Asserts a problem+json answer and returns it. */
 export function problemOf(response: LightMyRequestResponse) {
   const type = String(response.headers['content-type'])
-  if (!type.startsWith('application/problem+json')) {
-    throw new Error(`expected application/problem+json, got ${type}: ${response.body}`)
+  if (!type.startsWith(PROBLEM_MEDIA_TYPE)) {
+    throw new Error(`expected ${PROBLEM_MEDIA_TYPE}, got ${type}: ${response.body}`)
   }
   return response.json<Problem>()
 }

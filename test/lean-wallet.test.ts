@@ -9,6 +9,7 @@ import { parseCredentialOfferUri, RelyingPartyClient, type SessionRead } from '.
 import { startChild } from '../src/harness/child-target.ts'
 import { DEMO_CONFIG_PATH, loadConfigFile } from '../src/service/config/index.ts'
 import { type RunningServer, startServer } from '../src/service/server.ts'
+import { PRE_AUTHORIZED_GRANT } from '../src/shared/wire.ts'
 
 // The lean load wallet (src/bench/lean-wallet.ts) against the real service over real HTTP: attended
 // issuance with deferred download and notification, verification, both holder algorithms, and the ways a
@@ -208,7 +209,7 @@ describe('lean wallet against the service', () => {
     assert.equal((await issuance.requestCredential()).status, 202)
     await client.submitCredentials(tokens.admin, processId, DEMO_DEGREE)
 
-    const grant = offer.grants?.['urn:ietf:params:oauth:grant-type:pre-authorized_code'] ?? {}
+    const grant = offer.grants?.[PRE_AUTHORIZED_GRANT] ?? {}
     grant.tx_code = { length: 6, input_mode: 'numeric' }
     const withPin = `openid-credential-offer://?credential_offer=${encodeURIComponent(JSON.stringify(offer))}`
     await rejects(wallet.startIssuance(withPin), 'tx_code_required', 'scan')

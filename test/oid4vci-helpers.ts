@@ -5,13 +5,14 @@ import type { ManualClock } from '../src/service/util/clock.ts'
 import { presentationTemplate, signerFromPrivateKey, signPresentation } from '../src/shared/data-integrity.ts'
 import { type DidKey, didKeyFromPublicKey, generateKeyPair, type JwsAlg } from '../src/shared/did-key.ts'
 import { signJws } from '../src/shared/jws.ts'
+import { FORM_MEDIA_TYPE, PRE_AUTHORIZED_GRANT, PROOF_TYP } from '../src/shared/wire.ts'
 import { auth, createOffer, DEMO, demoConfig, OTHER, tokenFor } from './helpers.ts'
 
 // A lean protocol driver for service-level tests (app.inject, manual clock): it signs with node:crypto
 // directly, so each test controls every byte. End-to-end tests use the real wallet over HTTP instead.
 
 export const ISSUER = 'https://issuer.example/oid4vci/demo'
-export const PRE_AUTH = 'urn:ietf:params:oauth:grant-type:pre-authorized_code'
+export const PRE_AUTH = PRE_AUTHORIZED_GRANT
 
 export interface Holder extends DidKey {
   privateKey: KeyObject
@@ -29,7 +30,7 @@ export function proofJwt(
   overrides: { header?: Record<string, unknown>; payload?: Record<string, unknown> } = {},
 ): string {
   return signJws(
-    { alg: holder.alg, typ: 'openid4vci-proof+jwt', kid: holder.kid, ...overrides.header } as never,
+    { alg: holder.alg, typ: PROOF_TYP, kid: holder.kid, ...overrides.header } as never,
     {
       aud: ISSUER,
       iat: Math.floor(clock.now() / 1000),
@@ -58,7 +59,7 @@ export function postToken(app: FastifyInstance, form: Record<string, string>, te
   return app.inject({
     method: 'POST',
     url: `/oid4vci/${tenant}/token`,
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    headers: { 'content-type': FORM_MEDIA_TYPE },
     payload: new URLSearchParams(form).toString(),
   })
 }

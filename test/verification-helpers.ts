@@ -5,6 +5,7 @@ import type { ServiceEvent, SessionChanged } from '../src/service/events.ts'
 import type { ManualClock } from '../src/service/util/clock.ts'
 import type { JwsAlg } from '../src/shared/did-key.ts'
 import { decodeJws, signJws } from '../src/shared/jws.ts'
+import { FORM_MEDIA_TYPE } from '../src/shared/wire.ts'
 import { auth, OTHER, tokenFor } from './helpers.ts'
 import { FOREIGN_ISSUER, type Holder, newHolder, oid4vciConfig, WIDE_APP } from './oid4vci-helpers.ts'
 
@@ -13,7 +14,7 @@ import { FOREIGN_ISSUER, type Holder, newHolder, oid4vciConfig, WIDE_APP } from 
 // byte the "wallet" sends.
 
 export const V1 = 'https://www.w3.org/2018/credentials/v1'
-export const FORM = 'application/x-www-form-urlencoded'
+export const FORM = FORM_MEDIA_TYPE
 
 /** A second (P-256) did:key nobody in these tests signs with (an explicit trust list of two foreign DIDs). */
 export const FOREIGN_ISSUER_2 = newHolder('ES256').did

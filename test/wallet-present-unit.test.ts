@@ -12,6 +12,12 @@ import { emptyBitstring, encodeList, STATUS_MESSAGES, setStatus } from '../src/s
 import { didKeyFromPublicKey, generateKeyPair, type JwsAlg, resolveDidKey } from '../src/shared/did-key.ts'
 import { type DecodedJws, decodeJws, signJws, verifyJws } from '../src/shared/jws.ts'
 import {
+  AUTHORIZATION_REQUEST_SCHEME,
+  REQUEST_OBJECT_MEDIA_TYPE,
+  REQUEST_OBJECT_TYP,
+  SIOP_AUDIENCE,
+} from '../src/shared/wire.ts'
+import {
   type HolderKeyType,
   MISBEHAVIOURS,
   NoMatchingCredentialsError,
@@ -151,7 +157,7 @@ class FakeVerifier {
     const signer = opts.signer ?? this.key
     const payload: Record<string, unknown> = {
       iss: this.key.did,
-      aud: 'https://self-issued.me/v2',
+      aud: SIOP_AUDIENCE,
       client_id: this.key.did,
       client_id_scheme: 'did',
       response_type: 'vp_token',
@@ -167,9 +173,9 @@ class FakeVerifier {
       jti: id,
       ...opts.payload,
     }
-    const header = { alg: signer.alg, typ: 'oauth-authz-req+jwt', kid: signer.kid, ...opts.header }
+    const header = { alg: signer.alg, typ: REQUEST_OBJECT_TYP, kid: signer.kid, ...opts.header }
     const jwt = signJws(header as { alg: JwsAlg }, payload, signer.privateKey)
-    const link = `openid-vp://?${new URLSearchParams({
+    const link = `${AUTHORIZATION_REQUEST_SCHEME}://?${new URLSearchParams({
       client_id: opts.linkClientId ?? this.key.did,
       redirect_uri: responseUri,
       request_uri: `${BASE}/requests/${id}`,
@@ -202,7 +208,7 @@ class FakeVerifier {
         this.requestAnswer?.(session) ?? {
           status: 200,
           body: session.jwt,
-          contentType: 'application/oauth-authz-req+jwt',
+          contentType: REQUEST_OBJECT_MEDIA_TYPE,
         },
       )
     }
@@ -506,13 +512,11 @@ describe('request object: fetched, verified, checked', () => {
     const wallet = await walletWith(verifier)
     const session = verifier.open()
     const [, payload] = session.jwt.split('.')
-    const header = Buffer.from(JSON.stringify({ alg: 'none', typ: 'oauth-authz-req+jwt' })).toString(
-      'base64url',
-    )
+    const header = Buffer.from(JSON.stringify({ alg: 'none', typ: REQUEST_OBJECT_TYP })).toString('base64url')
     verifier.requestAnswer = () => ({
       status: 200,
       body: `${header}.${payload}.`,
-      contentType: 'application/oauth-authz-req+jwt',
+      contentType: REQUEST_OBJECT_MEDIA_TYPE,
     })
     await rejectsWith(wallet.startPresentation(session.link), {
       step: 'request',

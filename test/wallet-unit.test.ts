@@ -26,6 +26,7 @@ import {
   resolveDidKey,
 } from '../src/shared/did-key.ts'
 import { decodeJws, signJws, verifyJws } from '../src/shared/jws.ts'
+import { PROOF_TYP } from '../src/shared/wire.ts'
 import { createHolder, createWalletAgent } from '../src/wallet/agent.ts'
 import { parseDeepLink } from '../src/wallet/deep-link.ts'
 import { WalletProtocolError, WalletUsageError } from '../src/wallet/errors.ts'
@@ -36,13 +37,7 @@ import {
   type Misbehaviour,
   WRONG_AUDIENCE,
 } from '../src/wallet/misbehaviour.ts'
-import {
-  buildDiVpProof,
-  buildJwtProof,
-  buildTokenRequest,
-  PROOF_TYP,
-  wrongTxCode,
-} from '../src/wallet/proof.ts'
+import { buildDiVpProof, buildJwtProof, buildTokenRequest, wrongTxCode } from '../src/wallet/proof.ts'
 import { FileWalletStore } from '../src/wallet/store.ts'
 
 // --- helpers ---------------------------------------------------------------------------------------------

@@ -23,6 +23,14 @@ import {
   resolveDidKey,
 } from '../shared/did-key.ts'
 import { type DecodedJws, decodeJws } from '../shared/jws.ts'
+import {
+  FORM_MEDIA_TYPE,
+  JWT_TYP,
+  PRE_AUTHORIZED_GRANT,
+  PROOF_TYP,
+  REQUEST_OBJECT_MEDIA_TYPE,
+  REQUEST_OBJECT_TYP,
+} from '../shared/wire.ts'
 
 export interface LeanWalletOptions {
   alg?: 'EdDSA' | 'ES256'
@@ -62,16 +70,12 @@ export interface LeanPresentation {
   respond(credential?: string): Promise<{ status: number; body: unknown }>
 }
 
-const PRE_AUTHORIZED_GRANT = 'urn:ietf:params:oauth:grant-type:pre-authorized_code'
-const PROOF_TYP = 'openid4vci-proof+jwt'
-const REQUEST_OBJECT_TYP = 'oauth-authz-req+jwt'
 const VC_CONTEXT_V1 = 'https://www.w3.org/2018/credentials/v1'
 const VERIFY_ALGS: readonly JwsAlg[] = ['EdDSA', 'ES256', 'ES256K']
 /** Lifetime of the key proof and of the VP: long enough for a loaded server, short enough to mean something. */
 const PROOF_LIFETIME_SECONDS = 300
 const DEEP_LINK = /^([a-z][a-z0-9+.-]*):\/\/[^?#]*\?([^#]*)/i
 const JSON_HEADERS = { 'content-type': 'application/json', accept: 'application/json' }
-const FORM = 'application/x-www-form-urlencoded'
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v)
@@ -419,7 +423,7 @@ export class LeanWallet {
     this.privateKey = pair.privateKey
     this.dispatcher = options.dispatcher ?? sharedAgent()
     this.proofHeader = b64urlJson({ alg: this.alg, typ: PROOF_TYP, kid: this.kid })
-    this.vpHeader = b64urlJson({ alg: this.alg, typ: 'JWT', kid: this.kid })
+    this.vpHeader = b64urlJson({ alg: this.alg, typ: JWT_TYP, kid: this.kid })
   }
 
   static create(options: LeanWalletOptions = {}): LeanWallet {
@@ -516,7 +520,7 @@ export class LeanWallet {
         throw protocolError('request', 'request_uri_method=post is not supported', 'unsupported')
       }
       const answer = await this.http('request', requestUri, {
-        headers: { accept: `application/${REQUEST_OBJECT_TYP}` },
+        headers: { accept: REQUEST_OBJECT_MEDIA_TYPE },
       })
       if (!ok(answer)) throw httpError('request', answer, 'request object')
       jwt = answer.text.trim()
@@ -529,7 +533,7 @@ export class LeanWallet {
       )
     const decoded = decode('request', jwt, 'the request object')
     const { header, payload } = decoded
-    if (header.typ !== undefined && header.typ !== REQUEST_OBJECT_TYP && header.typ !== 'JWT') {
+    if (header.typ !== undefined && header.typ !== REQUEST_OBJECT_TYP && header.typ !== JWT_TYP) {
       throw protocolError(
         'request',
         `request object typ ${JSON.stringify(header.typ)} is not ${REQUEST_OBJECT_TYP}`,
@@ -657,7 +661,7 @@ class Issuance implements LeanIssuance {
     })
     const answer = await this.wallet.http('token', this.info.tokenEndpoint, {
       method: 'POST',
-      headers: { 'content-type': FORM, accept: 'application/json' },
+      headers: { 'content-type': FORM_MEDIA_TYPE, accept: 'application/json' },
       body: body.toString(),
     })
     if (!ok(answer)) throw httpError('token', answer, 'token request')
@@ -895,7 +899,7 @@ class Presentation implements LeanPresentation {
     })
     const answer = await this.wallet.http('response', this.responseUri, {
       method: 'POST',
-      headers: { 'content-type': FORM, accept: 'application/json' },
+      headers: { 'content-type': FORM_MEDIA_TYPE, accept: 'application/json' },
       body: form.toString(),
     })
     if (!ok(answer)) throw httpError('response', answer, 'authorization response')

@@ -103,7 +103,13 @@ export type ToTarget = { kind: 'start'; spec: TargetSpec } | { kind: 'usage' } |
 /** Target host → runner. */
 export type FromTarget =
   | { kind: 'started'; info: TargetInfo }
-  | { kind: 'usage'; cpuUs: number; peakRssMb: number }
+  | {
+      kind: 'usage'
+      cpuUs: number
+      peakRssMb: number
+      /** SQL statements the service's store ran so far; absent where the host cannot see the store (a cluster, the baselines). */
+      statements?: number
+    }
   | { kind: 'failed'; message: string }
 
 /** The demo tenant's keys (config/demo.json), shared by the service and the bare baseline. */

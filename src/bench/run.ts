@@ -4,7 +4,7 @@
 // a fresh target process and a fresh wallet process; their CPU and peak memory are measured apart.
 
 import { type ChildProcess, fork } from 'node:child_process'
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { cpus, totalmem } from 'node:os'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -184,6 +184,11 @@ export interface RunSummary {
   cores: { wallet: number; server: number; other: number | null }
   walletEventLoopBusy: number
   peakRssMb: { wallet: number; server: number }
+  /**
+   * SQL statements the service ran during the measured run per completed flow (webhook deliveries and
+   * any flow still under way at either end included); null where the store is out of sight (cluster, baselines).
+   */
+  sqlStatementsPerFlow: number | null
   webhooks: boolean
 }
 
@@ -309,6 +314,10 @@ async function runOne(run: PlannedRun, options: BenchOptions, round: number): Pr
       cores: { wallet: r2(walletCpuSec / wall), server: r2(serverCpuSec / wall), other },
       walletEventLoopBusy: r2(result.eventLoopBusy),
       peakRssMb: { wallet: result.peakRssMb, server: endUsage.peakRssMb },
+      sqlStatementsPerFlow:
+        endUsage.statements !== undefined && startUsage?.statements !== undefined && result.flows > 0
+          ? r1((endUsage.statements - startUsage.statements) / result.flows)
+          : null,
       webhooks: info.webhooks && run.flow === 'full',
     }
   } finally {
@@ -369,12 +378,12 @@ export function ratios(summaries: RunSummary[]) {
 function print(summaries: RunSummary[], ratioRows: ReturnType<typeof ratios>) {
   const pad = (s: string | number, n: number) => String(s).padStart(n)
   console.log(
-    `\n${'run'.padEnd(34)}${pad('flows', 7)}${pad('flows/s', 9)}${pad('p50', 8)}${pad('p95', 8)}${pad('p99', 8)}  ${'CPU ms/flow w/s'.padStart(16)}  ${'cores w/s/other'.padStart(16)}  ${'peak MB w/s'.padStart(12)}${pad('errors', 8)}`,
+    `\n${'run'.padEnd(34)}${pad('flows', 7)}${pad('flows/s', 9)}${pad('p50', 8)}${pad('p95', 8)}${pad('p99', 8)}  ${'CPU ms/flow w/s'.padStart(16)}  ${'cores w/s/other'.padStart(16)}  ${'peak MB w/s'.padStart(12)}${pad('SQL/flow', 9)}${pad('errors', 8)}`,
   )
   for (const s of summaries) {
     const name = `${s.name} · ${s.flow} · ${s.wallet} ×${s.wallets}${s.round > 1 ? ` #${s.round}` : ''}`
     console.log(
-      `${name.padEnd(34)}${pad(s.flows, 7)}${pad(s.flowsPerSec, 9)}${pad(s.flowMs.p50, 8)}${pad(s.flowMs.p95, 8)}${pad(s.flowMs.p99, 8)}  ${`${s.cpuMsPerFlow.wallet} / ${s.cpuMsPerFlow.server}`.padStart(16)}  ${`${s.cores.wallet}/${s.cores.server}/${s.cores.other ?? '?'}`.padStart(16)}  ${`${s.peakRssMb.wallet}/${s.peakRssMb.server}`.padStart(12)}${pad(s.errors, 8)}`,
+      `${name.padEnd(34)}${pad(s.flows, 7)}${pad(s.flowsPerSec, 9)}${pad(s.flowMs.p50, 8)}${pad(s.flowMs.p95, 8)}${pad(s.flowMs.p99, 8)}  ${`${s.cpuMsPerFlow.wallet} / ${s.cpuMsPerFlow.server}`.padStart(16)}  ${`${s.cores.wallet}/${s.cores.server}/${s.cores.other ?? '?'}`.padStart(16)}  ${`${s.peakRssMb.wallet}/${s.peakRssMb.server}`.padStart(12)}${pad(s.sqlStatementsPerFlow ?? '-', 9)}${pad(s.errors, 8)}`,
     )
   }
   console.log('\nper step, p50 / p95 / p99 ms:')
@@ -401,13 +410,24 @@ function print(summaries: RunSummary[], ratioRows: ReturnType<typeof ratios>) {
   }
 }
 
-export async function runBench(options: BenchOptions): Promise<number> {
-  if (options.compare && !existsSync(join(ROOT, 'bench', 'bare-flows.ts'))) {
-    // An installed package has no bench/ (and no devDependencies): the baselines need a git checkout.
-    console.log('vc-harness bench: no bench/ folder here (installed package?): running without the baselines')
-    options = { ...options, compare: false }
+/** The peer baseline's libraries are devDependencies: present in a git checkout after `npm ci` only. */
+function peerInstalled(): boolean {
+  try {
+    import.meta.resolve('@sphereon/oid4vci-issuer-server')
+    return true
+  } catch {
+    return false
   }
-  const runs = planRuns(options)
+}
+
+export async function runBench(options: BenchOptions): Promise<number> {
+  let runs = planRuns(options)
+  if (runs.some((run) => run.target.kind === 'peer') && !peerInstalled()) {
+    console.log(
+      'vc-harness bench: @sphereon/oid4vci-issuer-server is not installed (an installed package has no devDependencies): running without the peer baseline',
+    )
+    runs = runs.filter((run) => run.target.kind !== 'peer')
+  }
   if (runs.length === 0) throw new BenchUsageError('--flow/--wallet leave nothing to run')
   const machine = {
     cores: cpus().length,
@@ -427,7 +447,7 @@ export async function runBench(options: BenchOptions): Promise<number> {
       const summary = await runOne(run, options, round)
       summaries.push(summary)
       console.log(
-        `  ${summary.name} · ${summary.flow} · ${summary.wallet} ×${summary.wallets}: ${summary.flowsPerSec} flows/s, p50 ${summary.flowMs.p50} ms, CPU ms/flow wallet ${summary.cpuMsPerFlow.wallet} server ${summary.cpuMsPerFlow.server}, errors ${summary.errors}`,
+        `  ${summary.name} · ${summary.flow} · ${summary.wallet} ×${summary.wallets}: ${summary.flowsPerSec} flows/s, p50 ${summary.flowMs.p50} ms, CPU ms/flow wallet ${summary.cpuMsPerFlow.wallet} server ${summary.cpuMsPerFlow.server}${summary.sqlStatementsPerFlow !== null ? `, SQL statements/flow ${summary.sqlStatementsPerFlow}` : ''}, errors ${summary.errors}`,
       )
     }
   }

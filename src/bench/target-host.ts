@@ -1,7 +1,7 @@
 // The server side of a bench run, in its own process so its CPU and peak memory are its own: our
 // service (one process, or a node:cluster of workers on one SQLite file), the bare Fastify + jose
-// baseline, or the peer issuer built on @sphereon/oid4vci-issuer. The last two live in bench/ (a git
-// checkout; the peer is a devDependency) and are imported only when asked for.
+// baseline, or the peer issuer built on @sphereon/oid4vci-issuer. The last two live in ./baselines/ and are
+// imported only when asked for (the peer's libraries are devDependencies, absent from an installed package).
 //
 // IPC: runner → { start, spec } → { started, info } | { failed }; → { usage } → { usage }; → { stop }.
 
@@ -20,17 +20,21 @@ interface Started {
   info: TargetInfo
   /** CPU of the target's worker processes (a cluster), µs; this process's own is added by the caller. */
   workerCpu?: () => Promise<number>
+  /** Statements run by the service's store (store.stats), where it lives in this process. */
+  statements?: () => number
   close(): Promise<void>
 }
 
-/** `bench/<file>` of the checkout this module runs from; a clear error when the package has no bench/. */
-async function fromBench<T>(file: string): Promise<T> {
-  const url = new URL(`../../bench/${file}`, import.meta.url)
+/**
+ * A baseline module, imported only when asked for. The peer needs devDependencies (@sphereon/oid4vci-issuer…)
+ * that an installed package lacks: say so instead of a bare "module not found".
+ */
+async function baseline<T>(load: () => Promise<T>, name: string): Promise<T> {
   try {
-    return (await import(url.href)) as T
+    return await load()
   } catch (error) {
     throw new Error(
-      `bench/${file} could not be loaded (${(error as Error).message}). The baselines live in a git checkout of vc-harness; its devDependencies must be installed (npm ci).`,
+      `the ${name} baseline could not be loaded (${(error as Error).message}); it needs a git checkout of vc-harness with its devDependencies installed (npm ci)`,
     )
   }
 }
@@ -87,28 +91,13 @@ async function startService(
       webhooks: spec.webhook !== undefined,
       pids: [process.pid],
     },
+    statements: () => server.app.services.store.stats.statements,
     close: () => server.close(),
   }
 }
 
-interface BareModule {
-  startBareFlows(options?: { host?: string; port?: number }): Promise<{
-    url: string
-    keys: TargetInfo['keys']
-    close(): Promise<void>
-  }>
-}
-
-interface PeerModule {
-  startPeerIssuer(options?: { host?: string; port?: number }): Promise<{
-    url: string
-    createOffer(): Promise<string>
-    close(): Promise<void>
-  }>
-}
-
 async function startBare(): Promise<Started> {
-  const { startBareFlows } = await fromBench<BareModule>('bare-flows.ts')
+  const { startBareFlows } = await baseline(() => import('./baselines/bare-flows.ts'), 'bare')
   const bare = await startBareFlows({ host: '127.0.0.1', port: 0 })
   return {
     info: {
@@ -125,7 +114,7 @@ async function startBare(): Promise<Started> {
 
 /** The peer has no relying-party API: an offer desk (POST → a fresh offer link) stands in for 4.2. */
 async function startPeer(): Promise<Started> {
-  const { startPeerIssuer } = await fromBench<PeerModule>('peer-issuer.ts')
+  const { startPeerIssuer } = await baseline(() => import('./baselines/peer-issuer.ts'), 'peer')
   const peer = await startPeerIssuer({ host: '127.0.0.1', port: 0 })
   const desk = createServer((req, res) => {
     req.resume()
@@ -191,10 +180,12 @@ process.on('message', (message: ToTarget) => {
           (pid) =>
             peakRssMb(pid) ?? (pid === process.pid ? Math.round(process.resourceUsage().maxRSS / 1024) : 0),
         )
+        const statements = started?.statements?.()
         send({
           kind: 'usage',
           cpuUs: own.user + own.system + workers,
           peakRssMb: peaks.reduce((a, b) => a + b, 0),
+          ...(statements !== undefined ? { statements } : {}),
         })
       } else if (message.kind === 'stop') {
         await started?.close()

@@ -15,6 +15,7 @@ import { Type } from 'typebox'
 import type { SandboxPlan } from '../harness/sandbox.ts'
 import type { ServiceConfig } from '../service/config/index.ts'
 import { type Clock, systemClock } from '../service/util/clock.ts'
+import { PROBLEM_MEDIA_TYPE } from '../shared/wire.ts'
 import { FLOW_KINDS, type FlowKind, type FlowStatus, type SocketMessage } from '../web/flow-state.ts'
 import { componentBundle } from './assets.ts'
 import { DemoBackend, DemoError } from './backend.ts'
@@ -91,7 +92,7 @@ const TITLES: Record<DemoError['code'], string> = {
 function sendDemoError(reply: FastifyReply, error: DemoError) {
   return reply
     .code(error.status)
-    .type('application/problem+json')
+    .type(PROBLEM_MEDIA_TYPE)
     .send({
       type: `urn:vc-harness:demo:problem:${error.code}`,
       title: TITLES[error.code],

@@ -86,7 +86,7 @@ function validatorCompiler() {
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config } = options
   const clock = options.clock ?? systemClock
-  const store = options.store ?? (await openSqliteStore(options.dataDir ?? ':memory:'))
+  const store = options.store ?? (await openSqliteStore(options.dataDir ?? ':memory:', { clock }))
   const app = Fastify({
     logger: options.logger ?? false,
     bodyLimit: config.bodyLimitBytes,

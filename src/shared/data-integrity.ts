@@ -11,6 +11,7 @@ import { contexts as multikeyContexts } from '@digitalbazaar/multikey-context'
 import jsigs from 'jsonld-signatures'
 import { algForKey, DidKeyError, didKeyFromPublicKey, didOf, resolveDidKey } from './did-key.ts'
 import { isObject } from './json.ts'
+import { VC_JWT_MEDIA_TYPE } from './wire.ts'
 
 const { AuthenticationProofPurpose } = jsigs.purposes
 
@@ -23,7 +24,7 @@ export const UNDEFINED_TERMS_CONTEXT = 'https://www.w3.org/ns/credentials/undefi
 const MULTIKEY_CONTEXT = 'https://w3id.org/security/multikey/v1'
 const DID_CONTEXT = 'https://www.w3.org/ns/did/v1'
 const CRYPTOSUITE = 'eddsa-rdfc-2022'
-const ENVELOPED_JWT_PREFIX = 'data:application/vc+jwt,'
+const ENVELOPED_JWT_PREFIX = `data:${VC_JWT_MEDIA_TYPE},`
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/
 
 // --- document loader -----------------------------------------------------------------------------------

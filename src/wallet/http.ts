@@ -1,6 +1,7 @@
 // Plain HTTP for the calls the wallet makes itself (deferred credential, notification, diagnostics):
 // undici.request by default (a fraction of the CPU of fetch), or a caller-supplied fetch.
 import { request } from 'undici'
+import { FORM_MEDIA_TYPE } from '../shared/wire.ts'
 
 export type FetchLike = typeof fetch
 
@@ -38,7 +39,7 @@ export async function httpRequest(url: string, req: HttpRequest, fetchImpl?: Fet
     headers['content-type'] = 'application/json'
     body = JSON.stringify(req.json)
   } else if (req.form !== undefined) {
-    headers['content-type'] = 'application/x-www-form-urlencoded'
+    headers['content-type'] = FORM_MEDIA_TYPE
     body = new URLSearchParams(req.form).toString()
   }
   if (req.bearer) headers.authorization = `Bearer ${req.bearer}`

@@ -6,6 +6,7 @@
 import { getStatus, readStatusList, STATUS_SIZE, type StatusList } from '../shared/bitstring.ts'
 import { isObject } from '../shared/json.ts'
 import { decodeJws } from '../shared/jws.ts'
+import { JWT_MEDIA_TYPE, STATUS_LIST_JWT_MEDIA_TYPE, VC_JWT_MEDIA_TYPE } from '../shared/wire.ts'
 import { WalletUsageError } from './errors.ts'
 import { type FetchLike, httpRequest } from './http.ts'
 
@@ -90,7 +91,7 @@ export class StatusListReader {
     try {
       answer = await httpRequest(
         url,
-        { method: 'GET', accept: 'application/vc+jwt, application/statuslist+jwt, application/jwt' },
+        { method: 'GET', accept: `${VC_JWT_MEDIA_TYPE}, ${STATUS_LIST_JWT_MEDIA_TYPE}, ${JWT_MEDIA_TYPE}` },
         this.fetchImpl,
       )
     } catch (error) {

@@ -6,6 +6,7 @@ import { createHash, sign as cryptoSign, type KeyObject, randomBytes } from 'nod
 import { didKeyFromPublicKey, generateKeyPair, isJwsAlg, type JwsAlg } from '../shared/did-key.ts'
 import { isObject } from '../shared/json.ts'
 import { decodeJws, signJws } from '../shared/jws.ts'
+import { JWT_TYP } from '../shared/wire.ts'
 import { type PresentationMisbehaviour, WRONG_AUDIENCE } from './misbehaviour.ts'
 import type { JwtSigner } from './proof.ts'
 
@@ -113,7 +114,7 @@ export async function buildVpToken(signer: JwtSigner, input: VpTokenInput): Prom
     ...input.presentation,
     holder,
   }
-  const header = { alg: effective.alg, typ: 'JWT', kid: effective.kid }
+  const header = { alg: effective.alg, typ: JWT_TYP, kid: effective.kid }
   const payload = {
     iss: holder,
     aud: misbehave.includes('vp-wrong-aud') ? WRONG_AUDIENCE : input.audience,
@@ -215,7 +216,7 @@ export function selfIssueCopy(jwt: string, issuerKey?: ForeignKey): SelfIssuedCr
   if (isObject(credential.issuer)) credential.issuer = { ...credential.issuer, id: key.did }
   else if (credential.issuer !== undefined || vc) credential.issuer = key.did
   const signed = signJws(
-    { ...header, alg: key.alg, kid: key.kid, ...(header.typ === undefined && { typ: 'JWT' }) },
+    { ...header, alg: key.alg, kid: key.kid, ...(header.typ === undefined && { typ: JWT_TYP }) },
     copy,
     key.privateKey,
   )

@@ -22,6 +22,7 @@ import type { IPresentationDefinition } from '@sphereon/pex'
 import { didOf, JWS_ALGS, type JwsAlg, resolveDidKey } from '../shared/did-key.ts'
 import { isObject } from '../shared/json.ts'
 import { decodeJws, verifyJws } from '../shared/jws.ts'
+import { JWT_MEDIA_TYPE, REQUEST_OBJECT_MEDIA_TYPE, REQUEST_OBJECT_TYP } from '../shared/wire.ts'
 import { protocolError, WalletProtocolError, WalletUsageError } from './errors.ts'
 import { type FetchLike, type HttpAnswer, httpRequest } from './http.ts'
 import { loadSiop } from './lazy.ts'
@@ -46,8 +47,6 @@ import {
 import type { JwtSigner } from './proof.ts'
 import { quietly } from './quiet.ts'
 import type { StoredCredential } from './store.ts'
-
-export const REQUEST_OBJECT_TYP = 'oauth-authz-req+jwt'
 
 /** The wallet's answer for the 'access-denied' misbehaviour (also usable as a plain decline). */
 export const ACCESS_DENIED_DESCRIPTION = 'the holder declined to share the requested credentials'
@@ -243,7 +242,7 @@ async function fetchRequestObject(requestUri: string, fetchImpl: FetchLike | und
   try {
     answer = await httpRequest(
       requestUri,
-      { method: 'GET', accept: `application/${REQUEST_OBJECT_TYP}, application/jwt` },
+      { method: 'GET', accept: `${REQUEST_OBJECT_MEDIA_TYPE}, ${JWT_MEDIA_TYPE}` },
       fetchImpl,
     )
   } catch (error) {
@@ -256,10 +255,10 @@ async function fetchRequestObject(requestUri: string, fetchImpl: FetchLike | und
   }
   if (answer.status < 200 || answer.status >= 300) throw protocolError('request', answer.status, answer.body)
   const contentType = answer.headers['content-type'] ?? ''
-  if (!contentType.toLowerCase().startsWith(`application/${REQUEST_OBJECT_TYP}`)) {
+  if (!contentType.toLowerCase().startsWith(REQUEST_OBJECT_MEDIA_TYPE)) {
     throw requestError(
       answer.status,
-      `content type ${contentType || '(none)'} is not application/${REQUEST_OBJECT_TYP}`,
+      `content type ${contentType || '(none)'} is not ${REQUEST_OBJECT_MEDIA_TYPE}`,
       answer.body,
     )
   }

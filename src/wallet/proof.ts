@@ -13,6 +13,7 @@ import {
   generateKeyPair,
   type JwsAlg,
 } from '../shared/did-key.ts'
+import { PRE_AUTHORIZED_GRANT, PROOF_TYP } from '../shared/wire.ts'
 import { WalletUsageError } from './errors.ts'
 import { loadDataIntegrity } from './lazy.ts'
 import {
@@ -21,9 +22,6 @@ import {
   type Misbehaviour,
   WRONG_AUDIENCE,
 } from './misbehaviour.ts'
-
-export const PRE_AUTHORIZED_GRANT = 'urn:ietf:params:oauth:grant-type:pre-authorized_code'
-export const PROOF_TYP = 'openid4vci-proof+jwt'
 
 // --- token request -------------------------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto'
 import { type ApiResponse, ok, type Problem, parseCredentialOfferUri } from '../../src/client/index.ts'
 import type { TenantFixture } from '../../src/harness/target.ts'
+import { FORM_MEDIA_TYPE, PRE_AUTHORIZED_GRANT } from '../../src/shared/wire.ts'
 import { DEGREE_CONTENT } from './issuance.ts'
 import type { Caller, HarnessWorld } from './world.ts'
 
@@ -34,8 +35,6 @@ const ACTION_NAMES: Record<ProcessAction, string> = {
   reject: 'reject',
   revoke: 'revoke the credentials of',
 }
-const PRE_AUTHORIZED_GRANT = 'urn:ietf:params:oauth:grant-type:pre-authorized_code'
-const FORM = 'application/x-www-form-urlencoded'
 
 /** How a hand-made wallet-facing form POST is bent. */
 type FormBend = { underOtherTenant?: boolean; padKiB?: number; json?: boolean }
@@ -318,7 +317,7 @@ export class SecurityFlow {
       method: 'POST',
       ...(how.json
         ? { body: fields }
-        : { body: new URLSearchParams(fields).toString(), headers: { 'content-type': FORM } }),
+        : { body: new URLSearchParams(fields).toString(), headers: { 'content-type': FORM_MEDIA_TYPE } }),
     })
     const bent = how.underOtherTenant
       ? 'under another tenant'

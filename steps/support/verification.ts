@@ -1,6 +1,7 @@
 import type { SessionCreated, SessionRead } from '../../src/client/index.ts'
 import { resolveDidKey } from '../../src/shared/did-key.ts'
 import { decodeJws, verifyJws } from '../../src/shared/jws.ts'
+import { REQUEST_OBJECT_TYP } from '../../src/shared/wire.ts'
 import type {
   HolderKeyType,
   PresentationMisbehaviour,
@@ -242,8 +243,8 @@ export class VerificationFlow {
     const link = new URL(this.requireCreated().authentication_request)
     const clientId = link.searchParams.get('client_id') ?? ''
     const { header, payload } = decodeJws(jwt)
-    if (header.typ !== 'oauth-authz-req+jwt')
-      this.world.fail(`typ oauth-authz-req+jwt; it was ${String(header.typ)}`, null)
+    if (header.typ !== REQUEST_OBJECT_TYP)
+      this.world.fail(`typ ${REQUEST_OBJECT_TYP}; it was ${String(header.typ)}`, null)
     const key = resolveDidKey(String(header.kid))
     if (key.did !== clientId)
       this.world.fail(

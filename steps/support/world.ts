@@ -3,6 +3,7 @@ import { setWorldConstructor, World } from '@cucumber/cucumber'
 import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from 'jose'
 import { type ApiKeyCredentials, type ApiResponse, ok, RelyingPartyClient } from '../../src/client/index.ts'
 import type { KeySecret, Target, TenantFixture } from '../../src/harness/target.ts'
+import { PROBLEM_MEDIA_TYPE } from '../../src/shared/wire.ts'
 import { IssuanceFlow, type TemplateRole } from './issuance.ts'
 import { VerificationFlow } from './verification.ts'
 import { WebhookFlow } from './webhooks.ts'
@@ -428,10 +429,9 @@ export class HarnessWorld extends World {
   /** An RFC 9457 problem with this status and stable code, every member present. */
   expectProblem(status: number, code: string) {
     const response = this.answer
-    const expected = `HTTP ${status} application/problem+json with code "${code}"`
+    const expected = `HTTP ${status} ${PROBLEM_MEDIA_TYPE} with code "${code}"`
     if (response.status !== status) this.fail(expected)
-    if (!(response.headers.get('content-type') ?? '').startsWith('application/problem+json'))
-      this.fail(expected)
+    if (!(response.headers.get('content-type') ?? '').startsWith(PROBLEM_MEDIA_TYPE)) this.fail(expected)
     const body = response.body as Record<string, unknown> | null
     if (typeof body !== 'object' || body === null || body.code !== code) this.fail(expected)
     for (const member of ['type', 'title', 'detail'] as const) {

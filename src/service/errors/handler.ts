@@ -1,9 +1,10 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { PROBLEM_MEDIA_TYPE } from '../../shared/wire.ts'
 import { describe } from '../config/index.ts'
-import { AppError, PROBLEM_CONTENT_TYPE, type ProblemBody, type ProblemCode, problem } from './problem.ts'
+import { AppError, type ProblemBody, type ProblemCode, problem } from './problem.ts'
 
 function send(reply: FastifyReply, body: ProblemBody, headers: Record<string, string> = {}) {
-  return reply.code(body.status).headers(headers).type(PROBLEM_CONTENT_TYPE).send(body)
+  return reply.code(body.status).headers(headers).type(PROBLEM_MEDIA_TYPE).send(body)
 }
 
 // Fastify's own client errors, mapped to our stable codes.

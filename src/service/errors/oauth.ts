@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify'
+import { FORM_MEDIA_TYPE } from '../../shared/wire.ts'
 
 // Wallet-facing errors: `{error, error_description}` with the OAuth 2.0 / OpenID4VCI / OpenID4VP codes,
 // never problem+json (ARCHITECTURE.md, "two error families").
@@ -62,7 +63,7 @@ function toOAuth(error: FastifyError): OAuthError {
   if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
     return new OAuthError(
       'invalid_request',
-      'unsupported Content-Type: token and direct_post take application/x-www-form-urlencoded, the other endpoints application/json',
+      `unsupported Content-Type: token and direct_post take ${FORM_MEDIA_TYPE}, the other endpoints application/json`,
     )
   }
   if (error.validation || error.code?.startsWith('FST_ERR_CTP'))

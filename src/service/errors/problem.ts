@@ -1,8 +1,6 @@
 // Relying-party API errors: RFC 9457 problem details with a stable machine-readable `code`.
 // Clients branch on `code`, never on `title` or `detail`.
 
-export const PROBLEM_CONTENT_TYPE = 'application/problem+json'
-
 export interface ProblemBody {
   type: string
   title: string

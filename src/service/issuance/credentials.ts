@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { isObject } from '../../shared/json.ts'
 import { signJws } from '../../shared/jws.ts'
+import { JWT_TYP } from '../../shared/wire.ts'
 import type { IssuanceTemplate } from '../config/schema.ts'
 import type { IssuerKey } from '../crypto/issuer-keys.ts'
 import { AppError } from '../errors/problem.ts'
@@ -219,7 +220,7 @@ export function signCredential(
   }
   const notBefore = (prepared.validFrom as string | undefined) ?? issuanceDate
   const jwt = signJws(
-    { alg: input.key.alg, typ: 'JWT', kid: input.key.kid },
+    { alg: input.key.alg, typ: JWT_TYP, kid: input.key.kid },
     {
       iss: input.key.did,
       sub: input.holderDid,

@@ -7,13 +7,13 @@ import {
 import { type DidKey, JWS_ALGS, resolveDidKey } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { decodeJws, JwsError, verifyJws } from '../../shared/jws.ts'
+import { PROOF_TYP } from '../../shared/wire.ts'
 import { OAuthError } from '../errors/oauth.ts'
 import { evaluateDefinition } from '../util/pex.ts'
 
 // Key proofs of the credential request (OpenID4VCI Appendix F): what the wallet proves, checked
 // entirely here before anything is stored.
 
-export const PROOF_TYP = 'openid4vci-proof+jwt'
 // JWK members that only a private key has: a wallet that sends them leaked its key.
 const PRIVATE_JWK_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'k', 'oth']
 const FUTURE_SKEW_SECONDS = 60

@@ -1,5 +1,6 @@
 import formbody from '@fastify/formbody'
 import type { FastifyPluginAsync, FastifyReply } from 'fastify'
+import { FORM_MEDIA_TYPE, JWT_MEDIA_TYPE } from '../../shared/wire.ts'
 import { installOAuthErrors, OAuthError } from '../errors/oauth.ts'
 import type { StatusLists } from '../status/service.ts'
 import type { Oid4vciService } from './service.ts'
@@ -62,10 +63,8 @@ export const oid4vciRoutes: FastifyPluginAsync<Oid4vciRouteOptions> = async (
     '/oid4vci/:tenant/token',
     { schema: { tags, summary: 'Token endpoint (pre-authorized code grant, form-encoded)' } },
     async (request, reply) => {
-      if (
-        !(request.headers['content-type'] ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded')
-      ) {
-        throw new OAuthError('invalid_request', 'the token request must be application/x-www-form-urlencoded')
+      if (!(request.headers['content-type'] ?? '').toLowerCase().startsWith(FORM_MEDIA_TYPE)) {
+        throw new OAuthError('invalid_request', `the token request must be ${FORM_MEDIA_TYPE}`)
       }
       return json(
         reply.header('Pragma', 'no-cache'),
@@ -116,7 +115,7 @@ export const oid4vciRoutes: FastifyPluginAsync<Oid4vciRouteOptions> = async (
       const jwt = await statusLists.credential(request.params.tenant, request.params.id)
       if (!jwt) throw new OAuthError('not_found', `no status list "${request.params.id}"`)
       // Revalidate every time: a cached list would hide a revocation.
-      return reply.header('Cache-Control', 'no-cache').type('application/jwt').send(jwt)
+      return reply.header('Cache-Control', 'no-cache').type(JWT_MEDIA_TYPE).send(jwt)
     },
   )
 }

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import { JWS_ALGS } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
+import { PRE_AUTHORIZED_GRANT } from '../../shared/wire.ts'
 import type { IssuanceTemplate, Oid4vciOptions } from '../config/schema.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import { OAuthError, type OAuthErrorCode, tokenError } from '../errors/oauth.ts'
@@ -27,7 +28,6 @@ import {
   verifyJwtProof,
 } from './proofs.ts'
 
-export const PRE_AUTHORIZED_GRANT = 'urn:ietf:params:oauth:grant-type:pre-authorized_code'
 const DI_CRYPTOSUITES = ['eddsa-rdfc-2022']
 const MAX_PROOFS = 10
 const NOTIFICATION_EVENTS = new Set(['credential_accepted', 'credential_failure', 'credential_deleted'])

@@ -1,4 +1,5 @@
 import { signJws } from '../../shared/jws.ts'
+import { AUTHORIZATION_REQUEST_SCHEME, REQUEST_OBJECT_TYP, SIOP_AUDIENCE } from '../../shared/wire.ts'
 import type { PublicUrls } from '../util/urls.ts'
 import { difDefinition } from '../verification/definition.ts'
 import type { AuthorizationRequests, RequestInput } from '../verification/service.ts'
@@ -7,10 +8,6 @@ import type { AuthorizationRequests, RequestInput } from '../verification/servic
 // (section 2.7): OpenID4VP draft 20, client_id scheme `did`, request object by reference (`request_uri`,
 // RFC 9101 §5.2), response_mode direct_post, DIF Presentation Exchange. A profile is this small module;
 // the relying-party API (verification/) asks it for the request and never builds protocol messages itself.
-
-export const REQUEST_OBJECT_TYP = 'oauth-authz-req+jwt'
-export const SIOP_AUDIENCE = 'https://self-issued.me/v2'
-const AUTH_REQUEST_SCHEME = 'openid-vp'
 
 export class PresentationExchangeRequests implements AuthorizationRequests {
   constructor(private readonly urls: PublicUrls) {}
@@ -51,7 +48,7 @@ export class PresentationExchangeRequests implements AuthorizationRequests {
     return {
       request,
       requestJwt,
-      link: `${AUTH_REQUEST_SCHEME}://?${link.toString().replaceAll('+', '%20')}`,
+      link: `${AUTHORIZATION_REQUEST_SCHEME}://?${link.toString().replaceAll('+', '%20')}`,
     }
   }
 }

@@ -1,5 +1,6 @@
 import formbody from '@fastify/formbody'
 import type { FastifyPluginAsync } from 'fastify'
+import { FORM_MEDIA_TYPE, REQUEST_OBJECT_MEDIA_TYPE } from '../../shared/wire.ts'
 import { installOAuthErrors, OAuthError } from '../errors/oauth.ts'
 import type { Oid4vpService } from './service.ts'
 
@@ -16,7 +17,7 @@ export const oid4vpRoutes: FastifyPluginAsync<{ oid4vp: Oid4vpService }> = async
     { schema: { tags, summary: 'Signed request object (request_uri)' } },
     async (request, reply) =>
       reply
-        .type('application/oauth-authz-req+jwt')
+        .type(REQUEST_OBJECT_MEDIA_TYPE)
         .send(await oid4vp.requestObject(request.params.tenant, request.params.id)),
   )
 
@@ -24,13 +25,8 @@ export const oid4vpRoutes: FastifyPluginAsync<{ oid4vp: Oid4vpService }> = async
     '/oid4vp/:tenant/responses/:id',
     { schema: { tags, summary: 'Authorization response (response_mode direct_post, form-encoded)' } },
     async (request, reply) => {
-      if (
-        !(request.headers['content-type'] ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded')
-      ) {
-        throw new OAuthError(
-          'invalid_request',
-          'the response must be application/x-www-form-urlencoded (direct_post)',
-        )
+      if (!(request.headers['content-type'] ?? '').toLowerCase().startsWith(FORM_MEDIA_TYPE)) {
+        throw new OAuthError('invalid_request', `the response must be ${FORM_MEDIA_TYPE} (direct_post)`)
       }
       const body = await oid4vp.respond(
         request.params.tenant,

@@ -8,6 +8,7 @@ import {
   setStatus,
 } from '../../shared/bitstring.ts'
 import { signJws } from '../../shared/jws.ts'
+import { JWT_TYP } from '../../shared/wire.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import {
   ConflictError,
@@ -148,7 +149,7 @@ export class StatusLists {
       },
     }
     const jwt = signJws(
-      { alg: key.alg, typ: 'JWT', kid: key.kid },
+      { alg: key.alg, typ: JWT_TYP, kid: key.kid },
       { iss: key.did, sub: `${url}#list`, jti: url, iat: now, nbf: Math.floor(list.updatedAt / 1000), vc },
       key.privateKey,
     )

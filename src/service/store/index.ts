@@ -196,9 +196,24 @@ export interface Repositories {
 }
 
 export interface Store extends Repositories {
-  /** Runs `work` atomically: all of its writes commit together or none do. */
+  /**
+   * Runs `work` atomically: all of its writes commit together or none do. Inside `work` use only `repos`:
+   * the store itself (its repositories or a nested `transaction`) rejects with TransactionMisuseError.
+   */
   transaction<T>(work: (repos: Repositories) => Promise<T>): Promise<T>
+  /** Counters for measuring, never for logic. */
+  readonly stats: StoreStats
   close(): Promise<void>
+}
+
+export interface StoreStats {
+  /** SQL statements executed on the connection since the store opened (BEGIN, SAVEPOINT, COMMIT included). */
+  statements: number
+}
+
+/** The store was called from inside one of its own transaction callbacks (which would wait forever). */
+export class TransactionMisuseError extends Error {
+  override name = 'TransactionMisuseError'
 }
 
 /** A write collided with an existing row (unique key). */

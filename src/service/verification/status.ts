@@ -3,6 +3,7 @@ import { getStatus, readStatusList, type StatusList } from '../../shared/bitstri
 import { JWS_ALGS, resolveDidKey } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { decodeJws, verifyJws } from '../../shared/jws.ts'
+import { JWT_MEDIA_TYPE, STATUS_LIST_JWT_MEDIA_TYPE, VC_JWT_MEDIA_TYPE } from '../../shared/wire.ts'
 
 // Credential status by Bitstring Status List v1.0, as a verifier checks it: fetch the list credential,
 // verify that the credential's own issuer signed it, read the entry. A list this service publishes is read
@@ -22,7 +23,7 @@ export const httpStatusListSource: StatusListSource = async (url) => {
   if (!/^https?:\/\//.test(url)) throw new Error('statusListCredential must be an http(s) URL')
   const response = await request(url, {
     method: 'GET',
-    headers: { accept: 'application/vc+jwt, application/jwt, application/statuslist+jwt' },
+    headers: { accept: `${VC_JWT_MEDIA_TYPE}, ${JWT_MEDIA_TYPE}, ${STATUS_LIST_JWT_MEDIA_TYPE}` },
     headersTimeout: FETCH_TIMEOUT_MS,
     bodyTimeout: FETCH_TIMEOUT_MS,
   })

@@ -23,7 +23,19 @@ import {
   jwtVerify,
   SignJWT,
 } from 'jose'
-import { didKeyFromPublicKey, resolveDidKey } from '../src/shared/did-key.ts'
+import { didKeyFromPublicKey, resolveDidKey } from '../../shared/did-key.ts'
+import {
+  AUTHORIZATION_REQUEST_SCHEME,
+  CREDENTIAL_OFFER_SCHEME,
+  FORM_MEDIA_TYPE,
+  JWT_TYP,
+  PRE_AUTHORIZED_GRANT,
+  PROBLEM_MEDIA_TYPE,
+  PROOF_TYP,
+  REQUEST_OBJECT_MEDIA_TYPE,
+  REQUEST_OBJECT_TYP,
+  SIOP_AUDIENCE,
+} from '../../shared/wire.ts'
 
 export interface BareFlows {
   /** http://127.0.0.1:PORT */
@@ -76,7 +88,6 @@ const PROOF_MAX_AGE_S = 300
 const DEFERRED_INTERVAL_S = 5
 const SESSION_LIFETIME_S = 600
 const BODY_LIMIT = 262_144
-const WALLET_SCHEME = 'openid-credential-offer'
 // Clock skew tolerated on iat/nbf, as the service's FUTURE_SKEW_SECONDS.
 const SKEW_S = 60
 
@@ -85,10 +96,6 @@ const TOKEN_ISSUER = 'vc-harness'
 const TOKEN_AUDIENCE = 'vc-harness:relying-party-api'
 const TOKEN_TYPE = 'at+jwt'
 
-const PRE_AUTHORIZED_GRANT = 'urn:ietf:params:oauth:grant-type:pre-authorized_code'
-const PROOF_TYP = 'openid4vci-proof+jwt'
-const REQUEST_OBJECT_TYP = 'oauth-authz-req+jwt'
-const SIOP_AUDIENCE = 'https://self-issued.me/v2'
 const VC_V1_CONTEXT = 'https://www.w3.org/2018/credentials/v1'
 const NOTIFICATION_EVENTS = new Set(['credential_accepted', 'credential_failure', 'credential_deleted'])
 // jose cannot do ES256K on Node, so the bare server accepts (and advertises) the two algorithms it verifies.
@@ -479,7 +486,7 @@ export async function startBareFlows(options: { host?: string; port?: number } =
         iat: Math.floor(now / 1000),
         vc: credential,
       })
-        .setProtectedHeader({ alg: 'EdDSA', typ: 'JWT', kid: issuer.kid })
+        .setProtectedHeader({ alg: 'EdDSA', typ: JWT_TYP, kid: issuer.kid })
         .sign(issuer.privateKey)
       jwts.push(jwt)
       data.push({ ...credential, proof: { type: 'JwtProof2020', jwt } })
@@ -755,7 +762,7 @@ export async function startBareFlows(options: { host?: string; port?: number } =
     return reply
       .code(status)
       .headers(p?.headers ?? {})
-      .type('application/problem+json')
+      .type(PROBLEM_MEDIA_TYPE)
       .send({
         type: `urn:vc-harness:problem:${code}`,
         title: code,
@@ -768,7 +775,7 @@ export async function startBareFlows(options: { host?: string; port?: number } =
   app.setNotFoundHandler((request, reply) =>
     reply
       .code(404)
-      .type('application/problem+json')
+      .type(PROBLEM_MEDIA_TYPE)
       .send({
         type: 'urn:vc-harness:problem:not_found',
         title: 'Not found',
@@ -790,15 +797,13 @@ export async function startBareFlows(options: { host?: string; port?: number } =
       )
     }
   })
-  app.addContentTypeParser(
-    'application/x-www-form-urlencoded',
-    { parseAs: 'string' },
-    (_request, body, done) => done(null, Object.fromEntries(new URLSearchParams(body as string))),
+  app.addContentTypeParser(FORM_MEDIA_TYPE, { parseAs: 'string' }, (_request, body, done) =>
+    done(null, Object.fromEntries(new URLSearchParams(body as string))),
   )
   const json = (reply: FastifyReply, body: unknown) =>
     reply.header('Cache-Control', 'no-store').type('application/json').send(body)
   const isForm = (request: FastifyRequest) =>
-    (request.headers['content-type'] ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded')
+    (request.headers['content-type'] ?? '').toLowerCase().startsWith(FORM_MEDIA_TYPE)
 
   // 4.1
   app.post('/admin/v1/api_keys/login', async (request, reply) => {
@@ -844,7 +849,7 @@ export async function startBareFlows(options: { host?: string; port?: number } =
       byCode.set(process.code, process)
       const offer = `${issuerUrl()}/credential-offer/${process.id}`
       return reply.code(201).send({
-        credential_offer_uri: `${WALLET_SCHEME}://?credential_offer_uri=${encodeURIComponent(offer)}`,
+        credential_offer_uri: `${CREDENTIAL_OFFER_SCHEME}://?credential_offer_uri=${encodeURIComponent(offer)}`,
       })
     },
   )
@@ -938,10 +943,7 @@ export async function startBareFlows(options: { host?: string; port?: number } =
     '/oid4vci/:tenant/token',
     async (request, reply) => {
       if (!isForm(request))
-        throw new OAuthFailure(
-          'invalid_request',
-          'the token request must be application/x-www-form-urlencoded',
-        )
+        throw new OAuthFailure('invalid_request', `the token request must be ${FORM_MEDIA_TYPE}`)
       const form = request.body ?? {}
       if (typeof form.grant_type !== 'string')
         throw new OAuthFailure('invalid_request', 'grant_type is required')
@@ -1172,7 +1174,7 @@ export async function startBareFlows(options: { host?: string; port?: number } =
       scope: 'openid',
     })
     return reply.code(201).send({
-      authentication_request: `openid-vp://?${link.toString().replaceAll('+', '%20')}`,
+      authentication_request: `${AUTHORIZATION_REQUEST_SCHEME}://?${link.toString().replaceAll('+', '%20')}`,
       presentation_definition: definition,
     })
   })
@@ -1200,7 +1202,7 @@ export async function startBareFlows(options: { host?: string; port?: number } =
       if (session.requestedAt === null) session.requestedAt = session.updatedAt = Date.now()
       return reply
         .header('Cache-Control', 'no-store')
-        .type(`application/${REQUEST_OBJECT_TYP}`)
+        .type(REQUEST_OBJECT_MEDIA_TYPE)
         .send(session.requestJwt)
     },
   )
@@ -1209,10 +1211,7 @@ export async function startBareFlows(options: { host?: string; port?: number } =
     '/oid4vp/:tenant/responses/:id',
     async (request, reply) => {
       if (!isForm(request))
-        throw new OAuthFailure(
-          'invalid_request',
-          'the response must be application/x-www-form-urlencoded (direct_post)',
-        )
+        throw new OAuthFailure('invalid_request', `the response must be ${FORM_MEDIA_TYPE} (direct_post)`)
       const session = liveSession(request.params.tenant, request.params.id)
       const body = request.body ?? {}
       if (body.state !== session.request.state) {

@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { Agent } from 'undici'
+import { LeanWallet } from '../src/bench/lean-wallet.ts'
+import { parseCredentialOfferUri, RelyingPartyClient } from '../src/client/index.ts'
+import { generateWebhookSecret } from '../src/harness/webhook-receiver.ts'
+import { DEMO_CONFIG_PATH, loadConfigFile } from '../src/service/config/index.ts'
+import { type RunningServer, startServer } from '../src/service/server.ts'
+import { ManualClock } from '../src/service/util/clock.ts'
+
+// SQL statements of one warm complete flow, counted by store.stats.statements (every statement run on the
+// connection, BEGIN / SAVEPOINT / COMMIT included), step by step over real HTTP with the lean wallet.
+// Webhooks are configured, so both outbox rows are written in their state changes' transactions; the
+// dispatcher is stopped, so their delivery (a separate cost, on its own schedule) is not counted.
+// The clock stands still: the 1 s template cache stays warm however slow the shared machine is.
+//
+// The exact figure moves as the services change; the bound only makes a regression visible.
+const UPPER_BOUND = 70
+
+const DEGREE = [
+  {
+    type: ['VerifiableCredential', 'UniversityDegreeCredential'],
+    credentialSubject: { degree: { type: 'BachelorDegree', name: 'Bachelor of Science and Arts' } },
+  },
+]
+
+describe('SQL statements per flow', () => {
+  let server: RunningServer
+  let client: RelyingPartyClient
+  let dataDir: string
+  const dispatcher = new Agent({ keepAliveTimeout: 10_000 })
+  const config = loadConfigFile(DEMO_CONFIG_PATH)
+  const tenant = config.tenants[0]
+  if (!tenant) throw new Error('demo config has no tenant')
+  for (const template of [...(tenant.issuanceTemplates ?? []), ...(tenant.verificationTemplates ?? [])]) {
+    template.webhookUrl = 'http://127.0.0.1:9/hook'
+    template.webhookSecret = generateWebhookSecret()
+  }
+  const keyOf = (role: string, template?: string) => {
+    const key = tenant.apiKeys.find(
+      (k) => k.role === role && (template === undefined || k.template === template),
+    )
+    if (!key) throw new Error(`demo config has no ${role} key`)
+    return { keyId: key.id, secret: key.secret, tenant: tenant.id }
+  }
+
+  before(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'store-statements-'))
+    server = await startServer({ config, host: '127.0.0.1', port: 0, dataDir, clock: new ManualClock() })
+    await server.app.services.webhookDispatcher.stop()
+    client = new RelyingPartyClient({ authUrl: server.url, issuerUrl: server.url, verifierUrl: server.url })
+  })
+  after(async () => {
+    await dispatcher.close()
+    await server.close()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  /** One complete flow; returns the statements of each step. */
+  async function flow(wallet: LeanWallet): Promise<Record<string, number>> {
+    const { stats } = server.app.services.store
+    const counts: Record<string, number> = {}
+    const step = async <T>(name: string, work: () => Promise<T>): Promise<T> => {
+      const before = stats.statements
+      const value = await work()
+      counts[name] = stats.statements - before
+      return value
+    }
+    const issuer = await step('login', () => client.token(keyOf('app', 'degree')))
+    const admin = await client.token(keyOf('admin'))
+    const verifier = await client.token(keyOf('app', 'degree-check'))
+
+    const offer = await step('offer', () => client.createOffer(issuer, 'degree'))
+    assert.equal(offer.status, 201, offer.text)
+    const link = (offer.body as { credential_offer_uri: string }).credential_offer_uri
+    const issuance = await step('offer fetch', () => wallet.startIssuance(link))
+    await step('token', () => issuance.token())
+    const first = await step('nonce + credential (202)', () => issuance.requestCredential())
+    assert.equal(first.status, 202)
+    const submitted = await step('submission (PATCH)', () =>
+      client.submitCredentials(admin, parseCredentialOfferUri(link).processId, DEGREE),
+    )
+    assert.equal(submitted.status, 200, submitted.text)
+    const issued = await step('deferred', () =>
+      issuance.deferred((first as { transactionId: string }).transactionId),
+    )
+    assert.equal(issued.status, 200)
+    await step('notification', () => issuance.notify('credential_accepted'))
+
+    const session = await step('session', () => client.createSession(verifier, 'degree-check'))
+    assert.equal(session.status, 201, session.text)
+    const body = session.body as { authentication_request: string; presentation_definition: { id: string } }
+    const presentation = await step('request object', () => wallet.present(body.authentication_request))
+    const answer = await step('direct_post', () => presentation.respond())
+    assert.equal(answer.status, 200)
+    const read = await step('session read', () =>
+      client.readSession(verifier, body.presentation_definition.id),
+    )
+    assert.equal((read.body as { Status: string }).Status, 'VERIFIED', read.text)
+    return counts
+  }
+
+  test(`one warm full flow runs at most ${UPPER_BOUND} statements (login excluded), both webhooks enqueued`, async () => {
+    const wallet = LeanWallet.create({ dispatcher })
+    await flow(wallet) // cold: caches fill (templates, keys, status list)
+    const counts = await flow(wallet)
+    const sum = (names: string[]) => names.reduce((n, name) => n + (counts[name] ?? 0), 0)
+    const names = Object.keys(counts)
+    const issuance = sum(names.slice(names.indexOf('offer'), names.indexOf('session')))
+    const verification = sum(names.slice(names.indexOf('session')))
+    const total = issuance + verification
+    console.log(
+      `statements of one warm flow: ${total} (issuance ${issuance}, verification ${verification}; login ${counts.login} more)\n${names.map((n) => `  ${n}: ${counts[n]}`).join('\n')}`,
+    )
+    for (const template of ['degree', 'degree-check']) {
+      const events = await server.app.services.store.webhooks.listByTemplate(tenant.id, template, {
+        limit: 10,
+      })
+      assert.ok(events.length > 0, `a webhook of ${template} was enqueued`)
+    }
+    assert.ok(total <= UPPER_BOUND, `${total} statements per flow, more than ${UPPER_BOUND}`)
+  })
+})
