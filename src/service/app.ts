@@ -5,6 +5,8 @@ import { authRoutes } from './auth/routes.ts'
 import { AuthService } from './auth/service.ts'
 import { AccessTokens } from './auth/tokens.ts'
 import type { ServiceConfig } from './config/index.ts'
+import type { CheckMetrics } from './credentials/pipeline.ts'
+import { httpStatusListSource, StatusChecker, type StatusListSource } from './credentials/status.ts'
 import { IssuerKeys } from './crypto/issuer-keys.ts'
 import { loadServiceKey } from './crypto/keys.ts'
 import { installErrorHandling } from './errors/handler.ts'
@@ -27,7 +29,6 @@ import { type Clock, systemClock } from './util/clock.ts'
 import { PublicUrls } from './util/urls.ts'
 import { oid4vpRoutes, verificationRoutes } from './verification/routes.ts'
 import { VerificationService } from './verification/service.ts'
-import { httpStatusListSource, StatusChecker, type StatusListSource } from './verification/status.ts'
 import { WebhookDispatcher } from './webhooks/dispatcher.ts'
 import { WebhookOutbox } from './webhooks/outbox.ts'
 import { WebhookService } from './webhooks/service.ts'
@@ -43,6 +44,8 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger']
   /** Webhook outbox scan interval (ms) when other processes share the store (cluster workers); default none. */
   webhookPollMs?: number
+  /** Told where the time of every credential check went (benchmarks); none by default. */
+  checkMetrics?: CheckMetrics
 }
 
 export interface AppServices {
@@ -131,15 +134,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       cursor: key.deriveSecret('list cursor'),
     },
   })
-  const oid4vci = new Oid4vciService({
-    store,
-    clock,
-    urls,
-    issuance,
-    issuerKeys,
-    options: config.oid4vci,
-  })
-  // Lists this service publishes are read in-process; any other issuer's over HTTP.
+  // Lists this service publishes are read in-process; any other issuer's over HTTP. One checker serves
+  // issuance-time (di_vp) and verification-time checks alike.
   const statusSource: StatusListSource = async (url) => {
     const own = urls.ownStatusList(url)
     if (!own) return httpStatusListSource(url)
@@ -147,6 +143,18 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     if (!jwt) throw new Error(`no status list at ${url}`)
     return jwt
   }
+  const status = new StatusChecker(statusSource)
+  const metrics = options.checkMetrics ? { metrics: options.checkMetrics } : {}
+  const oid4vci = new Oid4vciService({
+    store,
+    clock,
+    urls,
+    issuance,
+    issuerKeys,
+    options: config.oid4vci,
+    status,
+    ...metrics,
+  })
   const verification = new VerificationService({
     store,
     clock,
@@ -154,7 +162,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     issuerKeys,
     events,
     webhooks: outbox,
-    status: new StatusChecker(statusSource),
+    status,
+    ...metrics,
   })
   const services: AppServices = {
     store,
