@@ -671,7 +671,8 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
       step: 'credential',
       status: 400,
       error: 'invalid_proof',
-      description: /^di_vp rejected: sessionBinding: the presentation is 36\d\d s old; at most 300 s is accepted$/,
+      description:
+        /^di_vp rejected: sessionBinding: the presentation is 36\d\d s old; at most 300 s is accepted$/,
     },
     'foreign-kid': {
       step: 'credential',
