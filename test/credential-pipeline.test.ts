@@ -74,7 +74,13 @@ function jwtVp(credentials: string[], payload: Record<string, unknown> = {}) {
 }
 
 const context = (over: Partial<PipelineContext> = {}): PipelineContext => ({
-  session: { nonce: 'n-1', audience: 'did:key:verifier', now: NOW },
+  session: {
+    nonce: 'n-1',
+    nonceRole: 'the nonce',
+    audience: 'did:key:verifier',
+    audienceRole: 'the verifier',
+    now: NOW,
+  },
   presentationFormat: jwtVpJson,
   presentationPolicy: { algorithms: ['EdDSA'] },
   credentialFormats: [jwtVcJson],
@@ -114,7 +120,15 @@ describe('credential pipeline: named checks', () => {
   test('no nonce expected (OpenID4VCI consumes its c_nonce itself), but a maximum age: an old presentation fails', async () => {
     const result = await checkPresentation(
       jwtVp([jwtVc(holder.did)], { nonce: undefined, iat: seconds - 3600 }),
-      context({ session: { audience: 'did:key:verifier', now: NOW, maxAgeSeconds: 300 } }),
+      context({
+        session: {
+          nonceRole: '',
+          audience: 'did:key:verifier',
+          audienceRole: 'the verifier',
+          now: NOW,
+          maxAgeSeconds: 300,
+        },
+      }),
     )
     assert.deepEqual(
       result.outcomes.failed().map((c) => c.check),
@@ -191,7 +205,14 @@ const toyPresentation: PresentationFormat = {
   read: (token) => ({
     format: 'toy_vp',
     mechanisms: 'toy_vp',
-    binding: { nonce: 'n-1', audiences: ['did:key:verifier'], issuedAt: seconds, expiresAt: undefined },
+    binding: {
+      nonce: 'n-1',
+      audiences: ['did:key:verifier'],
+      issuedAt: seconds,
+      expiresAt: undefined,
+      audienceShown: 'did:key:verifier',
+      names: { presentation: 'toy', nonce: 'nonce', audience: 'aud', issuedAt: 'iat', expiresAt: 'exp' },
+    },
     credentials: (token as unknown[]).map((raw, index) => ({ index, raw })),
     unreadable: [],
     verifyProof: async () => ({ ok: true, holder, proofEntry: {} }),

@@ -665,14 +665,14 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
       step: 'credential',
       status: 400,
       error: 'invalid_proof',
-      description: /^di_vp rejected: sessionBinding: audience \(aud \/ domain\) .* is not /,
+      description: /^di_vp rejected: sessionBinding: proof domain .* is not the credential issuer /,
     },
     'expired-iat': {
       step: 'credential',
       status: 400,
       error: 'invalid_proof',
       description:
-        /^di_vp rejected: sessionBinding: the presentation is 36\d\d s old; at most 300 s is accepted$/,
+        /^di_vp rejected: sessionBinding: proof created is 36\d\d s old; at most 300 s is accepted$/,
     },
     'foreign-kid': {
       step: 'credential',

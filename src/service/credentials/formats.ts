@@ -84,6 +84,10 @@ export interface PresentationBinding {
   issuedAt: unknown
   /** Seconds since the epoch (`exp`, Data Integrity `expires`); undefined when absent. */
   expiresAt: unknown
+  /** The audience as the presentation wrote it (for messages). */
+  audienceShown: unknown
+  /** What the presentation calls these, for messages: `VP nonce`, `VP aud`, `VP iat`, `exp`; `challenge`, … */
+  names: { presentation: string; nonce: string; audience: string; issuedAt: string; expiresAt: string }
 }
 
 /** The holder's proof over the presentation: the proven holder key, or the failures. */

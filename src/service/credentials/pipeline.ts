@@ -27,6 +27,9 @@ export interface SessionExpectation {
   nonce?: string
   /** OpenID4VP: the verifier's client_id; OpenID4VCI: the credential issuer identifier. */
   audience: string
+  /** For messages: "the nonce of this session's request", "this verifier's client_id". */
+  nonceRole: string
+  audienceRole: string
   now: number
   /** When set, the presentation must say when it was made, at most this long ago (OpenID4VCI proof age). */
   maxAgeSeconds?: number
@@ -88,27 +91,30 @@ const where = (c: { index: number }) => `verifiableCredential[${c.index}]`
 
 function sessionBinding(binding: PresentationBinding, expect: SessionExpectation): string[] {
   const failures: string[] = []
+  const { names } = binding
   if (expect.nonce !== undefined && binding.nonce !== expect.nonce) {
-    failures.push(`nonce ${JSON.stringify(binding.nonce)} is not the nonce of this exchange`)
+    failures.push(`${names.nonce} ${JSON.stringify(binding.nonce)} is not ${expect.nonceRole}`)
   }
   if (!binding.audiences.includes(expect.audience)) {
-    failures.push(`audience (aud / domain) ${JSON.stringify(binding.audiences)} is not ${expect.audience}`)
+    failures.push(
+      `${names.audience} ${JSON.stringify(binding.audienceShown)} is not ${expect.audienceRole} ${expect.audience}`,
+    )
   }
   const now = Math.floor(expect.now / 1000)
   const { issuedAt, expiresAt } = binding
   if (issuedAt === undefined) {
-    if (expect.maxAgeSeconds !== undefined) failures.push('the presentation does not say when it was made')
+    if (expect.maxAgeSeconds !== undefined) failures.push(`${names.issuedAt} is missing`)
   } else if (typeof issuedAt !== 'number' || !Number.isFinite(issuedAt)) {
-    failures.push('the presentation time (iat / created) is not a valid time')
+    failures.push(`${names.issuedAt} is not a number`)
   } else if (issuedAt > now + FUTURE_SKEW_SECONDS) {
-    failures.push(`the presentation is made ${issuedAt - now} s in the future (iat / created)`)
+    failures.push(`${names.issuedAt} is in the future`)
   } else if (expect.maxAgeSeconds !== undefined && issuedAt < now - expect.maxAgeSeconds) {
     failures.push(
-      `the presentation is ${now - issuedAt} s old; at most ${expect.maxAgeSeconds} s is accepted`,
+      `${names.issuedAt} is ${now - issuedAt} s old; at most ${expect.maxAgeSeconds} s is accepted`,
     )
   }
   if (expiresAt !== undefined && (typeof expiresAt !== 'number' || expiresAt <= now)) {
-    failures.push('the presentation has expired (exp / expires)')
+    failures.push(`the ${names.presentation} has expired (${names.expiresAt})`)
   }
   return failures
 }

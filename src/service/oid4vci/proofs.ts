@@ -144,7 +144,13 @@ export async function verifyDiVpProof(vp: unknown, ctx: ProofContext): Promise<H
   const definition = ctx.presentationDefinition
   const result = await checkPresentation(vp, {
     // The challenge is not compared here: the caller consumes it as a c_nonce (invalid_nonce otherwise).
-    session: { audience: ctx.credentialIssuer, now: ctx.now, maxAgeSeconds: ctx.maxAgeSeconds },
+    session: {
+      nonceRole: 'a c_nonce of this issuer',
+      audience: ctx.credentialIssuer,
+      audienceRole: 'the credential issuer',
+      now: ctx.now,
+      maxAgeSeconds: ctx.maxAgeSeconds,
+    },
     presentationFormat: ldpVp,
     presentationPolicy: { algorithms: ['EdDSA'] },
     credentialFormats: [jwtVcJson],

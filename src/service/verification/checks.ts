@@ -50,7 +50,13 @@ export async function verifyResponse(
   ctx: ResponseContext,
 ): Promise<Verdict> {
   const result = await checkPresentation(vpToken, {
-    session: { nonce: ctx.nonce, audience: ctx.clientId, now: ctx.now },
+    session: {
+      nonce: ctx.nonce,
+      nonceRole: "the nonce of this session's request",
+      audience: ctx.clientId,
+      audienceRole: "this verifier's client_id",
+      now: ctx.now,
+    },
     presentationFormat: jwtVpJson,
     presentationPolicy: { algorithms: algsOf(ctx.definition, 'jwt_vp') },
     credentialFormats: [jwtVcJson],
