@@ -137,6 +137,25 @@ describe('credential pipeline: named checks', () => {
     assert.match(result.outcomes.failed()[0]?.message ?? '', /3600 s old/)
   })
 
+  test("no trust list: a list URL is read only for the tenant's own issuers, never on a stranger's word", async () => {
+    const entry = {
+      type: 'BitstringStatusListEntry',
+      statusPurpose: 'revocation',
+      statusListIndex: '3',
+      statusListCredential: 'http://127.0.0.1:1/internal',
+    }
+    const vp = jwtVp([jwtVc(holder.did, { credentialStatus: entry })])
+    const stranger = await checkPresentation(vp, context({ trustedIssuers: () => undefined, ownIssuers: [] }))
+    assert.equal(results(stranger.outcomes.list).credentialStatus, 'not_run')
+    assert.equal(results(stranger.outcomes.list).trustedIssuer, 'passed')
+    assert.match(stranger.outcomes.warnings.join(), /credentialStatus: .*status list is not read/)
+    const own = await checkPresentation(
+      vp,
+      context({ trustedIssuers: () => undefined, ownIssuers: [issuer.did] }),
+    )
+    assert.equal(results(own.outcomes.list).credentialStatus, 'failed') // the test source refuses every fetch
+  })
+
   test('an unreadable presentation fails securityMechanisms; every other check is not_run', async () => {
     const result = await checkPresentation('{"not":"a jwt"}', context())
     assert.equal(result.outcomes.list[0]?.check, 'securityMechanisms')

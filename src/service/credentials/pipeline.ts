@@ -158,6 +158,7 @@ export async function checkPresentation(token: unknown, ctx: PipelineContext): P
   const unreadable = [...presentation.unreadable]
   const credentials: CheckedCredential[] = []
   for (const { index, raw } of presentation.credentials) {
+    // No format recognises it: the first (the one the query expects) says why it cannot read it.
     const format = ctx.credentialFormats.find((f) => f.accepts(raw)) ?? ctx.credentialFormats[0]
     try {
       if (!format) throw new Error('is of no supported credential format')
@@ -244,11 +245,9 @@ export async function checkPresentation(token: unknown, ctx: PipelineContext): P
     const list = ctx.trustedIssuers(c.credential) ?? ctx.ownIssuers ?? []
     return list.includes(c.issuer as string)
   })
-  const skipped = verified.length - eligible.length
-  if (skipped > 0 && verified.every((c) => trusted(c))) {
-    out.warnings.push(
-      `credentialStatus: ${skipped} credential(s) of issuers outside this service's trust were not checked`,
-    )
+  // Accepted without a trust list, from an issuer that is not the tenant's: its status is not read.
+  for (const c of verified.filter((c) => trusted(c) && !eligible.includes(c))) {
+    out.warnings.push(`credentialStatus: ${where(c)} is from ${c.issuer}, whose status list is not read`)
   }
   if (eligible.length === 0) {
     out.notRun('credentialStatus', 'no credential is both verified and from a trusted issuer')

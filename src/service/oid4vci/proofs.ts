@@ -152,6 +152,7 @@ export async function verifyDiVpProof(vp: unknown, ctx: ProofContext): Promise<H
       maxAgeSeconds: ctx.maxAgeSeconds,
     },
     presentationFormat: ldpVp,
+    // eddsa-rdfc-2022 only (Ed25519 holders): the Data Integrity format checks its cryptosuite itself.
     presentationPolicy: { algorithms: ['EdDSA'] },
     credentialFormats: [jwtVcJson],
     credentialPolicy: { algorithms: JWS_ALGS },
