@@ -27,6 +27,17 @@ Given('the wallet already holds a VerifiableId', async function (this: W) {
   await rp.expectReceived('VerifiableId')
 })
 
+Given("the relying party has {word} the wallet's VerifiableId", async function (this: W, change: string) {
+  if (change !== 'revoked' && change !== 'suspended') throw new Error(`unknown status change "${change}"`)
+  const response = await this.client.setCredentialStatus(
+    await this.unlinkedAppToken(),
+    this.issuance.requireProcess(),
+    { status: change },
+  )
+  this.recordAnswer(response, `set the VerifiableId ${change}`)
+  this.expectStatus(200)
+})
+
 When('the wallet scans the offer', async function (this: W) {
   await this.issuance.scan()
 })
@@ -138,6 +149,13 @@ Then(
   'the wallet is refused with HTTP {int} {string} because {string}',
   function (this: W, status: number, error: string, reason: string) {
     this.issuance.expectWalletError(status, error, new RegExp(reason, 'i'))
+  },
+)
+
+Then(
+  'the wallet is refused with HTTP {int} {string} naming the check {string}',
+  function (this: W, status: number, error: string, check: string) {
+    this.issuance.expectWalletError(status, error, new RegExp(`\\b${check}\\b`))
   },
 )
 

@@ -10,6 +10,7 @@ import { JWS_ALGS, type JwsAlg, resolveDidKey } from '../src/shared/did-key.ts'
 import { decodeJws, verifyJws } from '../src/shared/jws.ts'
 import { DEMO, makeApp, OTHER, type TestApp, tokenFor } from './helpers.ts'
 import {
+  changeStatus,
   DEGREE,
   diVp,
   diVpRequest,
@@ -1174,7 +1175,7 @@ describe('di_vp proof: templates that require a presentation', () => {
     // no credential, the wrong type, a credential missing a required field
     for (const jwts of [[], [degreeJwt], [noFamilyNameJwt]]) {
       const vp = await diVp(holder, t.clock, jwts, { challenge })
-      await fail(diVpRequest('gated', vp), 'invalid_proof', /presentation_definition/)
+      await fail(diVpRequest('gated', vp), 'invalid_proof', /matchingIds: /)
     }
     // a credential issued to another holder
     await fail(
@@ -1274,6 +1275,49 @@ describe('di_vp proof: templates that require a presentation', () => {
     )
     expectOAuth(response, 400, 'invalid_proof', /does not trust/)
     await assertUntouched(t, g.rp, g.processId)
+  })
+
+  test('a revoked shared credential → invalid_proof naming credentialStatus; the process is untouched', async () => {
+    const issued = await issueTo(t.app, t.clock, holder, 'vid', VERIFIABLE_ID)
+    const changed = await changeStatus(t.app, issued.rp, issued.processId, { status: 'revoked' })
+    assert.equal(changed.statusCode, 200, changed.body)
+    const g = await grantFor(t.app, 'gated')
+    const vp = await diVp(holder, t.clock, [issued.jwts[0] ?? ''], { challenge: g.cNonce })
+    expectOAuth(
+      await send(g.accessToken, diVpRequest('gated', vp)),
+      400,
+      'invalid_proof',
+      /credentialStatus: .*revoked/,
+    )
+    await assertUntouched(t, g.rp, g.processId)
+  })
+
+  test('a suspended shared credential → invalid_proof; once reinstated it is accepted', async () => {
+    const issued = await issueTo(t.app, t.clock, holder, 'vid', VERIFIABLE_ID)
+    const jwt = issued.jwts[0] ?? ''
+    assert.equal(
+      (await changeStatus(t.app, issued.rp, issued.processId, { status: 'suspended' })).statusCode,
+      200,
+    )
+    const g = await grantFor(t.app, 'gated')
+    expectOAuth(
+      await send(
+        g.accessToken,
+        diVpRequest('gated', await diVp(holder, t.clock, [jwt], { challenge: g.cNonce })),
+      ),
+      400,
+      'invalid_proof',
+      /credentialStatus: .*suspended/,
+    )
+    assert.equal(
+      (await changeStatus(t.app, issued.rp, issued.processId, { status: 'active' })).statusCode,
+      200,
+    )
+    const ok = await send(
+      g.accessToken,
+      diVpRequest('gated', await diVp(holder, t.clock, [jwt], { challenge: g.cNonce })),
+    )
+    assert.equal(ok.statusCode, 202, ok.body)
   })
 
   test('an expired shared credential → invalid_proof', async () => {

@@ -659,25 +659,26 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
       step: 'credential',
       status: 400,
       error: 'invalid_proof',
-      description: /^di_vp rejected: signature invalid$/,
+      description: /^di_vp rejected: presentationProof: signature invalid$/,
     },
     'wrong-aud': {
       step: 'credential',
       status: 400,
       error: 'invalid_proof',
-      description: /^di_vp rejected: domain does not match$/,
+      description: /^di_vp rejected: sessionBinding: proof domain .* is not the credential issuer /,
     },
     'expired-iat': {
       step: 'credential',
       status: 400,
       error: 'invalid_proof',
-      description: /^di_vp proof created is 36\d\d s old; at most 300 s is accepted$/,
+      description:
+        /^di_vp rejected: sessionBinding: proof created is 36\d\d s old; at most 300 s is accepted$/,
     },
     'foreign-kid': {
       step: 'credential',
       status: 400,
       error: 'invalid_proof',
-      description: /^di_vp rejected: holder does not match the verification method$/,
+      description: /^di_vp rejected: presentationProof: holder does not match the verification method$/,
     },
   }
 

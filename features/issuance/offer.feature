@@ -116,3 +116,14 @@ Feature: A wallet completes an offer over OpenID4VCI
     Then the offer asks the holder to present a VerifiableId
     And the wallet is told to come back later with a transaction id and an interval
     And the process validator holds the shared VerifiableId
+
+  @interface-2.5 @OID4VCI-8.3.1 @needs-portal
+  Scenario: A revoked VerifiableId does not satisfy a template that requires an identity: invalid_proof naming credentialStatus
+    Given the wallet already holds a VerifiableId
+    And the relying party has revoked the wallet's VerifiableId
+    And an offer for the template requiring an identity
+    When the wallet scans the offer
+    And the wallet redeems the pre-authorized code
+    And the wallet requests the credential
+    Then the wallet is refused with HTTP 400 "invalid_proof" naming the check "credentialStatus"
+    And the process is PENDING

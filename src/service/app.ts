@@ -5,6 +5,8 @@ import { authRoutes } from './auth/routes.ts'
 import { AuthService } from './auth/service.ts'
 import { AccessTokens } from './auth/tokens.ts'
 import type { ServiceConfig } from './config/index.ts'
+import type { CheckMetrics } from './credentials/pipeline.ts'
+import { httpStatusListSource, StatusChecker, type StatusListSource } from './credentials/status.ts'
 import { IssuerKeys } from './crypto/issuer-keys.ts'
 import { loadServiceKey } from './crypto/keys.ts'
 import { installErrorHandling } from './errors/handler.ts'
@@ -31,7 +33,6 @@ import { type Clock, systemClock } from './util/clock.ts'
 import { PublicUrls } from './util/urls.ts'
 import { verificationRoutes } from './verification/routes.ts'
 import { VerificationService } from './verification/service.ts'
-import { httpStatusListSource, StatusChecker, type StatusListSource } from './verification/status.ts'
 import { WebhookDispatcher } from './webhooks/dispatcher.ts'
 import { WebhookOutbox } from './webhooks/outbox.ts'
 import { WebhookService } from './webhooks/service.ts'
@@ -47,6 +48,8 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger']
   /** Webhook outbox scan interval (ms) when other processes share the store (cluster workers); default none. */
   webhookPollMs?: number
+  /** Told where the time of every credential check went (benchmarks); none by default. */
+  checkMetrics?: CheckMetrics
 }
 
 export interface AppServices {
@@ -139,6 +142,17 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     grants,
     cursorSecret: key.deriveSecret('list cursor'),
   })
+  // Lists this service publishes are read in-process; any other issuer's over HTTP. One checker serves
+  // issuance-time (di_vp) and verification-time checks alike.
+  const statusSource: StatusListSource = async (url) => {
+    const own = urls.ownStatusList(url)
+    if (!own) return httpStatusListSource(url)
+    const jwt = await statusLists.credential(own.tenantId, own.listId)
+    if (!jwt) throw new Error(`no status list at ${url}`)
+    return jwt
+  }
+  const status = new StatusChecker(statusSource)
+  const metrics = options.checkMetrics ? { metrics: options.checkMetrics } : {}
   const oid4vci = new Oid4vciService({
     store,
     clock,
@@ -148,15 +162,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     events,
     issuerKeys,
     options: config.oid4vci,
+    status,
+    ...metrics,
   })
-  // Lists this service publishes are read in-process; any other issuer's over HTTP.
-  const statusSource: StatusListSource = async (url) => {
-    const own = urls.ownStatusList(url)
-    if (!own) return httpStatusListSource(url)
-    const jwt = await statusLists.credential(own.tenantId, own.listId)
-    if (!jwt) throw new Error(`no status list at ${url}`)
-    return jwt
-  }
   const verification = new VerificationService({
     store,
     clock,
@@ -170,7 +178,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     clock,
     events,
     webhooks: outbox,
-    status: new StatusChecker(statusSource),
+    status,
+    ...metrics,
   })
   const services: AppServices = {
     store,

@@ -1,15 +1,14 @@
-import {
-  UNDEFINED_TERMS_CONTEXT,
-  unwrapEnvelopedCredential,
-  VC_V2_CONTEXT,
-  verifyPresentation,
-} from '../../shared/data-integrity.ts'
+import { UNDEFINED_TERMS_CONTEXT, VC_V2_CONTEXT } from '../../shared/data-integrity.ts'
 import { type DidKey, JWS_ALGS, resolveDidKey } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { decodeJws, JwsError, verifyJws } from '../../shared/jws.ts'
 import { PROOF_TYP } from '../../shared/wire.ts'
+import { ldpVp } from '../credentials/data-integrity.ts'
+import { jwtVcJson } from '../credentials/jwt-vc.ts'
+import { type CheckMetrics, checkPresentation } from '../credentials/pipeline.ts'
+import { presentationExchange } from '../credentials/presentation-exchange.ts'
+import type { StatusChecker } from '../credentials/status.ts'
 import { OAuthError } from '../errors/oauth.ts'
-import { evaluateDefinition } from '../util/pex.ts'
 
 // Key proofs of the credential request (OpenID4VCI Appendix F): what the wallet proves, checked
 // entirely here before anything is stored.
@@ -36,6 +35,10 @@ export interface ProofContext {
   /** Set when the template requires a presentation: a jwt proof is then refused. */
   presentationDefinition?: Record<string, unknown> | undefined
   trustedIssuers: (type: string) => readonly string[] | undefined
+  /** The tenant's own issuer DIDs: whose status lists are read when no trust list applies. */
+  ownIssuers: () => Promise<readonly string[]>
+  status: StatusChecker
+  metrics?: CheckMetrics | undefined
 }
 
 const invalid = (description: string) => new OAuthError('invalid_proof', description)
@@ -122,58 +125,11 @@ function checkIat(iat: unknown, ctx: ProofContext, what = 'proof JWT iat') {
   }
 }
 
-/** The shared credential as the validator shows it: the decoded VC with its JWT as proof. */
-export function sharedView(jwt: string, payload: Record<string, unknown>): Record<string, unknown> {
-  const vc = isObject(payload.vc) ? payload.vc : {}
-  const subject = isObject(vc.credentialSubject) ? vc.credentialSubject : {}
-  return {
-    ...vc,
-    id: vc.id ?? payload.jti,
-    issuer: vc.issuer ?? payload.iss,
-    issuanceDate:
-      vc.issuanceDate ??
-      (typeof payload.nbf === 'number' ? new Date(payload.nbf * 1000).toISOString() : undefined),
-    credentialSubject: { ...subject, id: subject.id ?? payload.sub },
-    proof: { type: 'JwtProof2020', jwt },
-  }
-}
-
-/** Checks one shared JWT credential: signature by its issuer's did:key, validity, holder binding, trust. */
-function checkSharedCredential(jwt: string, index: number, holderDid: string, ctx: ProofContext) {
-  const where = `verifiableCredential[${index}]`
-  let decoded: ReturnType<typeof decodeJws>
-  try {
-    decoded = decodeJws(jwt)
-  } catch (error) {
-    throw invalid(`${where} is not a JWT credential: ${(error as Error).message}`)
-  }
-  const issuer = resolveKid(decoded.header.kid, `${where} header kid`)
-  try {
-    verifyJws(jwt, issuer.publicKey, { algorithms: JWS_ALGS })
-  } catch {
-    throw invalid(`${where} signature does not verify with its issuer key ${issuer.kid}`)
-  }
-  const { payload } = decoded
-  if (payload.iss !== issuer.did) throw invalid(`${where} iss is not the DID of the signing key`)
-  const now = Math.floor(ctx.now / 1000)
-  if (typeof payload.nbf === 'number' && payload.nbf > now + FUTURE_SKEW_SECONDS)
-    throw invalid(`${where} is not valid yet`)
-  if (typeof payload.exp === 'number' && payload.exp <= now) throw invalid(`${where} has expired`)
-  if (payload.sub !== holderDid) {
-    throw invalid(`${where} was issued to ${String(payload.sub)}, not to the presenting holder ${holderDid}`)
-  }
-  const view = sharedView(jwt, payload)
-  const types = Array.isArray(view.type) ? (view.type as string[]) : []
-  const trusted = ctx.trustedIssuers(types.at(-1) ?? '')
-  if (trusted && !trusted.includes(issuer.did)) {
-    throw invalid(`${where} (${types.at(-1)}) is issued by ${issuer.did}, which this template does not trust`)
-  }
-  return view
-}
-
 /**
  * The `di_vp` proof type (draft 13: `ldp_vp`): a Data Integrity presentation by the holder with
- * challenge = c_nonce and domain = credential issuer, carrying the credentials the offer asks for.
+ * challenge = c_nonce and domain = credential issuer, carrying the credentials the offer asks for. The
+ * presentation and its credentials go through the credential pipeline, as a verifier's would; the first
+ * failed checks are named in the `invalid_proof` description.
  */
 export async function verifyDiVpProof(vp: unknown, ctx: ProofContext): Promise<HolderProof> {
   if (!isObject(vp)) throw invalid('di_vp must be a Verifiable Presentation object')
@@ -185,39 +141,39 @@ export async function verifyDiVpProof(vp: unknown, ctx: ProofContext): Promise<H
       'di_vp proof has no challenge; use a c_nonce from the nonce endpoint',
     )
   }
-  const result = await verifyPresentation(vp, { challenge, domain: ctx.credentialIssuer })
-  if (!result.verified) throw invalid(`di_vp rejected: ${result.errors.join('; ')}`)
-  const holder = resolveDidKey(result.holderKid)
-  const created = typeof result.proof.created === 'string' ? Date.parse(result.proof.created) : Number.NaN
-  if (Number.isNaN(created)) throw invalid('di_vp proof has no valid created time')
-  checkIat(Math.floor(created / 1000), ctx, 'di_vp proof created')
-
-  const entries = Array.isArray(vp.verifiableCredential)
-    ? vp.verifiableCredential
-    : vp.verifiableCredential
-      ? [vp.verifiableCredential]
-      : []
-  const jwts = entries.map((entry, i) => {
-    const jwt = unwrapEnvelopedCredential(entry)
-    if (!jwt)
-      throw invalid(`verifiableCredential[${i}] must be an EnvelopedVerifiableCredential carrying a JWT`)
-    return jwt
-  })
-  const shared = jwts.map((jwt, i) => checkSharedCredential(jwt, i, holder.did, ctx))
-  if (ctx.presentationDefinition) {
+  const definition = ctx.presentationDefinition
+  const result = await checkPresentation(vp, {
+    // The challenge is not compared here: the caller consumes it as a c_nonce (invalid_nonce otherwise).
+    session: {
+      nonceRole: 'a c_nonce of this issuer',
+      audience: ctx.credentialIssuer,
+      audienceRole: 'the credential issuer',
+      now: ctx.now,
+      maxAgeSeconds: ctx.maxAgeSeconds,
+    },
+    presentationFormat: ldpVp,
+    // eddsa-rdfc-2022 only (Ed25519 holders): the Data Integrity format checks its cryptosuite itself.
+    presentationPolicy: { algorithms: ['EdDSA'] },
+    credentialFormats: [jwtVcJson],
+    credentialPolicy: { algorithms: JWS_ALGS },
+    trustedIssuers: (credential) => ctx.trustedIssuers(credential.types.at(-1) ?? ''),
+    ownIssuers: await ctx.ownIssuers(),
+    // A requiredPresentation has no requireStatus setting: a credential without status is accepted.
+    requireStatus: false,
+    status: ctx.status,
     // The service evaluates the definition itself; a wallet-supplied submission is never trusted.
-    const evaluation = evaluateDefinition(ctx.presentationDefinition, jwts)
-    if (evaluation.outcome !== 'satisfied') {
-      throw invalid(
-        `shared credentials do not satisfy the offer's presentation_definition${evaluation.detail ? ` (${evaluation.detail})` : ''}`,
-      )
-    }
+    ...(definition ? { query: { language: presentationExchange, query: definition } } : {}),
+  })
+  ctx.metrics?.checks('issuance', result.timings)
+  const errors = result.outcomes.errors()
+  if (errors.length > 0 || !result.holder || !result.proofEntry) {
+    throw invalid(`di_vp rejected: ${errors.join(' | ')}`)
   }
   return {
-    holder,
+    holder: result.holder,
     nonce: challenge,
-    proofEntry: { ...result.proof, creator: holder.kid },
-    shared,
+    proofEntry: result.proofEntry,
+    shared: result.credentials.map((c) => c.credential.sharedView),
   }
 }
 

@@ -3,6 +3,8 @@ import { JWS_ALGS } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { PRE_AUTHORIZED_GRANT } from '../../shared/wire.ts'
 import type { IssuanceTemplate, Oid4vciOptions } from '../config/schema.ts'
+import type { CheckMetrics } from '../credentials/pipeline.ts'
+import type { StatusChecker } from '../credentials/status.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import { OAuthError, type OAuthErrorCode, tokenError } from '../errors/oauth.ts'
 import { AppError } from '../errors/problem.ts'
@@ -44,6 +46,10 @@ export interface Oid4vciDeps {
   events: ServiceEvents
   issuerKeys: IssuerKeys
   options: Oid4vciOptions
+  /** Reads the status of credentials shared in a di_vp proof. */
+  status: StatusChecker
+  /** Told where the time of each di_vp proof's checks went (the bench sets it); none by default. */
+  metrics?: CheckMetrics
 }
 
 type Form = Record<string, unknown>
@@ -325,6 +331,9 @@ export class Oid4vciService {
       maxAgeSeconds: this.deps.options.proofMaxAgeSeconds,
       presentationDefinition: presentationDefinition(template),
       trustedIssuers: (type) => required?.credentials.find((c) => c.type === type)?.trustedIssuers,
+      ownIssuers: () => this.deps.issuerKeys.didsOf(tenantId),
+      status: this.deps.status,
+      metrics: this.deps.metrics,
     }
   }
 

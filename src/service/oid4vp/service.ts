@@ -1,11 +1,11 @@
-import { performance } from 'node:perf_hooks'
+import type { CheckMetrics } from '../credentials/pipeline.ts'
+import type { StatusChecker } from '../credentials/status.ts'
 import { OAuthError } from '../errors/oauth.ts'
 import type { ServiceEvents, WebhookBody } from '../events.ts'
 import type { SessionRecord, Store, Validations } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
 import { verifyResponse } from '../verification/checks.ts'
 import { sessionChanged, transition } from '../verification/lifecycle.ts'
-import type { StatusChecker } from '../verification/status.ts'
 import type { WebhookOutbox } from '../webhooks/outbox.ts'
 
 // The wallet-facing verifier (OpenID4VP draft 20 as section 2.7 shows it; docs/verification.md): serves the
@@ -15,26 +15,17 @@ import type { WebhookOutbox } from '../webhooks/outbox.ts'
 const MAX_DESCRIPTION = 300
 const clip = (text: string) => (text.length > MAX_DESCRIPTION ? `${text.slice(0, MAX_DESCRIPTION)}…` : text)
 
-/** Running totals of the verifier's work, for benchmarks and diagnostics (milliseconds). */
-export interface VerifierStats {
-  responses: number
-  checksMs: number
-  signaturesMs: number
-  pexMs: number
-  statusMs: number
-}
-
 export interface Oid4vpDeps {
   store: Store
   clock: Clock
   events: ServiceEvents
   webhooks: WebhookOutbox
   status: StatusChecker
+  /** Told where the time of each response's checks went (the bench sets it); none by default. */
+  metrics?: CheckMetrics
 }
 
 export class Oid4vpService {
-  readonly stats: VerifierStats = { responses: 0, checksMs: 0, signaturesMs: 0, pexMs: 0, statusMs: 0 }
-
   constructor(private readonly deps: Oid4vpDeps) {}
 
   /** The session a wallet names: unknown and other tenants' sessions are 404s like any unknown path. */
@@ -122,7 +113,6 @@ export class Oid4vpService {
     if (typeof submission !== 'object' || submission === null || Array.isArray(submission)) {
       throw new OAuthError('invalid_request', 'presentation_submission is missing or not a JSON object')
     }
-    const started = performance.now()
     const verdict = await verifyResponse(body.vp_token, submission, {
       definition: session.request.presentation_definition as Record<string, unknown>,
       nonce: (session.request as { nonce: string }).nonce,
@@ -132,11 +122,7 @@ export class Oid4vpService {
       requireStatus: session.policy.requireStatus,
       status: this.deps.status,
     })
-    this.stats.responses++
-    this.stats.checksMs += performance.now() - started
-    this.stats.signaturesMs += verdict.timings.signaturesMs
-    this.stats.pexMs += verdict.timings.pexMs
-    this.stats.statusMs += verdict.timings.statusMs
+    this.deps.metrics?.checks('verification', verdict.timings)
     const verified = verdict.validations.status === 'SUCCESS'
     await this.complete(
       {

@@ -1,0 +1,301 @@
+import { createPublicKey } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
+import { type DidKey, resolveDidKey } from '../../shared/did-key.ts'
+import type {
+  CredentialFormat,
+  FormatPolicy,
+  KeyResolver,
+  PresentationBinding,
+  PresentationFormat,
+  ReadCredential,
+} from './formats.ts'
+import { CHECKS, Outcomes } from './outcomes.ts'
+import type { QueryLanguage } from './query.ts'
+import type { StatusChecker } from './status.ts'
+
+// The one credential-checking pipeline: what the holder shares is checked by the same named checks
+// whether it arrives as an OpenID4VCI di_vp key proof (issuance, a template's requiredPresentation) or as
+// an OpenID4VP vp_token (verification). Every check runs that can; a check whose input is missing because
+// an earlier one failed is reported as not_run, with the reason. Formats and query languages plug in
+// (formats.ts, query.ts); the callers turn the outcomes into their own error style.
+
+const FUTURE_SKEW_SECONDS = 60
+
+/** What binds the presentation to this exchange. */
+export interface SessionExpectation {
+  /** The nonce it must carry; undefined when the caller checks it itself (OpenID4VCI consumes the c_nonce). */
+  nonce?: string
+  /** OpenID4VP: the verifier's client_id; OpenID4VCI: the credential issuer identifier. */
+  audience: string
+  /** For messages: "the nonce of this session's request", "this verifier's client_id". */
+  nonceRole: string
+  audienceRole: string
+  now: number
+  /** When set, the presentation must say when it was made, at most this long ago (OpenID4VCI proof age). */
+  maxAgeSeconds?: number
+}
+
+/** Where the time of one run went (milliseconds), for benchmarks. */
+export interface CheckTimings {
+  totalMs: number
+  signaturesMs: number
+  queryMs: number
+  statusMs: number
+}
+
+/** A hook for whoever measures the checks (the bench); services default to none. */
+export interface CheckMetrics {
+  checks(source: 'issuance' | 'verification', timings: CheckTimings): void
+}
+
+export interface PipelineContext {
+  session: SessionExpectation
+  presentationFormat: PresentationFormat
+  presentationPolicy: FormatPolicy
+  credentialFormats: readonly CredentialFormat[]
+  credentialPolicy: FormatPolicy
+  /** Issuer key resolution; did:key by default. */
+  keys?: KeyResolver
+  /** The issuers trusted for this credential, or undefined when any issuer is accepted. */
+  trustedIssuers(credential: ReadCredential): readonly string[] | undefined
+  /**
+   * Whose status lists may be fetched when no trust list applies (the tenant's own issuers): a list URL
+   * is fetched only on a trusted issuer's word, never on one a holder could have signed himself.
+   */
+  ownIssuers?: readonly string[]
+  /** A credential without a status entry fails (true) or passes with a warning (false). */
+  requireStatus: boolean
+  status: StatusChecker
+  /** The query to satisfy; `mapping` is the wallet's own answer to it, when the protocol has one. */
+  query?: { language: QueryLanguage; query: unknown; mapping?: { value: unknown } }
+}
+
+/** A credential of the presentation, read, and its issuer once its proof verified. */
+export interface CheckedCredential {
+  index: number
+  credential: ReadCredential
+  issuer: string | undefined
+}
+
+export interface PipelineResult {
+  outcomes: Outcomes
+  /** The holder key, when the presentation proof verified. */
+  holder: DidKey | null
+  /** The holder's proof as the section 2.4 validator shows it, when it verified. */
+  proofEntry: Record<string, unknown> | null
+  credentials: CheckedCredential[]
+  timings: CheckTimings
+}
+
+const where = (c: { index: number }) => `verifiableCredential[${c.index}]`
+
+function sessionBinding(binding: PresentationBinding, expect: SessionExpectation): string[] {
+  const failures: string[] = []
+  const { names } = binding
+  if (expect.nonce !== undefined && binding.nonce !== expect.nonce) {
+    failures.push(`${names.nonce} ${JSON.stringify(binding.nonce)} is not ${expect.nonceRole}`)
+  }
+  if (!binding.audiences.includes(expect.audience)) {
+    failures.push(
+      `${names.audience} ${JSON.stringify(binding.audienceShown)} is not ${expect.audienceRole} ${expect.audience}`,
+    )
+  }
+  const now = Math.floor(expect.now / 1000)
+  const { issuedAt, expiresAt } = binding
+  if (issuedAt === undefined) {
+    if (expect.maxAgeSeconds !== undefined) failures.push(`${names.issuedAt} is missing`)
+  } else if (typeof issuedAt !== 'number' || !Number.isFinite(issuedAt)) {
+    failures.push(`${names.issuedAt} is not a number`)
+  } else if (issuedAt > now + FUTURE_SKEW_SECONDS) {
+    failures.push(`${names.issuedAt} is in the future`)
+  } else if (expect.maxAgeSeconds !== undefined && issuedAt < now - expect.maxAgeSeconds) {
+    failures.push(
+      `${names.issuedAt} is ${now - issuedAt} s old; at most ${expect.maxAgeSeconds} s is accepted`,
+    )
+  }
+  if (expiresAt !== undefined && (typeof expiresAt !== 'number' || expiresAt <= now)) {
+    failures.push(`the ${names.presentation} has expired (${names.expiresAt})`)
+  }
+  return failures
+}
+
+function holderBinding(c: CheckedCredential, holder: DidKey): string | undefined {
+  const binding = c.credential.holderBinding
+  if (binding.kind === 'key') {
+    // Compared as keys, not as JWK text: member order and extra members do not matter.
+    try {
+      if (createPublicKey({ key: binding.jwk, format: 'jwk' }).equals(holder.publicKey)) return undefined
+    } catch {
+      // an unusable cnf key binds nobody
+    }
+    return `${where(c)} is bound to another key than the presenter's ${holder.kid}`
+  }
+  if (binding.conflict) return `${where(c)} ${binding.conflict}`
+  return binding.id === holder.did
+    ? undefined
+    : `${where(c)} was issued to ${String(binding.id)}, not to the presenter ${holder.did}`
+}
+
+/** Runs every check on a presentation in `token`, read with `ctx.presentationFormat`. */
+export async function checkPresentation(token: unknown, ctx: PipelineContext): Promise<PipelineResult> {
+  const begun = performance.now()
+  const out = new Outcomes()
+  const timings: CheckTimings = { totalMs: 0, signaturesMs: 0, queryMs: 0, statusMs: 0 }
+  const done = (result: Omit<PipelineResult, 'outcomes' | 'timings'>): PipelineResult => {
+    timings.totalMs = performance.now() - begun
+    return { outcomes: out, timings, ...result }
+  }
+
+  // securityMechanisms: the formats, algorithms and key references the query and this service allow.
+  let presentation: ReturnType<PresentationFormat['read']>
+  try {
+    presentation = ctx.presentationFormat.read(token, ctx.presentationPolicy)
+  } catch (error) {
+    out.record('securityMechanisms', [(error as Error).message], '')
+    for (const check of CHECKS.slice(1)) out.notRun(check, 'the presentation could not be read')
+    return done({ holder: null, proofEntry: null, credentials: [] })
+  }
+  const unreadable = [...presentation.unreadable]
+  const credentials: CheckedCredential[] = []
+  for (const { index, raw } of presentation.credentials) {
+    // No format recognises it: the first (the one the query expects) says why it cannot read it.
+    const format = ctx.credentialFormats.find((f) => f.accepts(raw)) ?? ctx.credentialFormats[0]
+    try {
+      if (!format) throw new Error('is of no supported credential format')
+      credentials.push({ index, credential: format.read(raw, ctx.credentialPolicy), issuer: undefined })
+    } catch (error) {
+      unreadable.push(`${where({ index })} ${(error as Error).message}`)
+    }
+  }
+  const formats = [...new Set(credentials.map((c) => c.credential.format))].join(', ') || 'no'
+  out.record(
+    'securityMechanisms',
+    unreadable,
+    `${presentation.mechanisms} carrying ${credentials.length} ${formats} credential(s)`,
+  )
+
+  // presentationProof: the holder's signature over the presentation.
+  let started = performance.now()
+  const proof = await presentation.verifyProof()
+  out.record(
+    'presentationProof',
+    proof.ok ? [] : proof.failures,
+    proof.ok ? `signed by the holder ${proof.holder.kid}` : '',
+  )
+  const holder = proof.ok ? proof.holder : null
+
+  // sessionBinding: made for this exchange and this audience, now.
+  out.record(
+    'sessionBinding',
+    sessionBinding(presentation.binding, ctx.session),
+    "nonce and audience are this exchange's",
+  )
+
+  // credentialProof: each credential's signature by its issuer's key.
+  const keys = ctx.keys ?? resolveDidKey
+  const proofFailures: string[] = []
+  for (const c of credentials) {
+    const result = c.credential.verifyProof(keys)
+    if (result.ok) c.issuer = result.issuer
+    else proofFailures.push(`${where(c)} ${result.reason}`)
+  }
+  timings.signaturesMs = performance.now() - started
+  out.record('credentialProof', proofFailures, `${credentials.length} credential signature(s) verified`)
+
+  // holderBinding: the presenter is the one every credential was issued to.
+  if (!holder) out.notRun('holderBinding', 'the presentation proof failed, so the holder is unproven')
+  else {
+    const failures = credentials
+      .map((c) => holderBinding(c, holder))
+      .filter((f): f is string => f !== undefined)
+    out.record('holderBinding', failures, 'the presenter is the subject of every credential')
+  }
+
+  // trustedIssuer
+  const trusted = (c: CheckedCredential) => {
+    const list = ctx.trustedIssuers(c.credential)
+    return list === undefined || list.includes(c.issuer as string)
+  }
+  const verified = credentials.filter((c) => c.issuer !== undefined)
+  const trustFailures = verified
+    .filter((c) => !trusted(c))
+    .map((c) => `${where(c)} is issued by ${c.issuer}, which this template does not trust`)
+  const unproven = credentials.length - verified.length
+  out.record(
+    'trustedIssuer',
+    trustFailures,
+    `every verified credential comes from a trusted issuer${unproven ? ` (${unproven} unverified credential(s) not counted)` : ''}`,
+  )
+
+  // validityPeriod
+  const { now } = ctx.session
+  const validity: string[] = []
+  for (const c of credentials) {
+    for (const bound of c.credential.validity) {
+      if (bound.kind === 'notBefore' && bound.at > now + FUTURE_SKEW_SECONDS * 1000)
+        validity.push(`${where(c)} is not valid before ${bound.shown}`)
+      if (bound.kind === 'notAfter' && bound.at <= now) validity.push(`${where(c)} expired at ${bound.shown}`)
+    }
+  }
+  out.record('validityPeriod', validity, 'every credential is within its validity period')
+
+  // credentialStatus: only on a trusted issuer's word (its list URL is fetched).
+  started = performance.now()
+  const eligible = verified.filter((c) => {
+    const list = ctx.trustedIssuers(c.credential) ?? ctx.ownIssuers ?? []
+    return list.includes(c.issuer as string)
+  })
+  // Accepted without a trust list, from an issuer that is not the tenant's: its status is not read.
+  for (const c of verified.filter((c) => trusted(c) && !eligible.includes(c))) {
+    out.warnings.push(`credentialStatus: ${where(c)} is from ${c.issuer}, whose status list is not read`)
+  }
+  if (eligible.length === 0) {
+    out.notRun('credentialStatus', 'no credential is both verified and from a trusted issuer')
+  } else {
+    const memo = new Map()
+    const failures: string[] = []
+    const seen: string[] = []
+    for (const c of eligible) {
+      const entries = c.credential.status
+      if (entries.length === 0) {
+        const note = `${where(c)} has no credentialStatus`
+        if (ctx.requireStatus) failures.push(`${note}, and this template requires one`)
+        else out.warnings.push(`credentialStatus: ${note}; its status was not checked`)
+        continue
+      }
+      for (const entry of entries) {
+        const verdict =
+          entry.kind === 'bitstring'
+            ? await ctx.status.check(entry.entry, c.issuer as string, now, memo)
+            : { ok: false as const, reason: 'Token Status List entries are not read yet' }
+        if (verdict.ok) seen.push(verdict.status)
+        else failures.push(`${where(c)}: ${verdict.reason}`)
+      }
+    }
+    out.record('credentialStatus', failures, `status: ${seen.join(', ') || 'not checked'}`)
+  }
+  timings.statusMs = performance.now() - started
+
+  // matchingIds: the service's own evaluation of the query, and the wallet's mapping against it.
+  if (!ctx.query) out.notRun('matchingIds', 'nothing was asked for')
+  else {
+    started = performance.now()
+    const { language, query, mapping } = ctx.query
+    const evaluation = language.evaluate(query, credentials)
+    const failures: string[] = []
+    if (evaluation.outcome === 'error') {
+      failures.push(`the credentials cannot be evaluated against the query: ${evaluation.detail}`)
+    } else if (evaluation.outcome === 'unsatisfied') {
+      failures.push(
+        `the shared credentials do not satisfy the presentation definition${evaluation.detail ? ` (${evaluation.detail})` : ''}`,
+      )
+    }
+    timings.queryMs = performance.now() - started
+    if (mapping) {
+      const presented = presentation.credentials.length + presentation.unreadable.length
+      failures.push(...language.checkMapping(mapping.value, query, evaluation, presented))
+    }
+    out.record('matchingIds', failures, 'the credentials satisfy the definition as the submission maps them')
+  }
+  return done({ holder, proofEntry: proof.ok ? proof.proofEntry : null, credentials })
+}

@@ -1,0 +1,87 @@
+import { isObject } from '../../shared/json.ts'
+import { evaluateDefinition } from '../util/pex.ts'
+import type { QueryEvaluation, QueryLanguage } from './query.ts'
+
+// DIF Presentation Exchange v2 (OpenID4VP draft 20 §5, §6.1): the presentation_definition is the query,
+// the wallet's presentation_submission its mapping. Evaluation is @sphereon/pex's (util/pex.ts).
+
+const VP_FORMATS = ['jwt_vp', 'jwt_vp_json']
+const VC_FORMATS = ['jwt_vc', 'jwt_vc_json']
+// Only plain index paths are read from the wallet's descriptor_map: its JSONPath is never evaluated.
+const NESTED_PATH = /^\$(?:\.vp)?\.verifiableCredential\[(\d{1,3})\]$/
+
+/** One descriptor_map entry: a known descriptor, a plain index path, and a credential that satisfies it. */
+function checkEntry(
+  entry: unknown,
+  at: string,
+  descriptorIds: Set<string>,
+  matches: Set<string>,
+  credentialCount: number,
+): string | undefined {
+  if (!isObject(entry)) return `${at} is not an object`
+  if (typeof entry.id !== 'string' || !descriptorIds.has(entry.id)) {
+    return `${at}.id ${JSON.stringify(entry.id)} names no input descriptor of the definition`
+  }
+  let path: unknown = entry.path
+  let format: unknown = entry.format
+  if (isObject(entry.path_nested)) {
+    if (entry.path !== '$' || !VP_FORMATS.includes(String(entry.format))) {
+      return `${at} must point at the vp_token ("$", jwt_vp) before path_nested`
+    }
+    path = entry.path_nested.path
+    format = entry.path_nested.format
+  }
+  const index = typeof path === 'string' ? NESTED_PATH.exec(path)?.[1] : undefined
+  if (index === undefined) {
+    return `${at} path ${JSON.stringify(path)} is not a plain $.verifiableCredential[n] path (expressions are never evaluated)`
+  }
+  if (!VC_FORMATS.includes(String(format)))
+    return `${at} format ${JSON.stringify(format)} is not jwt_vc or jwt_vc_json`
+  const n = Number(index)
+  if (n >= credentialCount) return `${at} points at credential ${n}, which is not in the vp_token`
+  if (!matches.has(`${entry.id}|${n}`)) {
+    return `${at} maps descriptor "${entry.id}" to verifiableCredential[${n}], which does not satisfy it`
+  }
+  return undefined
+}
+
+export const presentationExchange: QueryLanguage = {
+  id: 'presentation_exchange',
+
+  evaluate(definition, candidates): QueryEvaluation {
+    const evaluation = evaluateDefinition(
+      definition,
+      candidates.map((c) => c.credential.queryInput as string),
+    )
+    // PEX indexes the credentials it was given; the presentation indexes its own entries.
+    const matches = evaluation.matches.flatMap(({ descriptor, index }) => {
+      const c = candidates[index]
+      return c ? [{ queryId: descriptor, index: c.index }] : []
+    })
+    return { outcome: evaluation.outcome, detail: evaluation.detail, matches }
+  },
+
+  checkMapping(submission, query, evaluation, presented) {
+    const definition = isObject(query) ? query : {}
+    if (!isObject(submission)) return ['presentation_submission is missing or not a JSON object']
+    const failures: string[] = []
+    if (submission.definition_id !== definition.id) {
+      failures.push(
+        `presentation_submission.definition_id ${JSON.stringify(submission.definition_id)} is not this session's definition ${String(definition.id)}`,
+      )
+    }
+    const map = submission.descriptor_map
+    if (!Array.isArray(map) || map.length === 0) return [...failures, 'descriptor_map is missing or empty']
+    const descriptorIds = new Set(
+      (Array.isArray(definition.input_descriptors) ? definition.input_descriptors : []).map(
+        (d) => (d as { id: string }).id,
+      ),
+    )
+    const matches = new Set(evaluation.matches.map((m) => `${m.queryId}|${m.index}`))
+    for (const [i, entry] of map.entries()) {
+      const failure = checkEntry(entry, `descriptor_map[${i}]`, descriptorIds, matches, presented)
+      if (failure) failures.push(failure)
+    }
+    return failures
+  },
+}

@@ -1,0 +1,33 @@
+import type { ReadCredential } from './formats.ts'
+
+// The plug-in point for query languages: DIF Presentation Exchange v2 today (presentation-exchange.ts),
+// DCQL (OpenID4VP 1.0 §6) next. The service always evaluates the query itself; what the wallet says
+// about its answer (a PE presentation_submission, the credential query ids keying a DCQL vp_token) is
+// only checked against that evaluation, never trusted.
+
+/** A credential of the presentation as the query language sees it. */
+export interface QueryCandidate {
+  /** Position in the presentation (`verifiableCredential[n]`; a DCQL vp_token's entry order). */
+  index: number
+  credential: ReadCredential
+}
+
+export interface QueryEvaluation {
+  outcome: 'satisfied' | 'unsatisfied' | 'error'
+  /** The language's first reasons when unsatisfied, what went wrong when it could not evaluate; '' when satisfied */
+  detail: string
+  /** Every (query id, presentation index) pair that matched: PE input descriptor ids, DCQL credential query ids. */
+  matches: { queryId: string; index: number }[]
+}
+
+export interface QueryLanguage {
+  /** `presentation_exchange`, `dcql` */
+  readonly id: string
+  /** Do these credentials satisfy the query, and which credential matches which query id. */
+  evaluate(query: unknown, candidates: readonly QueryCandidate[]): QueryEvaluation
+  /**
+   * Failures of the wallet's own mapping (`mapping`) against the service's `evaluation`; `presented` is
+   * how many credentials the presentation carried (readable or not).
+   */
+  checkMapping(mapping: unknown, query: unknown, evaluation: QueryEvaluation, presented: number): string[]
+}
