@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { type BareFlows, startBareFlows } from '../src/bench/baselines/bare-flows.ts'
+import { type BareFlows, startBareFlows } from '../bench/baselines/bare-flows.ts'
 import {
   type IssuanceProcess,
   parseCredentialOfferUri,

@@ -2,15 +2,15 @@ import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { after, before, describe, test } from 'node:test'
 import { Agent, request } from 'undici'
-import { BenchRelyingParty, processIdOf, StepError } from '../src/bench/relying-party.ts'
-import { type BenchOptions, parseBenchArgs, planRuns, type RunSummary, ratios } from '../src/bench/run.ts'
-import { latency, percentile } from '../src/bench/stats.ts'
-import { WebhookSink } from '../src/bench/webhook-sink.ts'
+import { BenchRelyingParty, processIdOf, StepError } from '../bench/relying-party.ts'
+import { type BenchOptions, parseBenchArgs, planRuns, type RunSummary, ratios } from '../bench/run.ts'
+import { latency, percentile } from '../bench/stats.ts'
+import { WebhookSink } from '../bench/webhook-sink.ts'
 import { generateWebhookSecret, webhookSignature } from '../src/harness/webhook-receiver.ts'
 import { type RunningServer, startServer } from '../src/service/server.ts'
 import { DEMO, demoConfig } from './helpers.ts'
 
-// The bench's own pieces (src/bench): arguments and plan, the ratios, the statistics, the webhook sink's
+// The bench's own pieces (bench): arguments and plan, the ratios, the statistics, the webhook sink's
 // signature check and the relying party's error reports. The whole bench runs in `npm run bench:smoke`.
 
 const options = (argv: string[]) => parseBenchArgs(argv) as BenchOptions

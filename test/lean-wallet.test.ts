@@ -4,14 +4,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { Agent, request } from 'undici'
-import { LeanWallet, LeanWalletError, verifyIssuedCredential } from '../src/bench/lean-wallet.ts'
+import { LeanWallet, LeanWalletError, verifyIssuedCredential } from '../bench/lean-wallet.ts'
 import { parseCredentialOfferUri, RelyingPartyClient, type SessionRead } from '../src/client/index.ts'
 import { startChild } from '../src/harness/child-target.ts'
 import { DEMO_CONFIG_PATH, loadConfigFile } from '../src/service/config/index.ts'
 import { type RunningServer, startServer } from '../src/service/server.ts'
 import { PRE_AUTHORIZED_GRANT } from '../src/shared/wire.ts'
 
-// The lean load wallet (src/bench/lean-wallet.ts) against the real service over real HTTP: attended
+// The lean load wallet (bench/lean-wallet.ts) against the real service over real HTTP: attended
 // issuance with deferred download and notification, verification, both holder algorithms, and the ways a
 // broken or replayed exchange must fail.
 //

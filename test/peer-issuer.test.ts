@@ -1,4 +1,4 @@
-// The Sphereon peer issuer (src/bench/baselines/peer-issuer.ts) driven by the real simulated wallet over real HTTP on
+// The Sphereon peer issuer (bench/baselines/peer-issuer.ts) driven by the real simulated wallet over real HTTP on
 // 127.0.0.1: the wallet (oid4vci-client underneath) discovers the metadata, redeems the pre-authorized code,
 // proves possession and verifies the issued JWT VC with Veramo. Negative cases: a replayed code and proofs
 // the peer must refuse. Last, ~50 sequential flows against a forked peer to report its CPU per flow.
@@ -12,7 +12,7 @@ import {
   type PeerIssuer,
   startPeerIssuer,
   type ToPeer,
-} from '../src/bench/baselines/peer-issuer.ts'
+} from '../bench/baselines/peer-issuer.ts'
 import { didKeyFromPublicKey, generateKeyPair, resolveDidKey } from '../src/shared/did-key.ts'
 import { signJws, verifyJws } from '../src/shared/jws.ts'
 import { Wallet, WalletProtocolError } from '../src/wallet/index.ts'
@@ -180,7 +180,7 @@ describe('peer issuer CPU per flow (forked, reported only)', () => {
   }
 
   before(async () => {
-    child = fork(join(ROOT, 'src/bench/baselines/peer-issuer.ts'), [], {
+    child = fork(join(ROOT, 'bench/baselines/peer-issuer.ts'), [], {
       execArgv: ['--import', 'tsx'],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })

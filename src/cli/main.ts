@@ -14,7 +14,7 @@ const commands: Record<string, (argv: string[]) => Promise<number | undefined>> 
   serve: async (argv) => (await import('./serve.ts')).serve(argv).then(() => undefined),
   wallet: async (argv) => (await import('./wallet.ts')).wallet(argv).then(() => undefined),
   conformance: async (argv) => (await import('./conformance.ts')).conformance(argv),
-  bench: async (argv) => (await import('../bench/run.ts')).bench(argv),
+  bench: async (argv) => (await import('../../bench/run.ts')).bench(argv),
 }
 
 export async function main(argv: string[]): Promise<number> {

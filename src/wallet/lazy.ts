@@ -1,5 +1,5 @@
 // Heavy libraries load on first use, so the CLI starts fast; and once: under tsx every repeated
-// `await import()` costs ~1.5 ms of loader round trip even for a module already loaded (src/bench/README.md).
+// `await import()` costs ~1.5 ms of loader round trip even for a module already loaded (bench/README.md).
 const memo = <T>(load: () => Promise<T>) => {
   let loaded: Promise<T> | undefined
   return () => {

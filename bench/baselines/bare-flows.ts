@@ -23,7 +23,7 @@ import {
   jwtVerify,
   SignJWT,
 } from 'jose'
-import { didKeyFromPublicKey, resolveDidKey } from '../../shared/did-key.ts'
+import { didKeyFromPublicKey, resolveDidKey } from '../../src/shared/did-key.ts'
 import {
   AUTHORIZATION_REQUEST_SCHEME,
   CREDENTIAL_OFFER_SCHEME,
@@ -35,7 +35,7 @@ import {
   REQUEST_OBJECT_MEDIA_TYPE,
   REQUEST_OBJECT_TYP,
   SIOP_AUDIENCE,
-} from '../../shared/wire.ts'
+} from '../../src/shared/wire.ts'
 
 export interface BareFlows {
   /** http://127.0.0.1:PORT */

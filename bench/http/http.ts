@@ -1,12 +1,12 @@
 /**
  * HTTP benchmark: requests per second of login, create offer and read process, each next to a bare
- * Fastify route measured in the same run on 127.0.0.1. See src/bench/README.md.
+ * Fastify route measured in the same run on 127.0.0.1. See bench/README.md.
  *
  *   npm run bench                      # 3 rounds × 5 scenarios × (2 s warm-up + 5 s), 10 connections
  *   npm run bench -- --duration 10 --rounds 5 --connections 20
  *   npm run bench:smoke                # 1 round, ~0.5 s per scenario; fails on any request error
  *
- * Servers run in this process; autocannon runs in a forked child (src/bench/http/loadgen.ts).
+ * Servers run in this process; autocannon runs in a forked child (bench/http/loadgen.ts).
  */
 import { type ChildProcess, fork } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, statfsSync, writeFileSync } from 'node:fs'
@@ -14,15 +14,15 @@ import { cpus, tmpdir } from 'node:os'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { parseCredentialOfferUri } from '../../client/index.ts'
-import { DEMO_CONFIG_PATH, loadConfigFile } from '../../service/config/index.ts'
-import { type RunningServer, startServer } from '../../service/server.ts'
+import { parseCredentialOfferUri } from '../../src/client/index.ts'
+import { DEMO_CONFIG_PATH, loadConfigFile } from '../../src/service/config/index.ts'
+import { type RunningServer, startServer } from '../../src/service/server.ts'
 import { readProcStat } from '../stats.ts'
 import { BARE_GET_PATH, BARE_POST_PATH, type RunningBare, startBare } from './bare.ts'
 import type { FromLoadgen, LoadJob, LoadResult, ToLoadgen } from './loadgen.ts'
 
 const BENCH_DIR = dirname(fileURLToPath(import.meta.url))
-const ROOT = join(BENCH_DIR, '../../..')
+const ROOT = join(BENCH_DIR, '../..')
 const DEFAULT_OUT = join(ROOT, 'reports', 'bench-http.json')
 // Smoke runs (inside `npm test`) must not overwrite the figures of the last real run.
 const SMOKE_OUT = join(ROOT, 'reports', 'bench-http.smoke.json')
@@ -46,7 +46,7 @@ interface Options {
   out: string
 }
 
-const USAGE = `usage: node --import tsx src/bench/http/http.ts [--smoke] [--duration S] [--warmup S] [--rounds N] [--connections N] [--out FILE]
+const USAGE = `usage: node --import tsx bench/http/http.ts [--smoke] [--duration S] [--warmup S] [--rounds N] [--connections N] [--out FILE]
   --smoke          1 round of ~0.5 s per scenario, no warm-up: proves the bench works (exit 1 on any request error)
   --duration S     measured seconds per scenario and round (default 5; smoke 0.5)
   --warmup S       unmeasured seconds before each measured run (default 2; smoke 0)
@@ -535,7 +535,7 @@ async function main(): Promise<number> {
         pipelining: 1,
         host: '127.0.0.1',
         loadGenerator:
-          'autocannon 8 in a forked child process (src/bench/http/loadgen.ts); servers in the parent',
+          'autocannon 8 in a forked child process (bench/http/loadgen.ts); servers in the parent',
         coresShared: true,
         database: { engine: 'SQLite via libsql', journal: 'WAL', synchronous: 'FULL', filesystem },
       },

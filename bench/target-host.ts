@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { cpuUsage as processCpu } from 'node:process'
-import type { ServiceConfig } from '../service/config/index.ts'
+import type { ServiceConfig } from '../src/service/config/index.ts'
 import { DEMO_KEYS, type FromTarget, type TargetInfo, type TargetSpec, type ToTarget } from './protocol.ts'
 
 const send = (message: FromTarget) => process.send?.(message)
@@ -41,7 +41,7 @@ async function baseline<T>(load: () => Promise<T>, name: string): Promise<T> {
 
 /** The demo configuration with both demo templates sending webhooks to the wallet process's sink. */
 async function serviceConfig(webhook: { url: string; secret: string } | undefined): Promise<ServiceConfig> {
-  const { DEMO_CONFIG_PATH, loadConfigFile } = await import('../service/config/index.ts')
+  const { DEMO_CONFIG_PATH, loadConfigFile } = await import('../src/service/config/index.ts')
   const config = loadConfigFile(DEMO_CONFIG_PATH)
   if (!webhook) return config
   // The sink is ours and answers at once: let the dispatcher keep up with the flows (the default of 4
@@ -64,7 +64,7 @@ async function startService(
   const base = { label: spec.workers > 1 ? `service ×${spec.workers}` : 'service', keys: DEMO_KEYS }
   const kinds: TargetInfo['kinds'] = ['full', 'issuance', 'verification']
   if (spec.workers > 1) {
-    const { startCluster } = await import('../service/cluster.ts')
+    const { startCluster } = await import('../src/service/cluster.ts')
     const cluster = await startCluster({ config, workers: spec.workers, host: '127.0.0.1', port: 0, dataDir })
     return {
       info: {
@@ -81,7 +81,7 @@ async function startService(
       close: () => cluster.close(),
     }
   }
-  const { startServer } = await import('../service/server.ts')
+  const { startServer } = await import('../src/service/server.ts')
   const server = await startServer({ config, host: '127.0.0.1', port: 0, dataDir })
   return {
     info: {

@@ -3,7 +3,7 @@
 // they will see, wallet cost included).
 
 import type { Dispatcher } from 'undici'
-import { Wallet, WalletProtocolError } from '../wallet/index.ts'
+import { Wallet, WalletProtocolError } from '../src/wallet/index.ts'
 import { LeanWallet, LeanWalletError } from './lean-wallet.ts'
 import type { WalletMode } from './protocol.ts'
 import { StepError } from './relying-party.ts'

@@ -3,7 +3,7 @@
  * time by function and by package, and inclusive time of our own source files, so a hot spot can be
  * named without opening a flame graph.
  *
- *   node --import tsx src/bench/profile-summary.ts DIR_OR_FILE [--top 30]
+ *   node --import tsx bench/profile-summary.ts DIR_OR_FILE [--top 30]
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
@@ -27,7 +27,7 @@ const { values, positionals } = parseArgs({
 const top = Number(values.top)
 const target = positionals[0]
 if (!target) {
-  console.error('usage: src/bench/profile-summary.ts DIR_OR_FILE [--top N]')
+  console.error('usage: bench/profile-summary.ts DIR_OR_FILE [--top N]')
   process.exit(2)
 }
 const files = statSync(target).isDirectory()

@@ -1,5 +1,5 @@
 /**
- * The load generator: a child process (forked by src/bench/http/http.ts) that runs autocannon on request and
+ * The load generator: a child process (forked by bench/http/http.ts) that runs autocannon on request and
  * sends back a summary. It lives in its own process so the HTTP client and the server under test
  * each get an event loop of their own; they still share the machine's cores.
  *

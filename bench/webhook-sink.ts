@@ -4,7 +4,7 @@
 
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { MAX_BODY_BYTES, verifyWebhookSignature } from '../harness/webhook-receiver.ts'
+import { MAX_BODY_BYTES, verifyWebhookSignature } from '../src/harness/webhook-receiver.ts'
 
 interface Arrival {
   event: string

@@ -2,7 +2,7 @@
 // fetch the load generator would spend 4–7× the CPU per request (DEPENDENCIES.md) and measure itself.
 
 import { type Dispatcher, request } from 'undici'
-import type { ServiceUrls, SessionCreated, SessionRead } from '../client/index.ts'
+import type { ServiceUrls, SessionCreated, SessionRead } from '../src/client/index.ts'
 import type { KeySecret } from './protocol.ts'
 
 /** A failed step of a flow: `kind` is what the error report counts (`<step>: <kind>`). */

@@ -1,9 +1,9 @@
-// What the bench's three kinds of process say to each other: the runner (src/bench/run.ts), the wallet
+// What the bench's three kinds of process say to each other: the runner (bench/run.ts), the wallet
 // process (worker.ts: N simulated wallets and the relying party's calls) and the target host
 // (target-host.ts: the server under test). Each runs in its own process so the CPU and peak memory of
 // the wallets and of the server are measured apart.
 
-import type { ServiceUrls } from '../client/index.ts'
+import type { ServiceUrls } from '../src/client/index.ts'
 
 /**
  * `full`: one relying party and one holder going through everything — login, offer, OpenID4VCI with

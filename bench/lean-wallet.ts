@@ -21,8 +21,8 @@ import {
   isJwsAlg,
   type JwsAlg,
   resolveDidKey,
-} from '../shared/did-key.ts'
-import { type DecodedJws, decodeJws } from '../shared/jws.ts'
+} from '../src/shared/did-key.ts'
+import { type DecodedJws, decodeJws } from '../src/shared/jws.ts'
 import {
   FORM_MEDIA_TYPE,
   JWT_TYP,
@@ -30,7 +30,7 @@ import {
   PROOF_TYP,
   REQUEST_OBJECT_MEDIA_TYPE,
   REQUEST_OBJECT_TYP,
-} from '../shared/wire.ts'
+} from '../src/shared/wire.ts'
 
 export interface LeanWalletOptions {
   alg?: 'EdDSA' | 'ES256'

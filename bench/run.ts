@@ -9,7 +9,7 @@ import { cpus, totalmem } from 'node:os'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { generateWebhookSecret } from '../harness/webhook-receiver.ts'
+import { generateWebhookSecret } from '../src/harness/webhook-receiver.ts'
 import {
   FLOW_KINDS,
   type FlowKind,
@@ -25,7 +25,7 @@ import {
 import { latency, r1, r2, readProcStat } from './stats.ts'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
-const ROOT = resolve(HERE, '../..')
+const ROOT = resolve(HERE, '..')
 
 export const BENCH_USAGE = `Usage: vc-harness bench [options]
 

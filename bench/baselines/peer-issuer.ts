@@ -38,9 +38,9 @@ import {
 } from '@sphereon/oid4vci-issuer'
 import { notificationEndpoint, OID4VCIServer } from '@sphereon/oid4vci-issuer-server'
 import { ExpressBuilder } from '@sphereon/ssi-express-support'
-import { didKeyFromPublicKey, generateKeyPair, resolveDidKey } from '../../shared/did-key.ts'
-import { decodeJws, signJws, verifyJws } from '../../shared/jws.ts'
-import { JWT_TYP } from '../../shared/wire.ts'
+import { didKeyFromPublicKey, generateKeyPair, resolveDidKey } from '../../src/shared/did-key.ts'
+import { decodeJws, signJws, verifyJws } from '../../src/shared/jws.ts'
+import { JWT_TYP } from '../../src/shared/wire.ts'
 
 export interface PeerIssuer {
   /** the credential issuer identifier, http://HOST:PORT (an origin root: oid4vci-client appends well-known paths) */
@@ -336,7 +336,7 @@ function invalidGrant(res: ExpressResponse): void {
     .json({ error: 'invalid_grant', error_description: 'the pre-authorized code was already used' })
 }
 
-// --- forkable child: `node --import tsx src/bench/baselines/peer-issuer.ts` with an IPC channel ----------------------------
+// --- forkable child: `node --import tsx bench/baselines/peer-issuer.ts` with an IPC channel ----------------------------
 
 export type ToPeer = { kind: 'offer' } | { kind: 'usage' } | { kind: 'stop' }
 export type FromPeer =
