@@ -112,18 +112,50 @@ export function verifyJws(
     throw new JwsError('malformed', 'JWS crit header parameters are not supported')
   const keyType = keyAlg(publicKey)
   if (keyType !== alg) throw new JwsError('alg_key_mismatch', `alg ${alg} does not match the ${keyType} key`)
-  let valid = false
-  if (signature.length === 64) {
-    try {
-      const data = Buffer.from(signingInput, 'ascii')
-      valid =
-        alg === 'EdDSA'
-          ? cryptoVerify(null, data, publicKey, signature)
-          : cryptoVerify('sha256', data, { key: publicKey, dsaEncoding: 'ieee-p1363' }, signature)
-    } catch {
-      valid = false
-    }
+  if (!verifySignature(alg, signingInput, signature, publicKey)) {
+    throw new JwsError('bad_signature', 'JWS signature is invalid')
   }
-  if (!valid) throw new JwsError('bad_signature', 'JWS signature is invalid')
   return { header, payload }
+}
+
+function verifySignature(
+  alg: JwsAlg,
+  signingInput: string,
+  signature: Buffer,
+  publicKey: KeyObject,
+): boolean {
+  if (signature.length !== 64) return false
+  try {
+    const data = Buffer.from(signingInput, 'ascii')
+    return alg === 'EdDSA'
+      ? cryptoVerify(null, data, publicKey, signature)
+      : cryptoVerify('sha256', data, { key: publicKey, dsaEncoding: 'ieee-p1363' }, signature)
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The base64url signature over a signing input that a library built itself (the SD-JWT libraries assemble
+ * header and payload): the same algorithms and key checks as signJws.
+ */
+export function signInput(alg: JwsAlg, signingInput: string, privateKey: KeyObject): string {
+  if (keyAlg(privateKey) !== alg) throw new JwsError('alg_key_mismatch', `alg ${alg} does not match the key`)
+  return signWith(alg, Buffer.from(signingInput, 'ascii'), privateKey).toString('base64url')
+}
+
+/** The counterpart of signInput: false for a wrong key type, a malformed or a bad signature. */
+export function verifyInput(
+  alg: JwsAlg,
+  signingInput: string,
+  signature: string,
+  publicKey: KeyObject,
+): boolean {
+  try {
+    if (keyAlg(publicKey) !== alg) return false
+  } catch {
+    return false
+  }
+  const bytes = Buffer.from(signature, 'base64url')
+  return bytes.toString('base64url') === signature && verifySignature(alg, signingInput, bytes, publicKey)
 }
