@@ -8,7 +8,7 @@ import type {
   TemplateAction,
   TemplateKind,
 } from './security.ts'
-import type { Caller, Spoiling, TemplateChoice } from './world.ts'
+import type { Caller, Spoiling, TemplateChoice } from './world-types.ts'
 
 const CALLERS: Record<string, Caller> = {
   'the application': 'app',
