@@ -190,13 +190,14 @@ export class WebhookFlow {
     }
   }
 
-  async endpointState() {
+  /** The template's delivery log: its endpoint's state and the deliveries with their last status. */
+  async deliveryLog() {
     const world = this.world
     const admin = await world.client.token(world.credentials('admin'))
     return ok(
       await world.client.webhookDeliveries(admin, this.kind ?? 'verification', this.templateId ?? ''),
       'read the delivery log',
-    ).endpoint
+    )
   }
 
   async redeliver() {
