@@ -48,7 +48,9 @@ function run(args: string[]): Promise<{ code: number | null; out: string }> {
 
 const appKey = { keyId: DEMO.app.id, secret: DEMO.app.secret, tenant: 'demo', ssiconfig: 'degree' }
 
-describe('vc-harness serve', () => {
+// Concurrent: each test runs its own child processes on their own ports and folders, and mostly waits
+// for their start-up, so the five need not queue behind one another.
+describe('vc-harness serve', { concurrency: true }, () => {
   const dirs: string[] = []
   const tempDir = () => {
     const dir = mkdtempSync(join(tmpdir(), 'vch-cli-'))
