@@ -196,9 +196,13 @@ Then(
 )
 
 Then('the delivery log shows the endpoint disabled', async function (this: W) {
-  const endpoint = await this.webhooks.endpointState()
-  if (!endpoint.disabled || !endpoint.disabledReason?.includes('410')) {
-    this.fail(`the endpoint disabled because of a 410; it is ${JSON.stringify(endpoint)}`, null)
+  // The 410 is read from the delivery's last status, not from disabledReason (free text).
+  const { endpoint, deliveries } = await this.webhooks.deliveryLog()
+  if (!endpoint.disabled || !deliveries.some((d) => d.lastStatus === 410 && d.state === 'disabled')) {
+    this.fail(
+      `the endpoint disabled because of a 410; it is ${JSON.stringify(endpoint)}, the deliveries ${JSON.stringify(deliveries)}`,
+      null,
+    )
   }
 })
 

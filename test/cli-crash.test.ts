@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
+import { parseServeArgs } from '../src/cli/serve.ts'
 import { ok, parseCredentialOfferUri, RelyingPartyClient } from '../src/client/index.ts'
 import { DEMO } from './helpers.ts'
 
@@ -47,7 +48,9 @@ function run(args: string[]): Promise<{ code: number | null; out: string }> {
 
 const appKey = { keyId: DEMO.app.id, secret: DEMO.app.secret, tenant: 'demo', ssiconfig: 'degree' }
 
-describe('vc-harness serve', () => {
+// Concurrent: each test runs its own child processes on their own ports and folders, and mostly waits
+// for their start-up, so the five need not queue behind one another.
+describe('vc-harness serve', { concurrency: true }, () => {
   const dirs: string[] = []
   const tempDir = () => {
     const dir = mkdtempSync(join(tmpdir(), 'vch-cli-'))
@@ -85,7 +88,13 @@ describe('vc-harness serve', () => {
   })
 
   test('unknown options and commands are refused with usage', async () => {
-    assert.equal((await run(['serve', '--colour'])).code, 2)
+    // In-process: a child for `serve --colour` would load the whole service (~1.5 s) to prove what
+    // test/cluster.test.ts already proves once, that main() exits 2 on an ERR_PARSE_ARGS_* error.
+    assert.throws(
+      () => parseServeArgs(['--colour']),
+      (error: Error & { code?: string }) =>
+        error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && /--colour/.test(error.message),
+    )
     const unknown = await run(['frobnicate'])
     assert.equal(unknown.code, 2)
     assert.match(unknown.out, /unknown command "frobnicate"/)

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { Agent, fetch as undiciFetch } from 'undici'
+import { parseServeArgs } from '../src/cli/serve.ts'
 import { RelyingPartyClient, type SessionCreated, type SessionRead } from '../src/client/index.ts'
 import { type WebhookEndpoint, WebhookReceiver } from '../src/harness/webhook-receiver.ts'
 import { checkWorkerCount, maxWorkers, type RunningCluster, startCluster } from '../src/service/cluster.ts'
@@ -263,22 +264,39 @@ async function readAll(response: Response): Promise<StreamState[]> {
 }
 
 describe('serve --workers: refused settings', () => {
-  test('a bad count, :memory:, --sandbox and --demo are usage errors (exit 2) naming the reason', () => {
-    for (const [args, message] of [
-      [['--workers', '0'], /--workers: expected a whole number from 1 to \d+/],
-      [
-        ['--workers', '2', '--data', ':memory:'],
-        /--workers needs a database folder \(--data DIR\), not :memory:/,
-      ],
-      [['--workers', '2', '--sandbox'], /--sandbox runs in one process: not with --workers/],
-      [['--workers', '2', '--demo'], /--demo runs in one process: not with --workers/],
-    ] as const) {
-      const run = spawnSync(process.execPath, ['bin/vc-harness.mjs', 'serve', '--port', '0', ...args], {
-        encoding: 'utf8',
-        timeout: 30_000,
-      })
-      assert.equal(run.status, 2, `${args.join(' ')}: ${run.stderr}`)
-      assert.match(run.stderr, message)
+  const refusals = [
+    [['--workers', '0'], /--workers: expected a whole number from 1 to \d+/],
+    [
+      ['--workers', '2', '--data', ':memory:'],
+      /--workers needs a database folder \(--data DIR\), not :memory:/,
+    ],
+    [['--workers', '2', '--sandbox'], /--sandbox runs in one process: not with --workers/],
+    [['--workers', '2', '--demo'], /--demo runs in one process: not with --workers/],
+  ] as const
+
+  // The checks run in-process (each child process costs ~2 s of start-up); main.ts turns an
+  // ERR_PARSE_ARGS_* error into exit 2, which the one child process below proves end to end.
+  test('a bad count, :memory:, --sandbox and --demo are usage errors naming the reason', () => {
+    for (const [args, message] of refusals) {
+      assert.throws(
+        () => parseServeArgs(['--port', '0', ...args]),
+        (error: Error & { code?: string }) =>
+          error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && message.test(error.message),
+        args.join(' '),
+      )
     }
+    // And the same options pass with one worker or a database folder, so the refusal is about --workers.
+    assert.equal(parseServeArgs(['--workers', '2', '--data', 'dir']).workers, 2)
+    assert.equal(parseServeArgs(['--sandbox', '--data', ':memory:']).workers, 1)
+  })
+
+  test('the CLI exits 2 on a refused setting and names it on stderr', () => {
+    const [args, message] = refusals[2]
+    const run = spawnSync(process.execPath, ['bin/vc-harness.mjs', 'serve', '--port', '0', ...args], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    })
+    assert.equal(run.status, 2, `${args.join(' ')}: ${run.stderr}`)
+    assert.match(run.stderr, message)
   })
 })

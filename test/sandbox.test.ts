@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
+import { serve } from '../src/cli/serve.ts'
 import { parseCredentialOfferUri, RelyingPartyClient } from '../src/client/index.ts'
 import { planSandbox, sampleCredentials, sessionIdOf, terminalQr } from '../src/harness/sandbox.ts'
 import { parseConfig } from '../src/service/config/index.ts'
@@ -177,10 +178,22 @@ describe('vc-harness serve --sandbox', () => {
   })
 
   test('a template without an application key is refused before the service starts (exit 2)', async () => {
-    const run = sandbox(['--data', ':memory:', '--issue', 'nope'])
-    assert.equal(await run.exited, 2)
-    assert.match(run.stderr(), /--sandbox: --issue nope: no issuance template of that id \(known: degree\)/)
-    assert.doesNotMatch(run.stdout(), /listening on/)
+    // In-process: serve() throws a ConfigError before listening, which main() turns into exit 2 (that
+    // wiring is proven by a child process in test/cli-crash.test.ts); a child here costs a service start-up.
+    const printed: string[] = []
+    const log = console.log
+    console.log = (...args: unknown[]) => printed.push(args.join(' '))
+    try {
+      await assert.rejects(
+        serve(['--sandbox', '--port', '0', '--data', ':memory:', '--issue', 'nope']),
+        (error: Error) =>
+          error.name === 'ConfigError' &&
+          /--sandbox: --issue nope: no issuance template of that id \(known: degree\)/.test(error.message),
+      )
+    } finally {
+      console.log = log
+    }
+    assert.doesNotMatch(printed.join('\n'), /listening on/)
   })
 })
 

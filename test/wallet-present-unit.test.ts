@@ -3,11 +3,8 @@
 // socket is opened. What the wallet sends is tested against the real reference service in
 // test/wallet-present.test.ts.
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { dirname, join } from 'node:path'
 import { describe, test } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import { emptyBitstring, encodeList, STATUS_MESSAGES, setStatus } from '../src/shared/bitstring.ts'
 import { didKeyFromPublicKey, generateKeyPair, type JwsAlg, resolveDidKey } from '../src/shared/did-key.ts'
 import { type DecodedJws, decodeJws, signJws, verifyJws } from '../src/shared/jws.ts'
@@ -43,7 +40,6 @@ import {
 
 // --- a fake verifier and issuer, behind the wallet's fetch -------------------------------------------------------
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..')
 const BASE = 'https://verifier.example/oid4vp/demo'
 const STATUS_BASE = 'https://issuer.example/status'
 const ALGS = ['EdDSA', 'ES256', 'ES256K']
@@ -1049,43 +1045,45 @@ describe('presentation misbehaviours change exactly one thing', () => {
 
 // --- CLI arguments ------------------------------------------------------------------------------------------------
 
-interface CliRun {
-  code: number
-  stdout: string
-  stderr: string
-}
-
-function cli(args: string[]): Promise<CliRun> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [join(ROOT, 'bin/vc-harness.mjs'), ...args],
-      { cwd: ROOT, timeout: 30_000, env: { ...process.env, NO_COLOR: '1' } },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0
-        resolve({ code, stdout, stderr })
-      },
-    )
-  })
+/**
+ * `vc-harness wallet …` in this process: what it printed to stdout and the error it threw. Usage errors are
+ * ERR_PARSE_ARGS_* errors, which main() turns into exit code 2 (proven with a child process once, in
+ * test/cluster.test.ts); four children here would only pay four start-ups of the wallet stack.
+ */
+async function cli(argv: string[]): Promise<{ out: string; error?: Error & { code?: string } }> {
+  const { wallet } = await import('../src/cli/wallet.ts')
+  const out: string[] = []
+  const log = console.log
+  const error = console.error
+  console.log = (...args: unknown[]) => out.push(args.join(' '))
+  console.error = () => {}
+  try {
+    await wallet(argv)
+    return { out: out.join('\n') }
+  } catch (e) {
+    return { out: out.join('\n'), error: e as Error & { code?: string } }
+  } finally {
+    console.log = log
+    console.error = error
+  }
 }
 
 describe('vc-harness wallet present: arguments (no network)', () => {
   test('bad arguments are usage errors (exit code 2); help lists present', async () => {
     const link = 'openid-vp://?request_uri=https%3A%2F%2Fverifier.invalid%2Fr'
-    const [issuanceMisbehaviour, noLink, unknown, help] = await Promise.all([
-      cli(['wallet', 'present', link, '--misbehave', 'wrong-nonce']),
-      cli(['wallet', 'present']),
-      cli(['wallet', 'present', link, '--misbehave', 'nonsense']),
-      cli(['wallet', '--help']),
-    ])
-    assert.equal(issuanceMisbehaviour.code, 2, issuanceMisbehaviour.stderr)
-    assert.match(issuanceMisbehaviour.stderr, /an issuance misbehaviour: use it with receive/)
-    assert.equal(noLink.code, 2)
-    assert.match(noLink.stderr, /present needs exactly one argument/)
-    assert.equal(unknown.code, 2)
-    assert.match(unknown.stderr, /not a presentation misbehaviour; known: vp-wrong-nonce/)
-    assert.equal(help.code, 0)
-    assert.match(help.stdout, /present <link>/)
-    assert.equal(issuanceMisbehaviour.stdout, '')
+    const usage = /^ERR_PARSE_ARGS/
+    const issuanceMisbehaviour = await cli(['present', link, '--misbehave', 'wrong-nonce'])
+    assert.match(issuanceMisbehaviour.error?.code ?? '', usage, String(issuanceMisbehaviour.error))
+    assert.match(issuanceMisbehaviour.error?.message ?? '', /an issuance misbehaviour: use it with receive/)
+    const noLink = await cli(['present'])
+    assert.match(noLink.error?.code ?? '', usage)
+    assert.match(noLink.error?.message ?? '', /present needs exactly one argument/)
+    const unknown = await cli(['present', link, '--misbehave', 'nonsense'])
+    assert.match(unknown.error?.code ?? '', usage)
+    assert.match(unknown.error?.message ?? '', /not a presentation misbehaviour; known: vp-wrong-nonce/)
+    const help = await cli(['--help'])
+    assert.equal(help.error, undefined)
+    assert.match(help.out, /present <link>/)
+    assert.equal(issuanceMisbehaviour.out, '')
   })
 })

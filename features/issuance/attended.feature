@@ -61,7 +61,7 @@ Feature: Attended issuance: an administrator completes what the wallet started
     Given the wallet has requested the credential and was told to come back later
     And the administrator rejects the process because "documents could not be verified"
     When the wallet asks the deferred endpoint
-    Then the wallet is refused with HTTP 400 "credential_request_denied" because "documents could not be verified"
+    Then the wallet is refused with HTTP 400 "credential_request_denied"
 
   @interface-3
   Scenario: A rejected process is REJECTED for the relying party

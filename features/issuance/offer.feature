@@ -53,7 +53,7 @@ Feature: A wallet completes an offer over OpenID4VCI
     Given the application has opened an offer
     When the wallet scans the offer
     And the wallet redeems the pre-authorized code misbehaving with replayed-code
-    Then the wallet is refused with HTTP 400 "invalid_grant" because "already used"
+    Then the wallet is refused with HTTP 400 "invalid_grant"
 
   @OID4VCI-4.1.1 @needs-portal
   Scenario: An offer that asks for a transaction code announces it, and the relying party receives the code
@@ -67,14 +67,14 @@ Feature: A wallet completes an offer over OpenID4VCI
     Given an offer for the tx_code template
     When the wallet scans the offer
     And the wallet redeems the pre-authorized code with the transaction code "000000"
-    Then the wallet is refused with HTTP 400 "invalid_grant" because "tx_code is wrong"
+    Then the wallet is refused with HTTP 400 "invalid_grant"
 
   @OID4VCI-6.3 @needs-portal
   Scenario: A missing transaction code is refused with invalid_request
     Given an offer for the tx_code template
     When the wallet scans the offer
     And the wallet redeems the pre-authorized code misbehaving with missing-tx-code
-    Then the wallet is refused with HTTP 400 "invalid_request" because "tx_code is required"
+    Then the wallet is refused with HTTP 400 "invalid_request"
 
   @OID4VCI-F.4 @security
   Scenario Outline: A key proof with <defect> is refused with <error>
@@ -82,19 +82,19 @@ Feature: A wallet completes an offer over OpenID4VCI
     When the wallet scans the offer
     And the wallet redeems the pre-authorized code
     And the wallet requests the credential misbehaving with <misbehaviour>
-    Then the wallet is refused with HTTP 400 "<error>" because "<reason>"
+    Then the wallet is refused with HTTP 400 "<error>"
     And the process is PENDING
 
     Examples:
-      | defect                              | misbehaviour         | error         | reason                       |
-      | a nonce the issuer never gave       | wrong-nonce          | invalid_nonce | nonce                        |
-      | a signature that does not verify    | bad-signature        | invalid_proof | signature                    |
-      | another audience                    | wrong-aud            | invalid_proof | aud must be                  |
-      | an iat an hour old                  | expired-iat          | invalid_proof | iat is .* old                |
-      | a kid naming someone else's key     | foreign-kid          | invalid_proof | signature                    |
-      | a private key in its header         | jwk-with-private-key | invalid_proof | private key                  |
-      | the wrong typ                       | wrong-typ            | invalid_proof | typ must be                  |
-      | alg none                            | alg-none             | invalid_proof | alg .* is not allowed        |
+      | defect                              | misbehaviour         | error         |
+      | a nonce the issuer never gave       | wrong-nonce          | invalid_nonce |
+      | a signature that does not verify    | bad-signature        | invalid_proof |
+      | another audience                    | wrong-aud            | invalid_proof |
+      | an iat an hour old                  | expired-iat          | invalid_proof |
+      | a kid naming someone else's key     | foreign-kid          | invalid_proof |
+      | a private key in its header         | jwk-with-private-key | invalid_proof |
+      | the wrong typ                       | wrong-typ            | invalid_proof |
+      | alg none                            | alg-none             | invalid_proof |
 
   @OID4VCI-F.4 @security
   Scenario: A nonce is single use: a second request with the same nonce is refused with invalid_nonce

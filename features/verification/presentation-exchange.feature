@@ -82,7 +82,7 @@ Feature: A wallet answers a verification session over OpenID4VP with Presentatio
     Given the wallet holds a degree credential
     And the application has opened a verification session for the degree check
     When the wallet presents misbehaving with <misbehaviour>
-    Then the verifier refuses the wallet with HTTP 400 "invalid_presentation" naming "<check>"
+    Then the verifier refuses the wallet with HTTP 400 "invalid_presentation"
     And the session reads 200 REJECTED with <check> failed
 
     Examples:
@@ -100,8 +100,8 @@ Feature: A wallet answers a verification session over OpenID4VP with Presentatio
     And the relying party has revoked that credential
     And the application has opened a verification session for the degree check
     When the wallet presents misbehaving with revoked-credential
-    Then the verifier refuses the wallet with HTTP 400 "invalid_presentation" naming "revoked"
-    And the session reads 200 REJECTED with credentialStatus failed because "revoked"
+    Then the verifier refuses the wallet with HTTP 400 "invalid_presentation"
+    And the session reads 200 REJECTED with credentialStatus failed
 
   @security @BitstringStatusList
   Scenario: A suspended credential is rejected by its status list
@@ -109,8 +109,8 @@ Feature: A wallet answers a verification session over OpenID4VP with Presentatio
     And the relying party has suspended that credential
     And the application has opened a verification session for the degree check
     When the wallet presents
-    Then the verifier refuses the wallet with HTTP 400 "invalid_presentation" naming "suspended"
-    And the session reads 200 REJECTED with credentialStatus failed because "suspended"
+    Then the verifier refuses the wallet with HTTP 400 "invalid_presentation"
+    And the session reads 200 REJECTED with credentialStatus failed
 
   @OID4VP-6.4
   Scenario: A wallet that declines answers with an error and the session is REJECTED
@@ -118,7 +118,7 @@ Feature: A wallet answers a verification session over OpenID4VP with Presentatio
     And the application has opened a verification session for the degree check
     When the wallet presents misbehaving with access-denied
     Then the wallet is told its refusal was received
-    And the session reads 200 REJECTED with walletResponse failed because "access_denied"
+    And the session reads 200 REJECTED with walletResponse failed
 
   @security @OID4VP-7.2
   Scenario: A vp_token replayed into another session fails its session binding
@@ -126,7 +126,8 @@ Feature: A wallet answers a verification session over OpenID4VP with Presentatio
     And the wallet has presented to a first session
     And the application has opened a verification session for the degree check
     When the wallet presents misbehaving with vp-replayed
-    Then the verifier refuses the wallet with HTTP 400 "invalid_presentation" naming "sessionBinding"
+    Then the verifier refuses the wallet with HTTP 400 "invalid_presentation"
+    And the session reads 200 REJECTED with sessionBinding failed
 
   @security
   Scenario: A completed session refuses another answer

@@ -26,7 +26,7 @@ Feature: Terminal events reach the relying party as signed webhooks, at least on
     And the wallet holds a degree credential
     And the application has opened a verification session for the degree check
     When the wallet presents misbehaving with vp-wrong-nonce
-    Then the verifier refuses the wallet with HTTP 400 "invalid_presentation" naming "sessionBinding"
+    Then the verifier refuses the wallet with HTTP 400 "invalid_presentation"
     And within 10 seconds the receiver got exactly one REJECT about the session
     And the webhook errors mention "sessionBinding"
 
@@ -142,7 +142,7 @@ Feature: Terminal events reach the relying party as signed webhooks, at least on
   @security
   Scenario Outline: A webhook URL aimed at <target> is refused with 400 invalid_webhook
     When the administrator points the verification template's webhook at "<url>"
-    Then the answer is a 400 problem "invalid_webhook" naming "body/webhookUrl"
+    Then the answer is a 400 problem "invalid_webhook" naming the field "body/webhookUrl"
 
     Examples:
       | target                          | url                                        |
@@ -153,4 +153,4 @@ Feature: Terminal events reach the relying party as signed webhooks, at least on
   @security @StandardWebhooks
   Scenario: A webhook URL without a signing secret is refused with 400 invalid_webhook
     When the administrator points the verification template's webhook at "https://rp.example/hooks" without a secret
-    Then the answer is a 400 problem "invalid_webhook" naming "body/webhookSecret"
+    Then the answer is a 400 problem "invalid_webhook" naming the field "body/webhookSecret"

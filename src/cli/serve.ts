@@ -91,7 +91,11 @@ function localUrl(url: string): string {
   return url.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//[::1]:')
 }
 
-export async function serve(argv: string[]): Promise<void> {
+/**
+ * Parses and checks `serve`'s options without touching the disk or the network: every usage error (exit 2)
+ * is thrown here, so tests can check them without starting a process. `help` means print the usage only.
+ */
+export function parseServeArgs(argv: string[]) {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -114,10 +118,7 @@ export async function serve(argv: string[]): Promise<void> {
     },
     strict: true,
   })
-  if (values.help) {
-    console.log(SERVE_USAGE)
-    return
-  }
+  if (values.help) return { help: true as const, values }
   const port = Number(values.port)
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new Error(`--port: not a port number: ${values.port}`)
@@ -138,6 +139,16 @@ export async function serve(argv: string[]): Promise<void> {
   // With several workers the demo is off (its flows live in one process); the same option checks apply.
   const demo = demoWanted(workers > 1 ? { ...values, 'no-demo': true } : values)
   const publicUrl = values['public-url'] === undefined ? undefined : publicUrlOption(values['public-url'])
+  return { help: false as const, values, port, workers, usingDemo, demo, publicUrl }
+}
+
+export async function serve(argv: string[]): Promise<void> {
+  const options = parseServeArgs(argv)
+  if (options.help) {
+    console.log(SERVE_USAGE)
+    return
+  }
+  const { values, port, workers, usingDemo, demo, publicUrl } = options
   const loaded = loadConfigFile(values.config ?? DEMO_CONFIG_PATH)
   // The service prefers config.publicUrl over the listening URL (src/service/app.ts), so the option goes there.
   const config = publicUrl === undefined ? loaded : { ...loaded, publicUrl }

@@ -12,7 +12,8 @@ import type { Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { type Capability, fixtureFromConfig, LOOPBACK_RECEIVER, type Target } from './target.ts'
+import { fixtureFromConfig } from './fixture.ts'
+import { type Capability, LOOPBACK_RECEIVER, type Target } from './target-types.ts'
 
 type Env = Record<string, string | undefined>
 

@@ -5,7 +5,7 @@
 
 import { readFileSync } from 'node:fs'
 import type { ApiKeyCredentials, ServiceUrls } from '../client/index.ts'
-import type { ReceiverSettings, TenantFixture } from './target.ts'
+import type { ReceiverSettings, TenantFixture } from './target-types.ts'
 
 type Env = Record<string, string | undefined>
 

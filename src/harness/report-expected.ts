@@ -3,7 +3,7 @@
 // as an unexpected pass, to be removed from the list. See docs/conformance.md.
 
 import { readFileSync } from 'node:fs'
-import { TARGET_KINDS } from './target.ts'
+import { TARGET_KINDS } from './target-types.ts'
 
 export interface ExpectedFailure {
   /** The exact scenario name (for an outline row: the name with its parameters filled in). */

@@ -36,79 +36,22 @@
 //   it. Embedded and child: yes (receiver on 127.0.0.1; the demo configuration admits loopback webhook
 //   targets). External: with `portal` and a receiver URL.
 
-import type { ApiKeyCredentials, ServiceUrls } from '../client/index.ts'
-// Types only (erased at run time): an external run still never loads the service.
-import type { ServiceConfig } from '../service/config/index.ts'
-import type { ShiftedClock } from '../service/util/clock.ts'
+import { fixtureFromConfig } from './fixture.ts'
 import { resolveExternal, TargetConfigError } from './profile.ts'
+import {
+  CAPABILITIES,
+  type Capability,
+  LOOPBACK_RECEIVER,
+  TARGET_KINDS,
+  type Target,
+  type TargetKind,
+} from './target-types.ts'
 
+// The target's vocabulary lives in leaf modules that child-target.ts and profile.ts import without
+// importing this file back; re-exported so callers keep one entry point.
+export { fixtureFromConfig } from './fixture.ts'
 export { TargetConfigError } from './profile.ts'
-
-export type Capability = 'portal' | 'clock' | 'webhooks'
-export const CAPABILITIES: readonly Capability[] = ['portal', 'clock', 'webhooks']
-
-export type TargetKind = 'embedded' | 'child' | 'external'
-export const TARGET_KINDS: readonly TargetKind[] = ['embedded', 'child', 'external']
-
-/** An API key as the portal hands it out: id and secret. */
-export interface KeySecret {
-  id: string
-  secret: string
-}
-
-/** A tenant the suite may log in to, with the keys and templates scenarios need. */
-export interface TenantFixture {
-  tenant: string
-  /** Issuance template the application key is linked to. */
-  issuanceTemplate: string
-  /** Another template of the same tenant that the application key is not linked to. */
-  otherTemplate: string
-  /**
-   * Templates with a particular setup, for the issuance features: one asking for a tx_code, one issuing a
-   * VerifiableId, one requiring the holder to present a VerifiableId. Present on provisioned tenants;
-   * scenarios that need them are tagged @needs-portal.
-   */
-  templates?: { txCode: string; identity: string; requiresIdentity: string }
-  /**
-   * Verification templates (provisioned tenants only): a degree check asking for the degree claim, one
-   * asking for a degree and one of two identity credentials (pick), and one accepting credentials without
-   * a status entry.
-   */
-  verificationTemplates?: { degreeCheck: string; degreeAndIdentity: string; statusOptional: string }
-  /** Application key linked to `issuanceTemplate`. */
-  appKey: KeySecret
-  /** Application key without a linked template (only tenants provisioned through the portal have one). */
-  unlinkedAppKey?: KeySecret
-  adminKey: KeySecret
-}
-
-/**
- * Where the harness's webhook receiver listens, and the URL the service reaches it at. Embedded and child
- * targets: 127.0.0.1, port 0, no publicUrl, meaning "use the bound loopback URL". External: from
- * VC_HARNESS_RECEIVER_* or the profile's `receiver`; the target has `webhooks` only with a publicUrl.
- */
-export interface ReceiverSettings {
-  host: string
-  port: number
-  publicUrl?: string
-}
-
-export interface Target {
-  kind: TargetKind
-  urls: ServiceUrls
-  capabilities: ReadonlySet<Capability>
-  /** The tenant the target was configured with (the demo tenant when embedded or child). */
-  tenant: TenantFixture
-  /** Operator credentials; present exactly when the target has `portal`. */
-  operator?: ApiKeyCredentials
-  /** The service's clock; present exactly when the target has `clock`. */
-  clock?: ShiftedClock
-  /** Where the webhook receiver listens and is reached; see ReceiverSettings. */
-  receiver: ReceiverSettings
-  /** The service process and its data folder; present exactly when the kind is `child`. */
-  child?: { pid: number; dataDir: string }
-  close(): Promise<void>
-}
+export * from './target-types.ts'
 
 /** Why a target lacks a capability, or undefined when it has it. */
 export function missingCapability(target: Target, capability: Capability): string | undefined {
@@ -164,9 +107,6 @@ export async function startTarget(env: Env = process.env): Promise<Target> {
   return externalTarget(env)
 }
 
-/** Receiver settings of targets on this machine: loopback, any free port, the bound URL. */
-export const LOOPBACK_RECEIVER: ReceiverSettings = { host: '127.0.0.1', port: 0 }
-
 /** The service in this process on 127.0.0.1, a free port, an in-memory database and a hand-moved clock. */
 export async function startEmbedded(env: Env = process.env): Promise<Target> {
   // Imported here so an external run never loads the service (nor its database driver).
@@ -190,42 +130,6 @@ export async function startEmbedded(env: Env = process.env): Promise<Target> {
     receiver: { ...LOOPBACK_RECEIVER },
     close: () => server.close(),
   }
-}
-
-/**
- * Picks from a service configuration the tenant the suite logs in to and the operator key (embedded and
- * child targets: the suite knows the service's configuration).
- */
-export function fixtureFromConfig(
-  config: ServiceConfig,
-  source: string,
-): { tenant: TenantFixture; operator: ApiKeyCredentials } {
-  for (const t of config.tenants) {
-    const issuance = new Set(t.issuanceTemplates.map((x) => x.id))
-    const app = t.apiKeys.find(
-      (k) => k.role === 'app' && k.template !== undefined && issuance.has(k.template),
-    )
-    const admin = t.apiKeys.find((k) => k.role === 'admin')
-    const operator = t.apiKeys.find((k) => k.role === 'operator')
-    const other = [...t.issuanceTemplates, ...t.verificationTemplates].find((x) => x.id !== app?.template)
-    if (!app?.template || !admin || !operator || !other) continue
-    const unlinked = t.apiKeys.find((k) => k.role === 'app' && k.template === undefined)
-    return {
-      tenant: {
-        tenant: t.id,
-        issuanceTemplate: app.template,
-        otherTemplate: other.id,
-        appKey: { id: app.id, secret: app.secret },
-        ...(unlinked ? { unlinkedAppKey: { id: unlinked.id, secret: unlinked.secret } } : {}),
-        adminKey: { id: admin.id, secret: admin.secret },
-      },
-      operator: { keyId: operator.id, secret: operator.secret, tenant: t.id },
-    }
-  }
-  throw new TargetConfigError(
-    `${source}: the suite needs a tenant with an application key linked to an issuance ` +
-      'template, a second template, an admin key and an operator key',
-  )
 }
 
 /**

@@ -3,13 +3,12 @@ import { resolveDidKey } from '../../src/shared/did-key.ts'
 import { decodeJws, verifyJws } from '../../src/shared/jws.ts'
 import type { HolderKeyType, Misbehaviour, ReceiveResult, Wallet } from '../../src/wallet/index.ts'
 import type { IssuanceSession } from '../../src/wallet/issuance.ts'
-import type { HarnessWorld } from './world.ts'
+import type { FlowWorld, TemplateRole } from './world-types.ts'
 
 // The issuance side of a scenario: one simulated wallet, the offer it scans, the process behind it and
 // the wallet's last protocol outcome. The World owns one; steps call it in one line.
 
-/** Templates a provisioned tenant has beyond the linked one (see HarnessWorld.provisionTenant). */
-export type TemplateRole = 'linked' | 'tx-code' | 'identity' | 'requires-identity'
+export type { TemplateRole } from './world-types.ts'
 
 /** What the wallet's last protocol step came to: success, or the wire error it got. */
 type WalletOutcome =
@@ -45,7 +44,7 @@ export class IssuanceFlow {
   received: string[] = []
   private outcome: WalletOutcome | undefined
 
-  constructor(private readonly world: HarnessWorld) {}
+  constructor(private readonly world: FlowWorld) {}
 
   /** The scenario's wallet (created on first use); several key types may coexist. */
   async wallet(keyType: HolderKeyType = 'Ed25519'): Promise<Wallet> {

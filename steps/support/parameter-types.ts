@@ -4,11 +4,10 @@ import type {
   ProcessAction,
   Role,
   RpRequest,
-  Subject,
   TemplateAction,
   TemplateKind,
 } from './security.ts'
-import type { Caller, Spoiling, TemplateChoice } from './world.ts'
+import type { Caller, Spoiling, TemplateChoice } from './world-types.ts'
 
 const CALLERS: Record<string, Caller> = {
   'the application': 'app',
@@ -149,11 +148,4 @@ defineParameterType({
         'an API key request': 'api key',
       }) as const
     )[text] as RpRequest,
-})
-
-/** {subject}: what a refusal's reason must name. */
-defineParameterType({
-  name: 'subject',
-  regexp: /the process id|the session id|the key id|the template id|both templates/,
-  transformer: (text: string): Subject => text.replace(/^the /, '') as Subject,
 })

@@ -8,8 +8,8 @@ import type {
   PresentationResult,
   PresentationSession,
 } from '../../src/wallet/index.ts'
-import { DEGREE_CONTENT, IDENTITY_CONTENT } from './issuance.ts'
-import type { HarnessWorld } from './world.ts'
+import { DEGREE_CONTENT, IDENTITY_CONTENT, type IssuanceFlow } from './issuance.ts'
+import type { FlowWorld } from './world-types.ts'
 
 // The verification side of a scenario: the session the relying party opens (4.6), what the scenario's
 // wallet (the same one that received credentials) does with it, and what the relying party reads (4.7).
@@ -29,7 +29,11 @@ export class VerificationFlow {
   /** The issuance process of the credential the wallet received last (to revoke it). */
   private heldProcess: string | undefined
 
-  constructor(private readonly world: HarnessWorld) {}
+  /** `flows` is the World itself: its issuance flow is created on first use. */
+  constructor(
+    private readonly world: FlowWorld,
+    private readonly flows: { readonly issuance: IssuanceFlow },
+  ) {}
 
   templateId(role: VerificationTemplateRole): string {
     const templates = this.world.tenant.verificationTemplates
@@ -44,7 +48,7 @@ export class VerificationFlow {
 
   /** Issues a credential to the scenario's wallet through the whole OpenID4VCI flow. */
   async holdCredential(kind: 'degree' | 'identity', keyType: HolderKeyType = 'Ed25519') {
-    const issuance = this.world.issuance
+    const issuance = this.flows.issuance
     await this.world.logIn('app')
     await issuance.openOffer(kind === 'degree' ? 'linked' : 'identity')
     const token = kind === 'degree' ? this.world.token('app') : await this.world.unlinkedAppToken()
@@ -114,7 +118,7 @@ export class VerificationFlow {
 
   /** The wallet scans the QR (the authentication request) and presents, in one call. */
   async present(misbehave: PresentationMisbehaviour[] = [], keyType: HolderKeyType = 'Ed25519') {
-    const wallet = await this.world.issuance.wallet(keyType)
+    const wallet = await this.flows.issuance.wallet(keyType)
     const link = this.requireCreated().authentication_request
     const what = `presentation${misbehave.length ? ` (${misbehave.join(', ')})` : ''}`
     await this.attempt(what, () => wallet.present(link, { misbehave }))
@@ -122,7 +126,7 @@ export class VerificationFlow {
 
   /** The wallet fetches and verifies the request object only. */
   async fetchRequest(keyType: HolderKeyType = 'Ed25519') {
-    const wallet = await this.world.issuance.wallet(keyType)
+    const wallet = await this.flows.issuance.wallet(keyType)
     const link = this.requireCreated().authentication_request
     await this.attempt('fetch the request object', async () => {
       this.started = await wallet.startPresentation(link)
@@ -225,7 +229,7 @@ export class VerificationFlow {
   }
 
   async expectVerifiedBy(keyType: HolderKeyType = 'Ed25519') {
-    const wallet = await this.world.issuance.wallet(keyType)
+    const wallet = await this.flows.issuance.wallet(keyType)
     const body = await this.expectState('VERIFIED')
     if (body.Subject !== wallet.did) this.world.fail(`Subject to be the wallet's DID ${wallet.did}`)
     const notPassed = body.Validations?.checks.filter((c) => c.result !== 'passed') ?? []

@@ -1,5 +1,5 @@
 import { ok, type TemplateKind, type WebhookDeliveryWithLog } from '../../src/client/index.ts'
-import type { Target } from '../../src/harness/target.ts'
+import type { Target } from '../../src/harness/target-types.ts'
 import {
   type Delivery,
   generateWebhookSecret,
@@ -8,7 +8,9 @@ import {
   type WebhookEventBody,
   WebhookReceiver,
 } from '../../src/harness/webhook-receiver.ts'
-import type { HarnessWorld } from './world.ts'
+import type { IssuanceFlow } from './issuance.ts'
+import type { VerificationFlow } from './verification.ts'
+import type { FlowWorld } from './world-types.ts'
 
 // The harness side of webhooks: one receiver per worker process (each scenario gets its own endpoint
 // path and secret on it), templates pointed at it through the portal, and expectations that wait for
@@ -44,11 +46,15 @@ export class WebhookFlow {
   /** The delivery this scenario's expectations are about, once it arrived. */
   delivery: Delivery | undefined
 
-  constructor(private readonly world: HarnessWorld) {}
+  /** `flows` is the World itself: its issuance and verification flows are created on first use. */
+  constructor(
+    private readonly world: FlowWorld,
+    private readonly flows: { readonly issuance: IssuanceFlow; readonly verification: VerificationFlow },
+  ) {}
 
   private template(kind: TemplateKind): string {
     if (kind === 'issuance') return this.world.tenant.issuanceTemplate
-    return this.world.verification.templateId('degree check')
+    return this.flows.verification.templateId('degree check')
   }
 
   /**
@@ -103,7 +109,7 @@ export class WebhookFlow {
   }
 
   subjectId(subject: WebhookSubject): string {
-    return subject === 'process' ? this.world.issuance.requireProcess() : this.world.verification.sessionId
+    return subject === 'process' ? this.flows.issuance.requireProcess() : this.flows.verification.sessionId
   }
 
   /**
@@ -184,13 +190,14 @@ export class WebhookFlow {
     }
   }
 
-  async endpointState() {
+  /** The template's delivery log: its endpoint's state and the deliveries with their last status. */
+  async deliveryLog() {
     const world = this.world
     const admin = await world.client.token(world.credentials('admin'))
     return ok(
       await world.client.webhookDeliveries(admin, this.kind ?? 'verification', this.templateId ?? ''),
       'read the delivery log',
-    ).endpoint
+    )
   }
 
   async redeliver() {

@@ -4,9 +4,19 @@ import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from 'jose
 import { type ApiKeyCredentials, type ApiResponse, ok, RelyingPartyClient } from '../../src/client/index.ts'
 import type { KeySecret, Target, TenantFixture } from '../../src/harness/target.ts'
 import { PROBLEM_MEDIA_TYPE } from '../../src/shared/wire.ts'
-import { IssuanceFlow, type TemplateRole } from './issuance.ts'
+import { IssuanceFlow } from './issuance.ts'
 import { VerificationFlow } from './verification.ts'
 import { WebhookFlow } from './webhooks.ts'
+import type {
+  Caller,
+  FlowWorld,
+  ProvisionedTenant,
+  Spoiling,
+  TemplateChoice,
+  TemplateRole,
+} from './world-types.ts'
+
+export type { Caller, ProvisionedTenant, Spoiling, TemplateChoice } from './world-types.ts'
 
 // The one piece of module state: the target this worker process started in BeforeAll (hooks.ts).
 // Parallel workers are separate processes, each with its own.
@@ -19,27 +29,17 @@ export function getProcessTarget(): Target | undefined {
   return processTarget
 }
 
-/** The API keys of a tenant a scenario logs in with. */
-export type Caller = 'app' | 'unlinkedApp' | 'admin'
 const CALLER_NAMES: Record<Caller, string> = {
   app: 'the application key',
   unlinkedApp: 'the unlinked application key',
   admin: 'the administrator key',
 }
 
-/** Which template a login names in its `ssiconfig` header. */
-export type TemplateChoice = 'own' | 'other' | 'unknown'
 const TEMPLATE_NAMES: Record<TemplateChoice, string> = {
   own: 'its own template',
   other: 'another template of the tenant',
   unknown: 'a template that does not exist',
 }
-
-/** A tenant created through the portal for one scenario: it has every key a scenario may need. */
-export type ProvisionedTenant = TenantFixture & { unlinkedAppKey: KeySecret }
-
-/** Ways to spoil a valid access token. */
-export type Spoiling = 'tampered signature' | 'alg none' | 'foreign key' | 'garbage'
 
 /** A failed expectation: the requirement it breaks (the scenario's name), what was expected, what came back. */
 export class RequirementBroken extends Error {
@@ -56,7 +56,7 @@ interface Answer {
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url')
 
 /** One per scenario: the target, a relying-party client, the tenant in use, tokens and the last answer. */
-export class HarnessWorld extends World {
+export class HarnessWorld extends World implements FlowWorld {
   private started: { target: Target; client: RelyingPartyClient } | undefined
   /** The scenario's name (its requirement) and tags, set by the Before hook. */
   scenario = { name: '', tags: [] as string[] }
@@ -76,13 +76,13 @@ export class HarnessWorld extends World {
 
   /** The scenario's verification session, presented by the same wallet (steps/support/verification.ts). */
   get verification(): VerificationFlow {
-    this.verificationFlow ??= new VerificationFlow(this)
+    this.verificationFlow ??= new VerificationFlow(this, this)
     return this.verificationFlow
   }
 
   /** The scenario's receiver endpoint and webhook expectations (steps/support/webhooks.ts). */
   get webhooks(): WebhookFlow {
-    this.webhookFlow ??= new WebhookFlow(this)
+    this.webhookFlow ??= new WebhookFlow(this, this)
     return this.webhookFlow
   }
 
