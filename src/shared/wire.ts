@@ -9,6 +9,14 @@ export const PRE_AUTHORIZED_GRANT = 'urn:ietf:params:oauth:grant-type:pre-author
 export const PROOF_TYP = 'openid4vci-proof+jwt'
 /** JOSE `typ` of a signed authorization request object (RFC 9101 §4, JAR). */
 export const REQUEST_OBJECT_TYP = 'oauth-authz-req+jwt'
+/** Format identifier and JOSE `typ` of an SD-JWT VC (SD-JWT VC §3.2.1; OpenID4VCI 1.0 Appendix A.3). */
+export const SD_JWT_VC_TYP = 'dc+sd-jwt'
+/** The `typ` SD-JWT VC drafts before 06 used; still read, never written. */
+export const SD_JWT_VC_TYP_LEGACY = 'vc+sd-jwt'
+/** JOSE `typ` of a key-binding JWT (SD-JWT, RFC 9901 §4.3). */
+export const KB_JWT_TYP = 'kb+jwt'
+/** JOSE `typ` of a Token Status List JWT (IETF Token Status List §5.1). */
+export const STATUS_LIST_JWT_TYP = 'statuslist+jwt'
 /** JOSE `typ` of a plain JWT: credentials, presentations, status lists (RFC 7519 §5.1). */
 export const JWT_TYP = 'JWT'
 
