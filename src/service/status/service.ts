@@ -1,14 +1,16 @@
 import { randomInt, randomUUID } from 'node:crypto'
+import { createHeaderAndPayload, StatusList } from '@sd-jwt/jwt-status-list'
 import {
   emptyBitstring,
   encodeList,
+  getStatus,
   STATUS_MESSAGES,
   STATUS_SIZE,
   STATUS_VALUES,
   setStatus,
 } from '../../shared/bitstring.ts'
 import { signJws } from '../../shared/jws.ts'
-import { JWT_TYP } from '../../shared/wire.ts'
+import { JWT_TYP, STATUS_LIST_JWT_TYP } from '../../shared/wire.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import {
   ConflictError,
@@ -32,6 +34,17 @@ export interface StatusEntry {
   statusMessage: typeof STATUS_MESSAGES
 }
 
+/**
+ * The same entry as an IETF Token Status List reference (`status.status_list`, §6.1), for SD-JWT VCs: the
+ * stored list is one, published in both forms (its values 0 VALID, 1 INVALID, 2 SUSPENDED are ours).
+ */
+export interface TokenStatusReference {
+  status_list: { idx: number; uri: string }
+}
+
+/** How long a relying party may cache a Token Status List before fetching it again (§5.1 `ttl`). */
+const TOKEN_STATUS_TTL_SECONDS = 300
+
 // A list is closed to new entries when this full, so random allocation stays cheap.
 const FILL_LIMIT = 0.75
 const ALLOCATION_TRIES = 32
@@ -42,6 +55,7 @@ const ALLOCATION_TRIES = 32
  */
 export class StatusLists {
   private readonly signed = new Map<string, { version: number; jwt: string }>()
+  private readonly tokens = new Map<string, { version: number; jwt: string }>()
 
   constructor(
     private readonly store: Store,
@@ -55,7 +69,7 @@ export class StatusLists {
   async allocate(
     repos: Repositories,
     input: { tenantId: string; alg: SigningAlg; credentialId: string; processId: string },
-  ): Promise<StatusEntry> {
+  ): Promise<StatusEntry & { token: TokenStatusReference }> {
     const now = this.clock.now()
     let list = await repos.statusLists.latest(input.tenantId, input.alg)
     if (!list || list.used >= list.size * FILL_LIMIT) {
@@ -98,6 +112,7 @@ export class StatusLists {
         statusListCredential: url,
         statusSize: STATUS_SIZE,
         statusMessage: STATUS_MESSAGES,
+        token: { status_list: { idx: index, uri: this.urls.tokenStatusList(input.tenantId, list.id) } },
       }
     }
     throw new Error(`no free status entry found in list ${list.id} after ${ALLOCATION_TRIES} tries`)
@@ -154,6 +169,33 @@ export class StatusLists {
       key.privateKey,
     )
     this.signed.set(list.id, { version: list.version, jwt })
+    return jwt
+  }
+
+  /**
+   * The list as an IETF Token Status List JWT (`typ statuslist+jwt`, §5.1): `sub` is the URL the referenced
+   * SD-JWT VCs name, 2 bits per entry, index 0 in the least significant bits (§4.1), ZLIB-compressed by
+   * @sd-jwt/jwt-status-list. Re-signed only when the list changed; undefined for an unknown list.
+   */
+  async tokenStatusList(tenantId: string, listId: string): Promise<string | undefined> {
+    const list = await this.store.statusLists.get(listId)
+    if (!list || list.tenantId !== tenantId) return undefined
+    const cached = this.tokens.get(list.id)
+    if (cached && cached.version === list.version) return cached.jwt
+    const key = await this.issuerKeys.forTenant(tenantId, list.alg)
+    const statuses = Array.from({ length: list.size }, (_, index) => getStatus(list.bits, index))
+    const { header, payload } = createHeaderAndPayload(
+      new StatusList(statuses, STATUS_SIZE),
+      {
+        iss: key.did,
+        sub: this.urls.tokenStatusList(tenantId, list.id),
+        iat: Math.floor(this.clock.now() / 1000),
+        ttl: TOKEN_STATUS_TTL_SECONDS,
+      },
+      { alg: key.alg, typ: STATUS_LIST_JWT_TYP, kid: key.kid },
+    )
+    const jwt = signJws({ ...header, alg: key.alg }, payload as Record<string, unknown>, key.privateKey)
+    this.tokens.set(list.id, { version: list.version, jwt })
     return jwt
   }
 }

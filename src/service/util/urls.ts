@@ -27,6 +27,11 @@ export class PublicUrls {
     return `${this.credentialIssuer(tenantId)}/status/${encodeURIComponent(listId)}`
   }
 
+  /** Where the IETF Token Status List form of `listId` is served (SD-JWT VCs' `status.status_list.uri`). */
+  tokenStatusList(tenantId: string, listId: string): string {
+    return `${this.credentialIssuer(tenantId)}/token-status/${encodeURIComponent(listId)}`
+  }
+
   /** Where a wallet fetches the signed request object of a verification session (last segment: its id). */
   verifierRequest(tenantId: string, sessionId: string): string {
     return `${this.base()}/oid4vp/${encodeURIComponent(tenantId)}/requests/${encodeURIComponent(sessionId)}`
