@@ -138,7 +138,7 @@ export function sessionView(session: SessionRecord, now: number) {
   const state = sessionState(session, now)
   const { definition } = session
   return {
-    httpStatus: state === 'PENDING' ? 202 : 200,
+    httpStatus: state === 'PENDING' ? (202 as const) : (200 as const),
     body: {
       Id: session.id,
       Status: state,
