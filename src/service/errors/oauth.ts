@@ -70,6 +70,10 @@ function toOAuth(error: FastifyError): OAuthError {
   return new OAuthError('server_error', 'an internal error occurred')
 }
 
+/** Whether a Content-Type names a form body (the token request and direct_post take only forms). */
+export const isForm = (contentType: string | undefined) =>
+  (contentType ?? '').toLowerCase().startsWith('application/x-www-form-urlencoded')
+
 /** For an encapsulated wallet-facing plugin: OAuth-shaped errors and `no-store` on every answer. */
 export function installOAuthErrors(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {

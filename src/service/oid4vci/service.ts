@@ -487,15 +487,16 @@ export class Oid4vciService {
     )
     if (outcome.transactionId) {
       return {
-        status: 202,
+        status: 202 as const,
         body: { transaction_id: outcome.transactionId, interval: this.deps.options.deferredIntervalSeconds },
       }
     }
     return {
-      status: 200,
+      status: 200 as const,
       body: {
         credentials: Oid4vciService.credentialsOf(outcome.process),
-        notification_id: outcome.notificationId,
+        // Set whenever the credentials are handed out (no transaction_id).
+        ...(outcome.notificationId ? { notification_id: outcome.notificationId } : {}),
       },
     }
   }
