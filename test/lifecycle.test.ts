@@ -7,6 +7,10 @@ import { sessionState, transition as sessionTransition } from '../src/service/ve
 // The lifecycles are pure: every rule is checked here without a store, a clock or HTTP.
 
 const NOW = 1_700_000_000_000
+// Any submitted credential: the lifecycle only asks whether something was submitted.
+const SUBMITTED: ProcessRecord['submitted'] = [
+  { '@context': [], id: 'urn:x', type: [], credentialSubject: {} },
+]
 const process = (over: Partial<ProcessRecord> = {}): ProcessRecord => ({
   id: 'p1',
   tenantId: 't',
@@ -65,7 +69,7 @@ describe('issuance lifecycle', () => {
       status: 'PENDING',
       step: 'holder_bound',
     })
-    assert.deepEqual(transition(process({ submitted: [{}] }), redeemed, 'request_credential', NOW), {
+    assert.deepEqual(transition(process({ submitted: SUBMITTED }), redeemed, 'request_credential', NOW), {
       ok: true,
       status: 'ISSUED',
       step: 'issued',
@@ -74,7 +78,7 @@ describe('issuance lifecycle', () => {
 
   test('refusals carry the reason each API names in its own error family', () => {
     const cases: [Partial<ProcessRecord>, Parameters<typeof transition>[2], string][] = [
-      [{ submitted: [{}] }, 'submit', 'already_submitted'],
+      [{ submitted: SUBMITTED }, 'submit', 'already_submitted'],
       [{ status: 'ISSUED' }, 'submit', 'already_submitted'],
       [{ status: 'REJECTED' }, 'submit', 'not_pending'],
       [{ status: 'REJECTED' }, 'reject', 'not_pending'],

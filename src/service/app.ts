@@ -1,6 +1,8 @@
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import { Type } from 'typebox'
 import { authRoutes } from './auth/routes.ts'
 import { AuthService } from './auth/service.ts'
 import { AccessTokens } from './auth/tokens.ts'
@@ -230,7 +232,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   })
   await app.register(swaggerUi, { routePrefix: '/docs' })
 
-  app.get('/health', { schema: { hide: true } }, async () => ({ status: 'ok' }))
+  app
+    .withTypeProvider<TypeBoxTypeProvider>()
+    .get(
+      '/health',
+      { schema: { hide: true, response: { 200: Type.Object({ status: Type.Literal('ok') }) } } },
+      async () => ({ status: 'ok' as const }),
+    )
   await app.register(authRoutes, { auth })
   await app.register(issuanceRoutes, {
     auth,

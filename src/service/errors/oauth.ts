@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify'
-import { FORM_MEDIA_TYPE } from '../../shared/wire.ts'
+import { FORM_MEDIA_TYPE, FORM_MEDIA_TYPE } from '../../shared/wire.ts'
 
 // Wallet-facing errors: `{error, error_description}` with the OAuth 2.0 / OpenID4VCI / OpenID4VP codes,
 // never problem+json (ARCHITECTURE.md, "two error families").
@@ -70,6 +70,10 @@ function toOAuth(error: FastifyError): OAuthError {
     return new OAuthError('invalid_request', error.message)
   return new OAuthError('server_error', 'an internal error occurred')
 }
+
+/** Whether a Content-Type names a form body (the token request and direct_post take only forms). */
+export const isForm = (contentType: string | undefined) =>
+  (contentType ?? '').toLowerCase().startsWith(FORM_MEDIA_TYPE)
 
 /** For an encapsulated wallet-facing plugin: OAuth-shaped errors and `no-store` on every answer. */
 export function installOAuthErrors(app: FastifyInstance): void {

@@ -5,6 +5,7 @@ import { JWT_TYP } from '../../shared/wire.ts'
 import type { IssuanceTemplate } from '../config/schema.ts'
 import type { IssuerKey } from '../crypto/issuer-keys.ts'
 import { AppError } from '../errors/problem.ts'
+import type { IssuedCredential, JwtProof, PreparedCredential } from '../store/types.ts'
 
 // Credential objects of section 2.3: validation and defaults (rules 1–3), then signing as jwt_vc_json.
 
@@ -32,13 +33,7 @@ const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2
 const URI = /^[a-zA-Z][a-zA-Z0-9+.-]*:\S+$/
 export const MAX_CREDENTIALS_PER_SUBMISSION = 20
 
-/** A credential as the relying party submitted it, validated, defaults applied except holder and status. */
-export type PreparedCredential = Record<string, unknown> & {
-  '@context': string[]
-  id: string
-  type: string[]
-  credentialSubject: Record<string, unknown>
-}
+export type { PreparedCredential }
 
 type Problem = { field: string; message: string }
 
@@ -182,11 +177,7 @@ export function prepareCredentials(
 const seconds = (iso: string) => Math.floor(Date.parse(iso) / 1000)
 export const vcTime = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
 
-/** The proof the process `data` shows for a JWT-secured credential (Veramo's normalized form). */
-export interface JwtProof {
-  type: 'JwtProof2020'
-  jwt: string
-}
+export type { JwtProof }
 
 /**
  * Completes a prepared credential for `holderDid` (rule 3) and signs it as a jwt_vc_json JWT.
@@ -201,7 +192,7 @@ export function signCredential(
     now: number
     validityDays?: number | undefined
   },
-): { credential: Record<string, unknown>; jwt: string } {
+): { credential: IssuedCredential; jwt: string } {
   const subjectId = holderConflict([prepared], input.holderDid)
   if (subjectId !== undefined)
     throw new Error(`credentialSubject.id ${subjectId} is not the holder ${input.holderDid}`)
@@ -209,7 +200,7 @@ export function signCredential(
   const expirationDate =
     (prepared.expirationDate as string | undefined) ??
     (input.validityDays ? vcTime(input.now + input.validityDays * 86_400_000) : undefined)
-  const credential: Record<string, unknown> = {
+  const credential: PreparedCredential = {
     ...prepared,
     // An issuer object (e.g. with a name) keeps its members; its id is the signing DID.
     issuer: isObject(prepared.issuer) ? { ...prepared.issuer, id: input.key.did } : input.key.did,

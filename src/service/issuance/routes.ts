@@ -1,17 +1,16 @@
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { guard, principalOf } from '../auth/guard.ts'
 import type { AuthService } from '../auth/service.ts'
 import { invalidField } from '../errors/problem.ts'
-import type { CredentialStatus, ProcessStatus } from '../store/index.ts'
 import { newAjv } from '../util/ajv.ts'
 import type { PublicUrls } from '../util/urls.ts'
 import {
   createOfferSchema,
   credentialStatusSchema,
   listProcessesSchema,
-  RejectBody,
   readProcessSchema,
   rejectProcessSchema,
+  SubmittedArray,
   submitCredentialsSchema,
 } from './schemas.ts'
 import { type IssuanceService, processView } from './service.ts'
@@ -23,14 +22,14 @@ export interface IssuanceRouteOptions {
   pageSize: { default: number; max: number }
 }
 
-export const issuanceRoutes: FastifyPluginAsync<IssuanceRouteOptions> = async (app, opts) => {
+export const issuanceRoutes: FastifyPluginAsyncTypebox<IssuanceRouteOptions> = async (app, opts) => {
   const { auth, issuance, urls, pageSize } = opts
   const appOnly = guard(auth, ['app'])
   const adminOnly = guard(auth, ['admin'])
   // Writes on one process: its linked application, or an administrator of the tenant (attended issuance).
   const appOrAdmin = guard(auth, ['app', 'admin'])
 
-  app.post<{ Body: { group: string } }>(
+  app.post(
     '/api/v3/oidc-issuance/credential-offer',
     { schema: createOfferSchema, onRequest: appOnly },
     async (request, reply) => {
@@ -39,17 +38,18 @@ export const issuanceRoutes: FastifyPluginAsync<IssuanceRouteOptions> = async (a
     },
   )
 
-  app.get<{ Params: { id: string } }>(
+  app.get(
     '/admin/v1/issuanceRequests/:id',
     { schema: readProcessSchema, onRequest: appOnly },
     async (request) => processView(await issuance.getProcess(principalOf(request), request.params.id)),
   )
 
-  app.get<{ Querystring: { status?: ProcessStatus; limit?: number; cursor?: string } }>(
+  app.get(
     '/admin/v1/issuanceRequests',
     { schema: listProcessesSchema, onRequest: adminOnly },
     async (request, reply) => {
       const { status, cursor } = request.query
+      // The page size is configuration (listPageSize), not a schema default.
       const limit = request.query.limit ?? pageSize.default
       if (limit > pageSize.max) {
         throw invalidField('querystring/limit', `must be at most ${pageSize.max}`)
@@ -71,34 +71,40 @@ export const issuanceRoutes: FastifyPluginAsync<IssuanceRouteOptions> = async (a
     },
   )
 
-  app.patch<{ Params: { id: string }; Body: unknown[] }>(
+  // The body schema documents and types section 2.3; Ajv checks only that the body is an array, so that
+  // prepareCredentials names every problem per index as invalid_credential (see SubmittedCredentials).
+  const submittedArray = newAjv({ strict: false }).compile(SubmittedArray)
+  app.patch(
     '/admin/v1/issuanceRequests/:id/credentials',
-    { schema: submitCredentialsSchema, onRequest: appOrAdmin },
+    {
+      schema: submitCredentialsSchema,
+      onRequest: appOrAdmin,
+      validatorCompiler: (route) => {
+        if (route.httpPart === 'body') return submittedArray
+        if (!app.validatorCompiler) throw new Error('the app sets a validator compiler before its routes')
+        return app.validatorCompiler(route)
+      },
+    },
     async (request) => [
       processView(await issuance.submitCredentials(principalOf(request), request.params.id, request.body)),
     ],
   )
 
-  const validReject = newAjv({ allErrors: true }).compile(RejectBody)
-  app.post<{ Params: { id: string }; Body: unknown }>(
+  app.post(
     '/admin/v1/issuanceRequests/:id/reject',
-    { schema: rejectProcessSchema, onRequest: appOrAdmin },
-    async (request) => {
-      const body = request.body ?? {}
-      if (!validReject(body)) {
-        const first = validReject.errors?.[0]
-        const extra = (first?.params as { additionalProperty?: string } | undefined)?.additionalProperty
-        throw invalidField(
-          `body${first?.instancePath ?? ''}${extra ? `/${extra}` : ''}`,
-          first?.message ?? 'is invalid',
-        )
-      }
-      const { reason } = body as { reason?: string }
-      return processView(await issuance.reject(principalOf(request), request.params.id, reason))
+    {
+      schema: rejectProcessSchema,
+      onRequest: appOrAdmin,
+      // The body is optional: none at all (with or without a Content-Type) is `{}`, then validated.
+      preValidation: async (request) => {
+        request.body ??= {}
+      },
     },
+    async (request) =>
+      processView(await issuance.reject(principalOf(request), request.params.id, request.body.reason)),
   )
 
-  app.post<{ Params: { id: string }; Body: { status: CredentialStatus; credentialIds?: string[] } }>(
+  app.post(
     '/admin/v1/issuanceRequests/:id/credentials/status',
     { schema: credentialStatusSchema, onRequest: appOrAdmin },
     async (request) => ({

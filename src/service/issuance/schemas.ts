@@ -1,5 +1,6 @@
 import { Type } from 'typebox'
 import { problems } from '../errors/schemas.ts'
+import { MAX_CREDENTIALS_PER_SUBMISSION } from './credentials.ts'
 
 const IsoTime = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds.' })
 
@@ -84,6 +85,82 @@ export const listProcessesSchema = {
   },
 }
 
+const DateTime = (description: string) =>
+  Type.String({ description: `${description} ISO 8601 date-time with a time zone.` })
+const Open = (description: string) => Type.Object({}, { additionalProperties: true, description })
+
+/**
+ * A credential object of section 2.3 as the relying party submits it (4.4). The service fills in issuer,
+ * holder (`credentialSubject.id`), dates it is not given and `credentialStatus`.
+ */
+export const CredentialSubmission = Type.Object(
+  {
+    '@context': Type.Optional(
+      Type.Array(Type.String(), {
+        minItems: 1,
+        description: 'Starts with https://www.w3.org/2018/credentials/v1. Default: just that context.',
+      }),
+    ),
+    id: Type.Optional(Type.String({ description: 'A URI, unique per submission. Default: a urn:uuid.' })),
+    type: Type.Optional(
+      Type.Array(Type.String(), {
+        minItems: 1,
+        description:
+          'Starts with VerifiableCredential and ends with the template’s credential type. Required unless credentialSchema is given.',
+      }),
+    ),
+    issuer: Type.Optional(
+      Type.Union([Type.String(), Open('An issuer object; its id is set to the signing DID.')], {
+        description: 'This template’s issuer DID, or left out.',
+      }),
+    ),
+    issuanceDate: Type.Optional(DateTime('Default: the moment of signing.')),
+    validFrom: Type.Optional(DateTime('Default: issuanceDate.')),
+    expirationDate: Type.Optional(DateTime('Default: validityDays of the template after issuance, or none.')),
+    validUntil: Type.Optional(DateTime('Default: none.')),
+    credentialSubject: Type.Object(
+      {
+        id: Type.Optional(
+          Type.String({
+            description: 'The holder DID; left out, the holder the wallet proves is filled in.',
+          }),
+        ),
+      },
+      { additionalProperties: true, description: 'The claims: at least one besides id.' },
+    ),
+    credentialSchema: Type.Optional(
+      Type.Union(
+        [
+          Type.Object({ id: Type.String(), type: Type.String() }, { additionalProperties: true }),
+          Type.Array(Type.Object({ id: Type.String(), type: Type.String() }, { additionalProperties: true })),
+        ],
+        { description: 'Schema (or schemas) with id (URL) and type.' },
+      ),
+    ),
+    evidence: Type.Optional(Type.Union([Open('Evidence'), Type.Array(Type.Unknown())])),
+    name: Type.Optional(Type.Unknown()),
+    description: Type.Optional(Type.Unknown()),
+    termsOfUse: Type.Optional(Type.Unknown()),
+    refreshService: Type.Optional(Type.Unknown()),
+  },
+  {
+    additionalProperties: false,
+    description: 'Section 2.3. credentialStatus is filled in by the service; sending it is refused.',
+  },
+)
+
+/**
+ * The 4.4 body as documented and typed. Ajv checks only that it is an array (`SubmittedArray`):
+ * prepareCredentials checks every item and names each problem per index as `invalid_credential`
+ * (`errors[].field` like `body/0/credentialSubject/id`), which a schema failure could not.
+ */
+export const SubmittedCredentials = Type.Array(CredentialSubmission, {
+  minItems: 1,
+  maxItems: MAX_CREDENTIALS_PER_SUBMISSION,
+  description: `One to ${MAX_CREDENTIALS_PER_SUBMISSION} credential objects.`,
+})
+export const SubmittedArray = Type.Array(Type.Unknown())
+
 export const submitCredentialsSchema = {
   tags: ['Issuance'],
   summary: 'Submit credentials to an issuance process (interface 4.4)',
@@ -92,8 +169,7 @@ export const submitCredentialsSchema = {
     '`type` (or `credentialSchema`). Signed at once when the wallet has bound a holder (status ISSUED), ' +
     'otherwise kept and signed the moment the wallet presents its proof. Answers an array holding the process.',
   params: ProcessId,
-  // Checked by prepareCredentials, which names every problem per index (docs/api.md).
-  body: Type.Array(Type.Unknown()),
+  body: SubmittedCredentials,
   response: { 200: Type.Array(processRef), ...problems(400, 401, 403, 404, 409, 413, 415) },
 }
 
@@ -107,7 +183,7 @@ export const rejectProcessSchema = {
   summary: 'Reject a PENDING issuance process (extension)',
   description: 'The body `{reason?}` is optional: no body at all is accepted too.',
   params: ProcessId,
-  // No body schema: Fastify would validate an absent body against it. Checked in the route instead.
+  body: RejectBody,
   response: { 200: processRef, ...problems(400, 401, 403, 404, 409) },
 }
 

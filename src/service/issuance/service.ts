@@ -10,6 +10,8 @@ import {
   ConflictError,
   type CredentialStatus,
   type GrantRecord,
+  type HolderValidator,
+  type IssuedCredential,
   type ListCursor,
   type ProcessRecord,
   type ProcessStatus,
@@ -30,8 +32,8 @@ export interface ProcessView {
   status: ProcessStatus
   group: string
   type: string
-  data?: unknown[]
-  validator: unknown | null
+  data?: IssuedCredential[]
+  validator: HolderValidator | null
   createdAt: string
   updatedAt: string
 }
@@ -288,7 +290,7 @@ export class IssuanceService {
   ): Promise<ProcessRecord> {
     const { alg } = key
     const now = this.clock.now()
-    const data: unknown[] = []
+    const data: IssuedCredential[] = []
     for (const credential of prepared) {
       let status: Record<string, unknown>
       try {
@@ -426,7 +428,7 @@ export function issuedWebhook(
 ): WebhookBody {
   const payload: Record<string, unknown> = {}
   for (const credential of prepared) {
-    const { id: _id, ...claims } = (credential.credentialSubject ?? {}) as Record<string, unknown>
+    const { id: _id, ...claims } = credential.credentialSubject
     Object.assign(payload, claims)
   }
   const checks = ['securityMechanisms', 'holderProof']

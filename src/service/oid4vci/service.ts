@@ -9,7 +9,7 @@ import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import { OAuthError, type OAuthErrorCode, tokenError } from '../errors/oauth.ts'
 import { AppError } from '../errors/problem.ts'
 import type { ServiceEvents } from '../events.ts'
-import { holderConflict, type PreparedCredential } from '../issuance/credentials.ts'
+import { holderConflict } from '../issuance/credentials.ts'
 import {
   nextStamp,
   type ProcessEvent,
@@ -375,7 +375,7 @@ export class Oid4vciService {
   }
 
   private static credentialsOf(process: ProcessRecord) {
-    return (process.data ?? []).map((c) => ({ credential: (c as { proof: { jwt: string } }).proof.jwt }))
+    return (process.data ?? []).map((c) => ({ credential: c.proof.jwt }))
   }
 
   /** Credential endpoint (OpenID4VCI section 8). */
@@ -419,8 +419,7 @@ export class Oid4vciService {
     const template = configuration
     const proof = await this.verifyProofs(body, this.proofContext(tenantId, template))
     // Content submitted for a named holder is not handed to another one; nothing is consumed then.
-    const conflict =
-      process.submitted && holderConflict(process.submitted as PreparedCredential[], proof.holder.did)
+    const conflict = process.submitted && holderConflict(process.submitted, proof.holder.did)
     if (conflict) {
       throw new OAuthError(
         'credential_request_denied',
@@ -469,12 +468,14 @@ export class Oid4vciService {
           'a credential was already requested with this access token',
         )
       if (next) return { process: next, transactionId, notificationId }
+      // The lifecycle answers ISSUED only for a process with submitted content.
+      if (!current.submitted) throw new Error(`process ${current.id} has nothing submitted to issue`)
       try {
         const issued = await issuance.issueIn(
           repos,
           { ...current, validator },
           template,
-          current.submitted as PreparedCredential[],
+          current.submitted,
           holderDid,
           key,
         )
@@ -495,15 +496,16 @@ export class Oid4vciService {
     )
     if (outcome.transactionId) {
       return {
-        status: 202,
+        status: 202 as const,
         body: { transaction_id: outcome.transactionId, interval: this.deps.options.deferredIntervalSeconds },
       }
     }
     return {
-      status: 200,
+      status: 200 as const,
       body: {
         credentials: Oid4vciService.credentialsOf(outcome.process),
-        notification_id: outcome.notificationId,
+        // Set whenever the credentials are handed out (no transaction_id).
+        ...(outcome.notificationId ? { notification_id: outcome.notificationId } : {}),
       },
     }
   }

@@ -71,7 +71,7 @@ export class Oid4vpService {
   ): Promise<Record<string, never>> {
     const session = await this.session(tenantId, id)
     this.allow(session, 'verify')
-    const { state } = session.request as { state: string }
+    const { state, nonce, client_id: clientId, presentation_definition: definition } = session.request
     if (body.state !== state) {
       throw new OAuthError(
         'invalid_request',
@@ -114,9 +114,9 @@ export class Oid4vpService {
       throw new OAuthError('invalid_request', 'presentation_submission is missing or not a JSON object')
     }
     const verdict = await verifyResponse(body.vp_token, submission, {
-      definition: session.request.presentation_definition as Record<string, unknown>,
-      nonce: (session.request as { nonce: string }).nonce,
-      clientId: (session.request as { client_id: string }).client_id,
+      definition,
+      nonce,
+      clientId,
       now,
       trustedIssuers: session.policy.trustedIssuers,
       requireStatus: session.policy.requireStatus,
@@ -133,7 +133,7 @@ export class Oid4vpService {
         submissionFormat: verified ? 'jwt_vp' : '',
         submission: verified
           ? {
-              ...(submission as Record<string, unknown>),
+              ...submission,
               holder: verdict.holder,
               verifiableCredential: verdict.credentials,
             }

@@ -73,10 +73,12 @@ const templateView = (body: TSchema) =>
   ])
 
 /** CRUD schemas for one template kind; the view never includes webhookSecret. */
-export function templateSchemas(kind: string, body: typeof IssuanceTemplate | typeof VerificationTemplate) {
+export function templateSchemas<T extends typeof IssuanceTemplate | typeof VerificationTemplate>(
+  kind: string,
+  body: T,
+) {
   const { webhookSecret: _secret, webhookPreviousSecrets: _previous, ...viewProps } = body.properties
   const View = templateView(Type.Object(viewProps))
-  const { id: _id, ...replaceProps } = body.properties
   return {
     create: {
       tags,
@@ -100,7 +102,7 @@ export function templateSchemas(kind: string, body: typeof IssuanceTemplate | ty
       summary: `Replace a ${kind} template`,
       description: 'Full replacement; the id comes from the path. Configuration-file templates answer 409.',
       params: IdParam,
-      body: Type.Object(replaceProps, { additionalProperties: false }),
+      body: Type.Omit(body, ['id'], { additionalProperties: false }),
       response: { 200: View, ...problems(400, 401, 403, 404, 409, 413, 415) },
     },
     delete: {

@@ -43,6 +43,26 @@ export interface TemplateRecord<K extends TemplateKind = TemplateKind> {
   updatedAt: number
 }
 
+/** A credential object of section 2.3 as the relying party submitted it, validated, defaults applied except holder and status. */
+export type PreparedCredential = Record<string, unknown> & {
+  '@context': string[]
+  id: string
+  type: string[]
+  credentialSubject: Record<string, unknown>
+}
+
+/** The proof the process `data` shows for a JWT-secured credential (Veramo's normalized form). */
+export interface JwtProof {
+  type: 'JwtProof2020'
+  jwt: string
+}
+
+/** A signed credential as the process `data` shows it: the credential object with its JWT as proof. */
+export type IssuedCredential = PreparedCredential & { proof: JwtProof }
+
+/** What the holder shared (section 2.4): the verified presentation, as a JSON object. */
+export type HolderValidator = Record<string, unknown>
+
 export interface ProcessRecord {
   id: string
   tenantId: string
@@ -50,10 +70,10 @@ export interface ProcessRecord {
   templateId: string
   type: string
   status: ProcessStatus
-  data: unknown[] | null
-  validator: unknown | null
+  data: IssuedCredential[] | null
+  validator: HolderValidator | null
   /** Credentials submitted (4.4) before the wallet bound a holder: signed when its proof arrives. */
-  submitted: unknown[] | null
+  submitted: PreparedCredential[] | null
   rejectedReason: string | null
   createdByKey: string
   createdAt: number
@@ -151,6 +171,17 @@ export interface Validations {
   verificationResult: { checks: string[]; warnings: string[]; errors: string[] }
 }
 
+/** Claims of a session's signed request object; the verifier checks the response against these. */
+export interface RequestObjectClaims {
+  client_id: string
+  nonce: string
+  state: string
+  response_uri: string
+  /** The DIF-only form of the session's definition (no `dataAgreement`, no `proof`). */
+  presentation_definition: Record<string, unknown>
+  [claim: string]: unknown
+}
+
 /** A verification session (OpenID4VP): the signed request, and once answered the outcome. */
 export interface SessionRecord {
   id: string
@@ -161,7 +192,7 @@ export interface SessionRecord {
   /** The presentation definition of section 2.8, with `dataAgreement` and `proof`. */
   definition: Record<string, unknown>
   /** Claims of the signed request object (nonce, state, the DIF-only presentation_definition, …). */
-  request: Record<string, unknown>
+  request: RequestObjectClaims
   /** The signed request object served at request_uri. */
   requestJwt: string
   /** What the checks hold the response to, fixed when the session opens. */

@@ -1,15 +1,15 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { Type } from 'typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { FINAL_STATES, type FlowState, type FlowStep } from '../../shared/flow.ts'
 import { guard, principalOf } from '../auth/guard.ts'
 import type { AuthService } from '../auth/service.ts'
-import { problems } from '../errors/schemas.ts'
 import type { ServiceEvent, ServiceEvents } from '../events.ts'
 import type { IssuanceService } from '../issuance/service.ts'
 import type { Store } from '../store/index.ts'
 import { type Clock, isoTime } from '../util/clock.ts'
 import { sessionState } from '../verification/lifecycle.ts'
 import type { VerificationService } from '../verification/service.ts'
+import { issuanceEventsSchema, sessionEventsSchema } from './schemas.ts'
 
 // Server-sent event streams of one issuance process or verification session, for the relying party's
 // backend (its QR page follows the flow without polling). Authenticated exactly like 4.3 and 4.7, fed by
@@ -104,10 +104,7 @@ function open(
   }
 }
 
-const params = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) })
-const tags = ['Event streams']
-
-export const streamRoutes: FastifyPluginAsync<StreamRouteOptions> = async (app, opts) => {
+export const streamRoutes: FastifyPluginAsyncTypebox<StreamRouteOptions> = async (app, opts) => {
   const { auth, store, issuance, verification, events, clock } = opts
   const appOnly = guard(auth, ['app'])
   // Open streams end when the service closes: a stream never holds shutdown up.
@@ -116,20 +113,11 @@ export const streamRoutes: FastifyPluginAsync<StreamRouteOptions> = async (app, 
     for (const close of [...live]) close()
   })
 
-  app.get<{ Params: { id: string } }>(
+  app.get(
     '/admin/v1/issuanceRequests/:id/events',
     {
       onRequest: appOnly,
-      schema: {
-        tags,
-        summary: 'Server-sent events of one issuance process (same caller as 4.3)',
-        description:
-          'text/event-stream of `event: state` messages {kind, id, status, step, at}: a snapshot first, then each ' +
-          'change (offer_retrieved, holder_bound, submitted, issued, rejected, credential_retrieved); EXPIRED when ' +
-          'the pre-authorized code lapses unredeemed. The stream ends after ISSUED, REJECTED or EXPIRED.',
-        params,
-        response: problems(401, 403, 404),
-      },
+      schema: issuanceEventsSchema,
     },
     async (request, reply) => {
       const process = await issuance.getProcess(principalOf(request), request.params.id)
@@ -159,19 +147,11 @@ export const streamRoutes: FastifyPluginAsync<StreamRouteOptions> = async (app, 
     },
   )
 
-  app.get<{ Params: { id: string } }>(
+  app.get(
     '/api/v3/sessions/:id/events',
     {
       onRequest: appOnly,
-      schema: {
-        tags,
-        summary: 'Server-sent events of one verification session (same caller as 4.7)',
-        description:
-          'text/event-stream of `event: state` messages {kind, id, status, step, at}: a snapshot first, then ' +
-          'request_retrieved, verified or rejected; EXPIRED at ExpiredAt. The stream ends after VERIFIED, REJECTED or EXPIRED.',
-        params,
-        response: problems(401, 403, 404),
-      },
+      schema: sessionEventsSchema,
     },
     async (request, reply) => {
       const session = await verification.getSession(principalOf(request), request.params.id)

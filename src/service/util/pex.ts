@@ -1,4 +1,4 @@
-import { PEX } from '@sphereon/pex'
+import { type IPresentationDefinition, PEX } from '@sphereon/pex'
 
 // The service's own Presentation Exchange evaluation, for issuance `di_vp` proofs and the verifier alike:
 // a wallet's mapping is never trusted. Only 'info' counts as satisfied (PEX answers 'warn' for an unmet
@@ -17,7 +17,8 @@ const INDEX_PATH = /^\$\.verifiableCredential\[(\d+)\]$/
 export function evaluateDefinition(definition: unknown, jwts: string[]): DefinitionEvaluation {
   let evaluation: ReturnType<PEX['evaluateCredentials']>
   try {
-    evaluation = new PEX().evaluateCredentials(definition as never, jwts)
+    // The definition is our own (difDefinition) and PEX validates it itself; its model type is named only here.
+    evaluation = new PEX().evaluateCredentials(definition as IPresentationDefinition, jwts)
   } catch (error) {
     // PEX throws plain objects ({tag, status, message}) as well as Errors.
     const { message, tag } = error as { message?: string; tag?: string }

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { guard, principalOf } from '../auth/guard.ts'
 import type { AuthService } from '../auth/service.ts'
 import type { Clock } from '../util/clock.ts'
@@ -12,18 +12,15 @@ export interface VerificationRouteOptions {
 }
 
 /** Sections 4.6 and 4.7: the relying party's side, for an application linked to the tenant. */
-export const verificationRoutes: FastifyPluginAsync<VerificationRouteOptions> = async (app, opts) => {
+export const verificationRoutes: FastifyPluginAsyncTypebox<VerificationRouteOptions> = async (app, opts) => {
   const { auth, verification, clock } = opts
   const appOnly = guard(auth, ['app'])
 
-  app.post<{ Body: { ssiConfigId: string } }>(
-    '/api/v3/sessions',
-    { schema: createSessionSchema, onRequest: appOnly },
-    async (request, reply) =>
-      reply.code(201).send(await verification.createSession(principalOf(request), request.body.ssiConfigId)),
+  app.post('/api/v3/sessions', { schema: createSessionSchema, onRequest: appOnly }, async (request, reply) =>
+    reply.code(201).send(await verification.createSession(principalOf(request), request.body.ssiConfigId)),
   )
 
-  app.get<{ Params: { id: string } }>(
+  app.get(
     '/api/v3/sessions/:id',
     { schema: readSessionSchema, onRequest: appOnly },
     async (request, reply) => {

@@ -3,7 +3,7 @@ import type { Principal } from '../auth/tokens.ts'
 import type { IssuerKey, IssuerKeys } from '../crypto/issuer-keys.ts'
 import { AppError } from '../errors/problem.ts'
 import type { ServiceEvents } from '../events.ts'
-import type { SessionRecord, Store } from '../store/index.ts'
+import type { RequestObjectClaims, SessionRecord, Store } from '../store/index.ts'
 import { type Clock, isoTime } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
 import { buildDefinition } from './definition.ts'
@@ -29,7 +29,7 @@ export interface RequestInput {
 
 /** A protocol profile's request builder (oid4vp/request.ts): the request object, signed, and the deep link. */
 export interface AuthorizationRequests {
-  build(input: RequestInput): { request: Record<string, unknown>; requestJwt: string; link: string }
+  build(input: RequestInput): { request: RequestObjectClaims; requestJwt: string; link: string }
 }
 
 export interface VerificationDeps {
@@ -138,7 +138,7 @@ export function sessionView(session: SessionRecord, now: number) {
   const state = sessionState(session, now)
   const { definition } = session
   return {
-    httpStatus: state === 'PENDING' ? 202 : 200,
+    httpStatus: state === 'PENDING' ? (202 as const) : (200 as const),
     body: {
       Id: session.id,
       Status: state,

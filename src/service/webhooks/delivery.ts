@@ -90,7 +90,7 @@ export function postWebhook(
         method: 'POST',
         headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
         agent: secure ? options.agents.https : options.agents.http,
-        lookup: guardedLookup(options.policy) as never,
+        lookup: guardedLookup(options.policy),
         ...(options.signal ? { signal: options.signal } : {}),
       },
       (response) => {

@@ -22,7 +22,7 @@ export function attemptView(a: WebhookAttemptRecord) {
   }
 }
 
-export function deliveryView(e: WebhookEventRecord, log?: WebhookAttemptRecord[]) {
+export function deliveryView(e: WebhookEventRecord) {
   return {
     id: e.id,
     event: e.type,
@@ -38,7 +38,6 @@ export function deliveryView(e: WebhookEventRecord, log?: WebhookAttemptRecord[]
     updatedAt: isoTime(e.updatedAt),
     deliveredAt: iso(e.deliveredAt),
     body: JSON.parse(e.body) as unknown,
-    ...(log ? { log: log.map(attemptView) } : {}),
   }
 }
 
@@ -90,7 +89,7 @@ export class WebhookService {
 
   async getDelivery(p: Principal, id: string) {
     const event = await this.owned(p, id)
-    return deliveryView(event, await this.store.webhooks.attempts(id))
+    return { ...deliveryView(event), log: (await this.store.webhooks.attempts(id)).map(attemptView) }
   }
 
   /** Starts a new delivery round of an event that is not pending (same webhook-id, fresh attempts). */

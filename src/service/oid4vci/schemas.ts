@@ -1,0 +1,162 @@
+import { Type } from 'typebox'
+
+// The wallet-facing issuer's contract. Unknown fields are ignored (OpenID4VCI, OAuth 2.0): every object
+// is open. Bodies are documented but kept permissive: the service answers each problem with the spec's
+// own code (invalid_credential_request, invalid_proof, unsupported_grant_type, …), which a schema failure
+// (always invalid_request) could not.
+
+const tags = ['OpenID4VCI (wallet)']
+const Open = <T extends Parameters<typeof Type.Object>[0]>(properties: T, description?: string) =>
+  Type.Object(properties, { additionalProperties: true, ...(description ? { description } : {}) })
+const Field = (description: string) => Type.Optional(Type.Unknown({ description }))
+
+export const OAuthErrorBody = Open(
+  {
+    error: Type.String({ description: 'OAuth 2.0 / OpenID4VCI error code.' }),
+    error_description: Type.String(),
+  },
+  'OAuth-style error (never problem+json); `Cache-Control: no-store`.',
+)
+const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, OAuthErrorBody]))
+
+const TenantParams = Type.Object({ tenant: Type.String({ minLength: 1, maxLength: 128 }) })
+const TenantIdParams = Type.Object({
+  tenant: Type.String({ minLength: 1, maxLength: 128 }),
+  id: Type.String({ minLength: 1, maxLength: 128 }),
+})
+
+export const issuerMetadataSchema = {
+  tags,
+  summary: 'Credential issuer metadata',
+  params: TenantParams,
+  response: {
+    200: Open(
+      {
+        credential_issuer: Type.String(),
+        credential_endpoint: Type.String(),
+        credential_configurations_supported: Open({}),
+      },
+      'OpenID4VCI issuer metadata.',
+    ),
+    ...errors(404),
+  },
+}
+
+export const authorizationServerMetadataSchema = {
+  tags,
+  summary: 'OAuth authorization server metadata (RFC 8414)',
+  params: TenantParams,
+  response: {
+    200: Open({ issuer: Type.String(), token_endpoint: Type.String() }, 'RFC 8414 metadata.'),
+    ...errors(404),
+  },
+}
+
+export const offerSchema = {
+  tags,
+  summary: 'Credential offer (by reference)',
+  params: TenantIdParams,
+  response: {
+    200: Open(
+      {
+        credential_issuer: Type.String(),
+        credential_configuration_ids: Type.Array(Type.String()),
+        grants: Open({}),
+      },
+      'The credential offer of one issuance process.',
+    ),
+    ...errors(404),
+  },
+}
+
+export const TokenRequest = Open(
+  {
+    grant_type: Field('urn:ietf:params:oauth:grant-type:pre-authorized_code'),
+    'pre-authorized_code': Field('From the offer.'),
+    tx_code: Field('The transaction code, when the offer announced one.'),
+    user_pin: Field('The same, under its draft name.'),
+  },
+  'application/x-www-form-urlencoded.',
+)
+
+export const tokenSchema = {
+  tags,
+  summary: 'Token endpoint (pre-authorized code grant, form-encoded)',
+  params: TenantParams,
+  body: TokenRequest,
+  response: {
+    200: Open({
+      access_token: Type.String(),
+      token_type: Type.String({ description: 'Bearer' }),
+      expires_in: Type.Integer(),
+      c_nonce: Type.String(),
+      c_nonce_expires_in: Type.Integer(),
+    }),
+    ...errors(400, 401, 404),
+  },
+}
+
+const Nonce = Open({ c_nonce: Type.String(), c_nonce_expires_in: Type.Integer() })
+
+export const nonceSchema = {
+  tags,
+  summary: 'Nonce endpoint',
+  params: TenantParams,
+  response: { 200: Nonce, ...errors(404) },
+}
+
+// JSON bodies may be anything a wallet sends (even not an object): the service names the problem.
+export const CredentialRequest = Type.Unknown({
+  description:
+    'JSON: `credential_configuration_id` and a key proof, `proof: {proof_type: "jwt", jwt}` or `proofs: {jwt: [...]}` ' +
+    '(or `di_vp` when the template requires a presentation). Unknown members are ignored.',
+})
+
+const Issued = Open({
+  credentials: Type.Array(Open({ credential: Type.String({ description: 'The jwt_vc_json credential.' }) })),
+  notification_id: Type.Optional(Type.String({ description: 'For the notification endpoint.' })),
+})
+
+export const credentialSchema = {
+  tags,
+  summary: 'Credential endpoint',
+  params: TenantParams,
+  body: CredentialRequest,
+  response: {
+    200: Issued,
+    202: Open(
+      { transaction_id: Type.String(), interval: Type.Integer() },
+      'Nothing submitted yet: poll the deferred endpoint.',
+    ),
+    ...errors(400, 401, 404),
+  },
+}
+
+export const deferredSchema = {
+  tags,
+  summary: 'Deferred credential endpoint',
+  params: TenantParams,
+  body: Type.Unknown({ description: 'JSON `{transaction_id}`. Unknown members are ignored.' }),
+  response: { 200: Issued, ...errors(400, 401, 404) },
+}
+
+export const notificationSchema = {
+  tags,
+  summary: 'Notification endpoint',
+  params: TenantParams,
+  body: Type.Unknown({
+    description:
+      'JSON `{notification_id, event, event_description?}`, event credential_accepted | credential_failure | credential_deleted.',
+  }),
+  response: { 204: Type.Null(), ...errors(400, 401, 404) },
+}
+
+export const statusListSchema = {
+  tags: ['Status lists'],
+  summary: 'Status-list credential (signed JWT)',
+  params: TenantIdParams,
+  response: {
+    200: Type.String({ description: 'application/jwt: the status-list credential.' }),
+    ...errors(404),
+  },
+}
