@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify'
-import { FORM_MEDIA_TYPE, FORM_MEDIA_TYPE } from '../../shared/wire.ts'
+import { FORM_MEDIA_TYPE } from '../../shared/wire.ts'
 
 // Wallet-facing errors: `{error, error_description}` with the OAuth 2.0 / OpenID4VCI / OpenID4VP codes,
 // never problem+json (ARCHITECTURE.md, "two error families").
