@@ -272,7 +272,7 @@ export class IssuanceService {
 
   /** The signing key of a template; load it before a transaction (the store has one connection). */
   signingKey(template: TemplateRecord<'issuance'>): Promise<IssuerKey> {
-    return this.deps.issuerKeys.forTenant(template.tenantId, template.body.signingAlg ?? 'EdDSA')
+    return this.deps.issuerKeys.forTenant(template.tenantId, template.body.signingAlg)
   }
 
   /**

@@ -1,5 +1,5 @@
 import { createHash, createHmac, randomInt } from 'node:crypto'
-import type { IssuanceTemplate, Oid4vciOptions } from '../config/schema.ts'
+import type { Oid4vciOptions, ResolvedIssuanceTemplate } from '../config/schema.ts'
 import type { OfferGrants } from '../issuance/service.ts'
 import type { GrantRecord, ProcessRecord, TemplateRecord } from '../store/index.ts'
 import type { PublicUrls } from '../util/urls.ts'
@@ -34,8 +34,8 @@ export class PreAuthorizedGrants implements OfferGrants {
     return createHmac('sha256', this.secrets.txCode).update(`${processId}\u0000${txCode}`).digest('base64url')
   }
 
-  private static newTxCode(options: NonNullable<IssuanceTemplate['txCode']>): string {
-    const length = options.length ?? 6
+  private static newTxCode(options: NonNullable<ResolvedIssuanceTemplate['txCode']>): string {
+    const { length } = options
     const alphabet = options.inputMode === 'text' ? TEXT_ALPHABET : '0123456789'
     return Array.from({ length }, () => alphabet[randomInt(alphabet.length)]).join('')
   }

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import { JWS_ALGS } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { PRE_AUTHORIZED_GRANT } from '../../shared/wire.ts'
-import type { IssuanceTemplate, Oid4vciOptions } from '../config/schema.ts'
+import { DEFAULT_LOCALE, type Oid4vciOptions, type ResolvedIssuanceTemplate } from '../config/schema.ts'
 import type { CheckMetrics } from '../credentials/pipeline.ts'
 import type { StatusChecker } from '../credentials/status.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
@@ -157,8 +157,8 @@ export class Oid4vciService {
           ...(grant.txCodeHash && txCode
             ? {
                 tx_code: {
-                  input_mode: txCode.inputMode ?? 'numeric',
-                  length: txCode.length ?? 6,
+                  input_mode: txCode.inputMode,
+                  length: txCode.length,
                   ...(txCode.description ? { description: txCode.description } : {}),
                 },
               }
@@ -170,14 +170,14 @@ export class Oid4vciService {
   }
 
   private configuration(template: TemplateRecord<'issuance'>) {
-    const body: IssuanceTemplate = template.body
+    const body: ResolvedIssuanceTemplate = template.body
     const display = body.display
     const diVp = { proof_signing_alg_values_supported: DI_CRYPTOSUITES }
     return {
       format: 'jwt_vc_json',
       scope: template.id,
       cryptographic_binding_methods_supported: ['did:key'],
-      credential_signing_alg_values_supported: [body.signingAlg ?? 'EdDSA'],
+      credential_signing_alg_values_supported: [body.signingAlg],
       proof_types_supported: body.requiredPresentation
         ? { di_vp: diVp, ldp_vp: diVp }
         : { jwt: { proof_signing_alg_values_supported: [...JWS_ALGS] }, di_vp: diVp, ldp_vp: diVp },
@@ -185,7 +185,7 @@ export class Oid4vciService {
       display: [
         {
           name: display?.name ?? body.credentialType,
-          locale: display?.locale ?? 'en',
+          locale: display?.locale ?? DEFAULT_LOCALE,
           ...(display?.description ? { description: display.description } : {}),
           ...(display?.backgroundColor ? { background_color: display.backgroundColor } : {}),
           ...(display?.textColor ? { text_color: display.textColor } : {}),

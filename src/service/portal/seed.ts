@@ -1,5 +1,6 @@
 import { hashSecret, verifySecret } from '../auth/secrets.ts'
 import type { ServiceConfig } from '../config/index.ts'
+import { resolveTemplate } from '../config/schema.ts'
 import type { Store } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
 
@@ -31,7 +32,7 @@ export async function seedFromConfig(store: Store, config: ServiceConfig, clock:
           tenantId: tenant.id,
           id: body.id,
           kind,
-          body,
+          body: resolveTemplate(kind, body),
           source: 'config',
           createdAt: existing?.createdAt ?? now,
           updatedAt:

@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto'
 import { generateSecret, hashSecret } from '../auth/secrets.ts'
 import type { Principal } from '../auth/tokens.ts'
 import { webhookProblem } from '../config/index.ts'
-import type { IssuanceTemplate, Role, VerificationTemplate } from '../config/schema.ts'
+import {
+  type IssuanceTemplate,
+  type Role,
+  resolveTemplate,
+  type VerificationTemplate,
+} from '../config/schema.ts'
 import { AppError } from '../errors/problem.ts'
 import {
   type ApiKeyRecord,
@@ -152,7 +157,7 @@ export class PortalService {
       tenantId: p.tenantId,
       id: body.id,
       kind,
-      body,
+      body: resolveTemplate(kind, body),
       source: 'portal',
       createdAt: now,
       updatedAt: now,
@@ -173,7 +178,11 @@ export class PortalService {
     const current = await this.getTemplate(p, kind, id)
     this.refuseConfigManaged(current)
     this.checkWebhook(body)
-    const record: TemplateRecord<K> = { ...current, body: { ...body, id }, updatedAt: this.clock.now() }
+    const record: TemplateRecord<K> = {
+      ...current,
+      body: resolveTemplate(kind, { ...body, id }),
+      updatedAt: this.clock.now(),
+    }
     // Saving the template is how an operator re-enables an endpoint that answered 410 Gone.
     await this.store.transaction(async (repos) => {
       await repos.templates.update(record)

@@ -11,6 +11,7 @@ import {
   sql,
 } from 'kysely'
 import Database from 'libsql'
+import { resolveTemplate } from '../config/schema.ts'
 import { type Clock, systemClock } from '../util/clock.ts'
 import type {
   ApiKeyRecord,
@@ -226,7 +227,8 @@ const toTemplate = (row: Selectable<TemplatesTable>): TemplateRecord => ({
   tenantId: row.tenant_id,
   id: row.id,
   kind: row.kind as TemplateKind,
-  body: JSON.parse(row.body),
+  // Defaults applied on read too: a row written before a default existed reads as a new one would.
+  body: resolveTemplate(row.kind as TemplateKind, JSON.parse(row.body)),
   source: row.source as TemplateRecord['source'],
   createdAt: row.created_at,
   updatedAt: row.updated_at,

@@ -1,5 +1,11 @@
 import type { ProcessStatus, SessionStatus } from '../../shared/flow.ts'
-import type { IssuanceTemplate, Role, VerificationTemplate } from '../config/schema.ts'
+import type {
+  IssuanceTemplate,
+  ResolvedIssuanceTemplate,
+  ResolvedVerificationTemplate,
+  Role,
+  VerificationTemplate,
+} from '../config/schema.ts'
 
 export type { ProcessStatus, SessionStatus }
 
@@ -33,11 +39,16 @@ export type TemplateBody<K extends TemplateKind> = K extends 'issuance'
   ? IssuanceTemplate
   : VerificationTemplate
 
+/** A template body as stored and read: every schema default applied (config/schema.ts resolveTemplate). */
+export type ResolvedTemplateBody<K extends TemplateKind> = K extends 'issuance'
+  ? ResolvedIssuanceTemplate
+  : ResolvedVerificationTemplate
+
 export interface TemplateRecord<K extends TemplateKind = TemplateKind> {
   tenantId: string
   id: string
   kind: K
-  body: TemplateBody<K>
+  body: ResolvedTemplateBody<K>
   source: Source
   createdAt: number
   updatedAt: number

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { JWS_ALGS } from '../../shared/did-key.ts'
 import { signJws } from '../../shared/jws.ts'
-import type { RequestedField, VerificationTemplate } from '../config/schema.ts'
+import type { ResolvedVerificationTemplate } from '../config/schema.ts'
 import type { IssuerKey } from '../crypto/issuer-keys.ts'
 
 // The presentation definition of section 2.8, built from a verification template: DIF Presentation
@@ -59,7 +59,7 @@ export function detachedPayload(value: unknown): string {
 
 export interface DefinitionInput {
   sessionId: string
-  template: VerificationTemplate
+  template: ResolvedVerificationTemplate
   /** Template record's last update: part of the data agreement's template_version. */
   templateUpdatedAt: number
   trustedIssuers: readonly string[]
@@ -76,7 +76,7 @@ interface Requested {
   purpose: string | undefined
 }
 
-function requestedCredentials(t: VerificationTemplate): Requested[] {
+function requestedCredentials(t: ResolvedVerificationTemplate): Requested[] {
   return [
     ...t.credentialTypes.map((type) => ({ type, group: MANDATORY_GROUP, purpose: t.purpose })),
     ...(t.optionalGroups ?? []).flatMap((g) =>
@@ -85,14 +85,17 @@ function requestedCredentials(t: VerificationTemplate): Requested[] {
   ]
 }
 
-const fieldsFor = (t: VerificationTemplate, type: string): RequestedField[] =>
+const fieldsFor = (
+  t: ResolvedVerificationTemplate,
+  type: string,
+): NonNullable<ResolvedVerificationTemplate['requestedFields']> =>
   (t.requestedFields ?? []).filter((f) => !f.credentialTypes || f.credentialTypes.includes(type))
 
 /** Descriptor ids are the type for the mandatory group and `group.type` for the others: unique per definition. */
 export const descriptorId = (r: { type: string; group: string }) =>
   r.group === MANDATORY_GROUP ? r.type : `${r.group}.${r.type}`
 
-function inputDescriptor(t: VerificationTemplate, r: Requested, trusted: readonly string[]) {
+function inputDescriptor(t: ResolvedVerificationTemplate, r: Requested, trusted: readonly string[]) {
   const issuerPattern = `^(${trusted.map(escapeRegex).join('|')})$`
   return {
     id: descriptorId(r),
@@ -126,7 +129,7 @@ function inputDescriptor(t: VerificationTemplate, r: Requested, trusted: readonl
   }
 }
 
-function submissionRequirements(t: VerificationTemplate) {
+function submissionRequirements(t: ResolvedVerificationTemplate) {
   return [
     {
       name: MANDATORY_GROUP,
@@ -138,7 +141,7 @@ function submissionRequirements(t: VerificationTemplate) {
       name: g.name,
       ...((g.purpose ?? t.purpose) ? { purpose: g.purpose ?? t.purpose } : {}),
       rule: 'pick',
-      min: g.min ?? 1,
+      min: g.min,
       from: g.name,
     })),
   ]
@@ -153,7 +156,7 @@ function dataAgreement(input: DefinitionInput, requested: Requested[]) {
     }
     return fields.map((f) => ({
       attribute_name: f.path.split('.').at(-1) as string,
-      attribute_sensitive: f.sensitive ?? false,
+      attribute_sensitive: f.sensitive,
       purposes: [f.purpose ?? t.purpose].filter((p): p is string => typeof p === 'string'),
     }))
   })
@@ -171,7 +174,7 @@ function dataAgreement(input: DefinitionInput, requested: Requested[]) {
     personal_data: personalData,
     data_receiver: {
       id: verifier.did,
-      consent_duration: t.consentDurationDays ?? 30,
+      consent_duration: t.consentDurationDays,
       form_of_consent: 'explicit',
       url: input.receiverUrl,
     },

@@ -77,7 +77,7 @@ export class VerificationService {
       receiverUrl: urls.absolute(''),
       now,
     })
-    const expiresAt = now + (template.body.sessionLifetimeSeconds ?? 600) * 1000
+    const expiresAt = now + template.body.sessionLifetimeSeconds * 1000
     const { request, requestJwt, link } = this.deps.requests.build({
       tenantId: principal.tenantId,
       sessionId: id,
@@ -97,7 +97,7 @@ export class VerificationService {
       definition,
       request,
       requestJwt,
-      policy: { trustedIssuers: [...trustedIssuers], requireStatus: template.body.requireStatus ?? true },
+      policy: { trustedIssuers: [...trustedIssuers], requireStatus: template.body.requireStatus },
       createdAt: now,
       updatedAt: now,
       expiresAt,
