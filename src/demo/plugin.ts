@@ -9,6 +9,7 @@
 //   GET  /demo/api/<kind>/<id>                      → 200 FlowStatus (reads 4.3 / 4.7)
 //   GET  /demo/api/<kind>/<id>/socket               WebSocket: the service's event stream as JSON messages
 
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import websocket from '@fastify/websocket'
 import type { FastifyPluginAsync, FastifyReply } from 'fastify'
 import { Type } from 'typebox'
@@ -124,7 +125,8 @@ export function demoPlugin(options: DemoOptions): DemoPlugin {
   })
   const maxSockets = options.maxSockets ?? 200
 
-  const plugin: FastifyPluginAsync<{ baseUrl: () => string }> = async (app, opts) => {
+  // Typed from the schemas (type provider): the querystring and params below are what the handlers read.
+  const plugin: FastifyPluginAsyncTypebox<{ baseUrl: () => string }> = async (app, opts) => {
     baseUrl = opts.baseUrl
     // Built once per process, at start: a broken component stops start-up rather than the first page view.
     const bundle = await componentBundle()
@@ -144,18 +146,14 @@ export function demoPlugin(options: DemoOptions): DemoPlugin {
     const pageSchema = { hide: true, querystring: PageQuery }
 
     app.get('/', { schema: { hide: true } }, async (_request, reply) => page(reply, indexPage(context)))
-    app.get<{ Querystring: { transport?: string } }>(
-      '/issue',
-      { schema: pageSchema },
-      async (request, reply) => page(reply, flowPage(context, 'issuance', request.query.transport)),
+    app.get('/issue', { schema: pageSchema }, async (request, reply) =>
+      page(reply, flowPage(context, 'issuance', request.query.transport)),
     )
-    app.get<{ Querystring: { transport?: string } }>(
-      '/verify',
-      { schema: pageSchema },
-      async (request, reply) => page(reply, flowPage(context, 'verification', request.query.transport)),
+    app.get('/verify', { schema: pageSchema }, async (request, reply) =>
+      page(reply, flowPage(context, 'verification', request.query.transport)),
     )
 
-    app.get<{ Querystring: { v?: string } }>(
+    app.get(
       '/assets/vc-flow-qr.js',
       { schema: { hide: true, querystring: AssetQuery } },
       async (request, reply) => {
@@ -201,7 +199,7 @@ export function demoPlugin(options: DemoOptions): DemoPlugin {
         },
       )
 
-      app.get<{ Params: { id: string } }>(
+      app.get(
         `/api/${kind}/:id`,
         {
           schema: {
@@ -220,7 +218,7 @@ export function demoPlugin(options: DemoOptions): DemoPlugin {
         },
       )
 
-      app.get<{ Params: { id: string } }>(
+      app.get(
         `/api/${kind}/:id/socket`,
         {
           websocket: true,
