@@ -18,6 +18,7 @@ import { issuanceRoutes } from './issuance/routes.ts'
 import { ProcessSchema } from './issuance/schemas.ts'
 import { IssuanceService } from './issuance/service.ts'
 import { PreAuthorizedGrants } from './oid4vci/grants.ts'
+import { IssuerMetadata } from './oid4vci/metadata.ts'
 import { oid4vciRoutes } from './oid4vci/routes.ts'
 import { Oid4vciService } from './oid4vci/service.ts'
 import { PresentationExchangeRequests } from './oid4vp/request.ts'
@@ -246,7 +247,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     urls,
     pageSize: { default: config.listPageSize, max: config.listMaxPageSize },
   })
-  await app.register(oid4vciRoutes, { oid4vci, statusLists })
+  await app.register(oid4vciRoutes, {
+    oid4vci,
+    metadata: new IssuerMetadata({ store, urls, issuerKeys }),
+    statusLists,
+  })
   await app.register(verificationRoutes, { auth, verification, clock })
   await app.register(oid4vpRoutes, { oid4vp })
   await app.register(streamRoutes, { auth, store, issuance, verification, events, clock })

@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { FORM_MEDIA_TYPE, JWT_MEDIA_TYPE } from '../../shared/wire.ts'
 import { installOAuthErrors, isForm, OAuthError } from '../errors/oauth.ts'
 import type { StatusLists } from '../status/service.ts'
+import type { IssuerMetadata } from './metadata.ts'
 import {
   authorizationServerMetadataSchema,
   credentialSchema,
@@ -18,6 +19,7 @@ import type { Oid4vciService } from './service.ts'
 
 export interface Oid4vciRouteOptions {
   oid4vci: Oid4vciService
+  metadata: IssuerMetadata
   statusLists: StatusLists
 }
 
@@ -27,7 +29,7 @@ export interface Oid4vciRouteOptions {
  */
 export const oid4vciRoutes: FastifyPluginAsyncTypebox<Oid4vciRouteOptions> = async (
   app,
-  { oid4vci, statusLists },
+  { oid4vci, metadata, statusLists },
 ) => {
   await app.register(formbody, { bodyLimit: 16 * 1024 })
   installOAuthErrors(app)
@@ -38,7 +40,7 @@ export const oid4vciRoutes: FastifyPluginAsyncTypebox<Oid4vciRouteOptions> = asy
     '/.well-known/openid-credential-issuer/oid4vci/:tenant',
   ]) {
     app.get(path, { schema: issuerMetadataSchema }, async (request, reply) =>
-      reply.type('application/json').send(await oid4vci.issuerMetadata(request.params.tenant)),
+      reply.type('application/json').send(await metadata.issuer(request.params.tenant)),
     )
   }
   for (const path of [
@@ -46,7 +48,7 @@ export const oid4vciRoutes: FastifyPluginAsyncTypebox<Oid4vciRouteOptions> = asy
     '/.well-known/oauth-authorization-server/oid4vci/:tenant',
   ]) {
     app.get(path, { schema: authorizationServerMetadataSchema }, async (request, reply) =>
-      reply.type('application/json').send(await oid4vci.authorizationServerMetadata(request.params.tenant)),
+      reply.type('application/json').send(await metadata.authorizationServer(request.params.tenant)),
     )
   }
 

@@ -1,8 +1,7 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
-import { JWS_ALGS } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { PRE_AUTHORIZED_GRANT } from '../../shared/wire.ts'
-import { DEFAULT_LOCALE, type Oid4vciOptions, type ResolvedIssuanceTemplate } from '../config/schema.ts'
+import type { Oid4vciOptions } from '../config/schema.ts'
 import type { CheckMetrics } from '../credentials/pipeline.ts'
 import type { StatusChecker } from '../credentials/status.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
@@ -22,6 +21,7 @@ import type { GrantRecord, ProcessRecord, Store, TemplateRecord } from '../store
 import { type Clock, isoTime } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
 import { type PreAuthorizedGrants, sha256 } from './grants.ts'
+import { presentationDefinition, requireIssuer } from './metadata.ts'
 import {
   buildValidator,
   type HolderProof,
@@ -30,7 +30,6 @@ import {
   verifyJwtProof,
 } from './proofs.ts'
 
-const DI_CRYPTOSUITES = ['eddsa-rdfc-2022']
 const MAX_PROOFS = 10
 const NOTIFICATION_EVENTS = new Set(['credential_accepted', 'credential_failure', 'credential_deleted'])
 // Expired nonces are deleted in passing, once per this many nonces issued.
@@ -53,40 +52,6 @@ export interface Oid4vciDeps {
 }
 
 type Form = Record<string, unknown>
-
-/** The DIF presentation definition a template's `requiredPresentation` asks the holder to satisfy. */
-export function presentationDefinition(
-  template: TemplateRecord<'issuance'>,
-): Record<string, unknown> | undefined {
-  const required = template.body.requiredPresentation
-  if (!required) return undefined
-  const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-  return {
-    id: `${template.id}:holder-presentation`,
-    name: `Required to obtain ${template.body.credentialType}`,
-    ...(required.purpose ? { purpose: required.purpose } : {}),
-    format: { jwt_vc_json: { alg: [...JWS_ALGS] }, jwt_vc: { alg: [...JWS_ALGS] } },
-    input_descriptors: required.credentials.map((c, i) => ({
-      id: `${c.type}-${i}`,
-      name: c.type,
-      ...(required.purpose ? { purpose: required.purpose } : {}),
-      constraints: {
-        fields: [
-          { path: ['$.vc.type', '$.type'], filter: { type: 'array', contains: { const: c.type } } },
-          ...(c.trustedIssuers
-            ? [
-                {
-                  path: ['$.iss', '$.vc.issuer', '$.issuer'],
-                  filter: { type: 'string', pattern: `^(${c.trustedIssuers.map(escapeRegex).join('|')})$` },
-                },
-              ]
-            : []),
-          ...(c.fields ?? []).map((path) => ({ path: [path.replace(/^\$\./, '$.vc.'), path] })),
-        ],
-      },
-    })),
-  }
-}
 
 const denied = (process: ProcessRecord) =>
   new OAuthError(
@@ -115,12 +80,6 @@ export class Oid4vciService {
     if (outcome.ok) return outcome
     if (outcome.refusal === 'rejected' && event !== 'retrieve_offer') throw denied(process)
     throw new OAuthError(code(outcome.refusal), outcome.message)
-  }
-
-  private async tenantOrThrow(tenantId: string) {
-    if (!(await this.deps.store.tenants.get(tenantId))) {
-      throw new OAuthError('not_found', `no credential issuer for tenant "${tenantId}"`)
-    }
   }
 
   async offer(tenantId: string, processId: string) {
@@ -169,63 +128,8 @@ export class Oid4vciService {
     }
   }
 
-  private configuration(template: TemplateRecord<'issuance'>) {
-    const body: ResolvedIssuanceTemplate = template.body
-    const display = body.display
-    const diVp = { proof_signing_alg_values_supported: DI_CRYPTOSUITES }
-    return {
-      format: 'jwt_vc_json',
-      scope: template.id,
-      cryptographic_binding_methods_supported: ['did:key'],
-      credential_signing_alg_values_supported: [body.signingAlg],
-      proof_types_supported: body.requiredPresentation
-        ? { di_vp: diVp, ldp_vp: diVp }
-        : { jwt: { proof_signing_alg_values_supported: [...JWS_ALGS] }, di_vp: diVp, ldp_vp: diVp },
-      credential_definition: { type: ['VerifiableCredential', body.credentialType] },
-      display: [
-        {
-          name: display?.name ?? body.credentialType,
-          locale: display?.locale ?? DEFAULT_LOCALE,
-          ...(display?.description ? { description: display.description } : {}),
-          ...(display?.backgroundColor ? { background_color: display.backgroundColor } : {}),
-          ...(display?.textColor ? { text_color: display.textColor } : {}),
-        },
-      ],
-    }
-  }
-
-  async issuerMetadata(tenantId: string) {
-    await this.tenantOrThrow(tenantId)
-    const issuer = this.deps.urls.credentialIssuer(tenantId)
-    const templates = await this.deps.store.templates.list(tenantId, 'issuance')
-    return {
-      credential_issuer: issuer,
-      credential_endpoint: `${issuer}/credential`,
-      nonce_endpoint: `${issuer}/nonce`,
-      deferred_credential_endpoint: `${issuer}/deferred_credential`,
-      notification_endpoint: `${issuer}/notification`,
-      display: [{ name: `vc-harness issuer (${tenantId})`, locale: 'en' }],
-      credential_configurations_supported: Object.fromEntries(
-        templates.map((t) => [t.id, this.configuration(t)]),
-      ),
-      vc_harness_issuer_dids: await this.deps.issuerKeys.didsOf(tenantId),
-    }
-  }
-
-  async authorizationServerMetadata(tenantId: string) {
-    await this.tenantOrThrow(tenantId)
-    const issuer = this.deps.urls.credentialIssuer(tenantId)
-    return {
-      issuer,
-      token_endpoint: `${issuer}/token`,
-      grant_types_supported: [PRE_AUTHORIZED_GRANT],
-      token_endpoint_auth_methods_supported: ['none'],
-      'pre-authorized_grant_anonymous_access_supported': true,
-    }
-  }
-
   async nonce(tenantId: string) {
-    await this.tenantOrThrow(tenantId)
+    await requireIssuer(this.deps.store, tenantId)
     return {
       c_nonce: await this.newNonce(tenantId),
       c_nonce_expires_in: this.deps.options.cNonceLifetimeSeconds,

@@ -1,0 +1,152 @@
+import type { Insertable, Kysely, Selectable } from 'kysely'
+import { resolveTemplate } from '../config/schema.ts'
+import type { Clock } from '../util/clock.ts'
+import type { TemplateKind, TemplateRecord, TemplateRepository } from './index.ts'
+import { insertOrConflict } from './sqlite-errors.ts'
+
+// Templates: the one table every request reads, so reads go through a short cache on the injected clock,
+// dropped on every local write (another worker's writes are seen within TEMPLATE_CACHE_MS).
+
+export interface TemplatesTable {
+  tenant_id: string
+  id: string
+  kind: string
+  body: string
+  source: string
+  created_at: number
+  updated_at: number
+}
+export interface TemplatesSchema {
+  templates: TemplatesTable
+}
+
+const toTemplate = (row: Selectable<TemplatesTable>): TemplateRecord => ({
+  tenantId: row.tenant_id,
+  id: row.id,
+  kind: row.kind as TemplateKind,
+  // Defaults applied on read too: a row written before a default existed reads as a new one would.
+  body: resolveTemplate(row.kind as TemplateKind, JSON.parse(row.body)),
+  source: row.source as TemplateRecord['source'],
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+})
+
+/**
+ * Templates by (tenant, id), read ~9 times per complete flow and written rarely (portal, boot). A write
+ * through this process drops its entry at once; an entry lives TEMPLATE_CACHE_MS, which bounds how long
+ * another worker of a cluster can act on a template changed elsewhere. Callers get copies.
+ */
+const TEMPLATE_CACHE_MS = 1000
+export class TemplateCache {
+  private readonly entries = new Map<string, { record: TemplateRecord | undefined; until: number }>()
+  // The service's clock, so expiry is tested by moving it rather than by sleeping.
+  constructor(private readonly clock: Clock) {}
+  get(key: string): { record: TemplateRecord | undefined } | undefined {
+    const entry = this.entries.get(key)
+    if (!entry) return undefined
+    const now = this.clock.now()
+    // Also stale when the clock moved back (a test clock reset) past the entry's birth.
+    if (entry.until <= now || entry.until > now + TEMPLATE_CACHE_MS) {
+      this.entries.delete(key)
+      return undefined
+    }
+    return { record: entry.record && structuredClone(entry.record) }
+  }
+  set(key: string, record: TemplateRecord | undefined) {
+    if (this.entries.size >= 1024) this.entries.delete(this.entries.keys().next().value as string)
+    this.entries.set(key, {
+      record: record && structuredClone(record),
+      until: this.clock.now() + TEMPLATE_CACHE_MS,
+    })
+  }
+  drop(tenantId: string, id: string) {
+    this.entries.delete(JSON.stringify([tenantId, id]))
+  }
+}
+
+export class SqliteTemplates implements TemplateRepository {
+  constructor(
+    private readonly db: Kysely<TemplatesSchema>,
+    private readonly cache: TemplateCache,
+  ) {}
+  async get<K extends TemplateKind>(tenantId: string, id: string, kind: K) {
+    const found = await this.find(tenantId, id)
+    return found?.kind === kind ? (found as TemplateRecord<K>) : undefined
+  }
+  async find(tenantId: string, id: string) {
+    const key = JSON.stringify([tenantId, id])
+    const cached = this.cache.get(key)
+    if (cached) return cached.record
+    const row = await this.db
+      .selectFrom('templates')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .where('id', '=', id)
+      .executeTakeFirst()
+    const record = row && toTemplate(row)
+    this.cache.set(key, record)
+    return record
+  }
+  async list<K extends TemplateKind>(tenantId: string, kind: K) {
+    const rows = await this.db
+      .selectFrom('templates')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .where('kind', '=', kind)
+      .orderBy('id')
+      .execute()
+    return rows.map(toTemplate) as TemplateRecord<K>[]
+  }
+  async listBySource(source: TemplateRecord['source']) {
+    return (await this.db.selectFrom('templates').selectAll().where('source', '=', source).execute()).map(
+      toTemplate,
+    )
+  }
+  async create(template: TemplateRecord) {
+    this.cache.drop(template.tenantId, template.id)
+    await insertOrConflict(
+      this.db.insertInto('templates').values(this.row(template)).execute(),
+      `template "${template.id}"`,
+    )
+  }
+  async upsert(template: TemplateRecord) {
+    this.cache.drop(template.tenantId, template.id)
+    const row = this.row(template)
+    await this.db
+      .insertInto('templates')
+      .values(row)
+      .onConflict((oc) =>
+        oc.columns(['tenant_id', 'id']).doUpdateSet({
+          kind: row.kind,
+          body: row.body,
+          source: row.source,
+          updated_at: row.updated_at,
+        }),
+      )
+      .execute()
+  }
+  async update(template: TemplateRecord) {
+    this.cache.drop(template.tenantId, template.id)
+    await this.db
+      .updateTable('templates')
+      .set({ body: JSON.stringify(template.body), updated_at: template.updatedAt })
+      .where('tenant_id', '=', template.tenantId)
+      .where('id', '=', template.id)
+      .execute()
+  }
+  async delete(tenantId: string, id: string) {
+    this.cache.drop(tenantId, id)
+    await this.db.deleteFrom('templates').where('tenant_id', '=', tenantId).where('id', '=', id).execute()
+  }
+  private row(t: TemplateRecord): Insertable<TemplatesTable> {
+    return {
+      tenant_id: t.tenantId,
+      id: t.id,
+      kind: t.kind,
+      body: JSON.stringify(t.body),
+      source: t.source,
+      created_at: t.createdAt,
+      updated_at: t.updatedAt,
+    }
+  }
+}
