@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict'
 import type { KeyObject } from 'node:crypto'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { parseConfig, type ServiceConfig } from '../src/service/config/index.ts'
@@ -89,6 +90,22 @@ export function oauthError(response: LightMyRequestResponse) {
   return body
 }
 
+/** Asserts an RFC 6749-style wallet-facing error (JSON, no-store) and returns its body. */
+export function expectOAuth(
+  response: LightMyRequestResponse,
+  status: number,
+  error: string,
+  description?: RegExp,
+) {
+  assert.equal(response.statusCode, status, response.body)
+  assert.match(String(response.headers['content-type']), /^application\/json/)
+  assert.equal(response.headers['cache-control'], 'no-store')
+  const body = oauthError(response)
+  assert.equal(body.error, error, response.body)
+  if (description) assert.match(body.error_description, description, response.body)
+  return body as Record<string, unknown> & { error: string; error_description: string }
+}
+
 /** Offer → token: returns what the wallet holds after the token step. */
 export async function openGrant(app: FastifyInstance, group = 'degree') {
   const rp = await tokenFor(app, DEMO.app, group)
@@ -171,6 +188,17 @@ export function oid4vciConfig(): ServiceConfig {
       requiredPresentation: { credentials: [{ type: 'VerifiableId', trustedIssuers: [FOREIGN_ISSUER] }] },
     },
     { id: 'short', credentialType: 'UniversityDegreeCredential', validityDays: 30 },
+    { id: 'degree-d15', credentialType: 'UniversityDegreeCredential', deferredResponse: 'draft15' },
+    {
+      id: 'pid',
+      credentialType: 'VerifiableId',
+      format: 'dc+sd-jwt',
+      selectivelyDisclosable: ['givenName', 'familyName', 'address.locality'],
+      claims: [
+        { path: 'givenName', name: 'Given name', mandatory: true },
+        { path: 'address.locality', name: 'Town' },
+      ],
+    },
   )
   ;(raw.tenants as unknown[]).push({
     id: 'other',

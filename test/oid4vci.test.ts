@@ -14,6 +14,7 @@ import {
   DEGREE,
   diVp,
   diVpRequest,
+  expectOAuth,
   FOREIGN_ISSUER,
   getOffer,
   grantFor,
@@ -42,17 +43,6 @@ import {
 // The wallet-facing contract of docs/issuance.md, rule by rule, on the wire.
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
-
-/** Asserts an RFC 6749-style error answer and returns its body. */
-function expectOAuth(response: LightMyRequestResponse, status: number, error: string, description: RegExp) {
-  assert.equal(response.statusCode, status, response.body)
-  assert.match(String(response.headers['content-type']), /^application\/json/)
-  assert.equal(response.headers['cache-control'], 'no-store')
-  const body = oauthError(response)
-  assert.equal(body.error, error, response.body)
-  assert.match(body.error_description, description, response.body)
-  return body as Record<string, unknown> & { error: string; error_description: string }
-}
 
 /** The process is still as the offer left it: PENDING, nobody bound, nothing issued. */
 async function assertUntouched(t: TestApp, rp: string, processId: string) {
@@ -183,15 +173,40 @@ describe('issuer and authorization server metadata', () => {
     assert.ok(Array.isArray(meta.vc_harness_issuer_dids))
   })
 
+  test('OpenID4VCI 1.0 §12.2.4: display and claims under credential_metadata; a dc+sd-jwt configuration by vct', async () => {
+    const meta = (await get('/oid4vci/demo/.well-known/openid-credential-issuer')).json()
+    const { degree, pid } = meta.credential_configurations_supported
+    // A 1.0 wallet tells the version by credential_metadata on the configurations (the OWF client does).
+    for (const configuration of Object.values(meta.credential_configurations_supported)) {
+      assert.ok((configuration as { credential_metadata?: unknown }).credential_metadata)
+    }
+    assert.deepEqual(degree.credential_metadata, { display: degree.display })
+    assert.equal(pid.format, 'dc+sd-jwt')
+    assert.equal(pid.vct, `${meta.credential_issuer}/vct/VerifiableId`)
+    assert.equal(pid.credential_definition, undefined)
+    assert.deepEqual(pid.cryptographic_binding_methods_supported, ['jwk', 'did:key'])
+    assert.deepEqual(Object.keys(pid.proof_types_supported), ['jwt'])
+    assert.deepEqual(pid.credential_metadata.claims, [
+      { path: ['givenName'], mandatory: true, display: [{ name: 'Given name', locale: 'en' }] },
+      { path: ['address', 'locality'], display: [{ name: 'Town', locale: 'en' }] },
+    ])
+    const issuer = meta.credential_issuer
+    assert.equal(meta.nonce_endpoint, `${issuer}/nonce`)
+    assert.equal(meta.deferred_credential_endpoint, `${issuer}/deferred_credential`)
+    assert.equal(meta.notification_endpoint, `${issuer}/notification`)
+  })
+
   test('one configuration per issuance template; proof types and signing alg per template', async () => {
     const meta = (await get('/oid4vci/demo/.well-known/openid-credential-issuer')).json()
     const configurations = meta.credential_configurations_supported
     assert.deepEqual(Object.keys(configurations).sort(), [
       'degree',
+      'degree-d15',
       'es256',
       'es256k',
       'gated',
       'gated-trusted',
+      'pid',
       'pin',
       'pin-text',
       'short',
@@ -1351,16 +1366,13 @@ describe('deferred credential and notification endpoints', () => {
   const notify = (accessToken: string | undefined, body: unknown) =>
     walletPost(t.app, 'notification', accessToken, body)
 
-  test('issuance_pending with interval until the submission, then the credentials once', async () => {
+  test('1.0 §9.2: 202 with the same transaction_id and interval until the submission, then the credentials once', async () => {
     const w = await waiting()
     for (let i = 0; i < 2; i++) {
-      const pending = expectOAuth(
-        await deferred(w.accessToken, { transaction_id: w.transactionId }),
-        400,
-        'issuance_pending',
-        /not issued yet/,
-      )
-      assert.equal(pending.interval, 5)
+      const pending = await deferred(w.accessToken, { transaction_id: w.transactionId })
+      assert.equal(pending.statusCode, 202, pending.body)
+      assert.equal(pending.headers['cache-control'], 'no-store')
+      assert.deepEqual(pending.json(), { transaction_id: w.transactionId, interval: 5 })
     }
     const submitted = await submit(t.app, w.rp, w.processId, DEGREE)
     assert.equal(submitted.statusCode, 200)
@@ -1379,6 +1391,19 @@ describe('deferred credential and notification endpoints', () => {
       'invalid_transaction_id',
       /already redeemed/,
     )
+  })
+
+  test('a draft15 template answers 400 issuance_pending with the interval instead (older wallets)', async () => {
+    const w = await waiting('degree-d15')
+    const pending = expectOAuth(
+      await deferred(w.accessToken, { transaction_id: w.transactionId }),
+      400,
+      'issuance_pending',
+      /not issued yet/,
+    )
+    assert.equal(pending.interval, 5)
+    assert.equal((await submit(t.app, w.rp, w.processId, DEGREE)).statusCode, 200)
+    assert.equal((await deferred(w.accessToken, { transaction_id: w.transactionId })).statusCode, 200)
   })
 
   test('unknown, foreign or missing transaction ids; no token', async () => {

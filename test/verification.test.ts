@@ -10,6 +10,7 @@ import { DEMO, makeApp, problemOf, type TestApp, tokenFor } from './helpers.ts'
 import {
   changeStatus,
   DEGREE,
+  expectOAuth,
   FOREIGN_ISSUER,
   type Holder,
   issueTo,
@@ -76,17 +77,6 @@ const DEGREE_ID = 'UniversityDegreeCredential'
 
 const iso = (ms: number) => new Date(ms).toISOString()
 const sorted = (values: Iterable<string>) => [...values].sort()
-
-/** Asserts an OAuth-style wallet-facing error and returns its body. */
-function expectOAuth(response: LightMyRequestResponse, status: number, error: string, description?: RegExp) {
-  assert.equal(response.statusCode, status, response.body)
-  assert.match(String(response.headers['content-type']), /^application\/json/)
-  assert.equal(response.headers['cache-control'], 'no-store')
-  const body = oauthError(response)
-  assert.equal(body.error, error, response.body)
-  if (description) assert.match(body.error_description, description, response.body)
-  return body
-}
 
 /** Asserts a problem+json answer with `code`. */
 function expectProblem(response: LightMyRequestResponse, status: number, code: string) {

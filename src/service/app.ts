@@ -138,6 +138,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const issuance = new IssuanceService({
     store,
     clock,
+    urls,
     issuerKeys,
     statusLists,
     events,

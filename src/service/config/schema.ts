@@ -148,6 +148,57 @@ export const IssuanceTemplate = Type.Object(
         }),
       ),
     ),
+    format: Type.Optional(
+      Type.Enum(
+        ['jwt_vc_json', 'dc+sd-jwt'],
+        withDefault('jwt_vc_json', {
+          description:
+            'Credential format (OpenID4VCI 1.0 Appendix A): a W3C VC as a JWT, or an IETF SD-JWT VC with selectively disclosable claims and key binding (docs/issuance.md, SD-JWT VC).',
+        }),
+      ),
+    ),
+    vct: Type.Optional(
+      Type.String({
+        pattern: '^[a-zA-Z][a-zA-Z0-9+.-]*:\\S+$',
+        maxLength: 512,
+        description:
+          'dc+sd-jwt: the verifiable credential type (SD-JWT VC §3.2.2.1). Default: <credential issuer>/vct/<credentialType>.',
+      }),
+    ),
+    selectivelyDisclosable: Type.Optional(
+      Type.Array(Type.String({ pattern: '^[A-Za-z0-9_@-]+(\\.[A-Za-z0-9_@-]+)*$', maxLength: 200 }), {
+        maxItems: 100,
+        uniqueItems: true,
+        description:
+          'dc+sd-jwt: credentialSubject claims (dotted paths, e.g. address.locality) issued as disclosures. Default: every top-level claim.',
+      }),
+    ),
+    claims: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            path: Type.String({ pattern: '^[A-Za-z0-9_@-]+(\\.[A-Za-z0-9_@-]+)*$', maxLength: 200 }),
+            name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+            mandatory: Type.Optional(Type.Boolean()),
+          },
+          { additionalProperties: false },
+        ),
+        {
+          maxItems: 100,
+          description:
+            'The claims wallets show (OpenID4VCI 1.0 §12.2.4 `credential_metadata.claims`): credentialSubject paths, dotted, with a display name. Default: none listed.',
+        },
+      ),
+    ),
+    deferredResponse: Type.Optional(
+      Type.Enum(
+        ['1.0', 'draft15'],
+        withDefault('1.0', {
+          description:
+            'A deferred request while the credential is not issued: 1.0 answers 202 {transaction_id, interval} (OpenID4VCI 1.0 §9.2); draft15 answers 400 issuance_pending for wallets built on that draft.',
+        }),
+      ),
+    ),
     txCode: Type.Optional(TxCodeOptions),
     requiredPresentation: Type.Optional(RequiredPresentation),
     display: Type.Optional(CredentialDisplay),

@@ -1,13 +1,17 @@
 import { randomUUID } from 'node:crypto'
+import { resolveDidKey } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { signJws } from '../../shared/jws.ts'
+import { issueSdJwtVc } from '../../shared/sd-jwt.ts'
 import { JWT_TYP } from '../../shared/wire.ts'
 import type { IssuanceTemplate } from '../config/schema.ts'
 import type { IssuerKey } from '../crypto/issuer-keys.ts'
 import { AppError } from '../errors/problem.ts'
-import type { IssuedCredential, JwtProof, PreparedCredential } from '../store/types.ts'
+import type { IssuedCredential, JwtProof, PreparedCredential, TemplateRecord } from '../store/types.ts'
+import type { PublicUrls } from '../util/urls.ts'
 
-// Credential objects of section 2.3: validation and defaults (rules 1–3), then signing as jwt_vc_json.
+// Credential objects of section 2.3: validation and defaults (rules 1–3), then signing as jwt_vc_json or
+// as an SD-JWT VC.
 
 export const VC_V1_CONTEXT = 'https://www.w3.org/2018/credentials/v1'
 const ALLOWED_FIELDS = new Set([
@@ -175,6 +179,11 @@ export function prepareCredentials(
 }
 
 const seconds = (iso: string) => Math.floor(Date.parse(iso) / 1000)
+/** The `vct` of an SD-JWT VC template: its own, or one under the tenant's credential issuer. */
+export function vctOf(template: TemplateRecord<'issuance'>, urls: PublicUrls): string {
+  return template.body.vct ?? urls.defaultVct(template.tenantId, template.body.credentialType)
+}
+
 export const vcTime = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
 
 export type { JwtProof }
@@ -228,6 +237,62 @@ export function signCredential(
 }
 
 /** The first credentialSubject.id that names someone other than `holderDid`, if any. */
+/**
+ * Signs `prepared` as an SD-JWT VC (IETF SD-JWT VC; OpenID4VCI 1.0 Appendix A.3), the same credential object
+ * of section 2.3 mapped onto its claims: credentialSubject's properties become claims (`id` becomes `sub`),
+ * issuanceDate/validFrom `nbf`, expirationDate/validUntil (or validityDays) `exp`, the status entry a Token
+ * Status List reference, and the holder's key `cnf.jwk`. The process `data` keeps the credential object
+ * with the SD-JWT VC as its proof (`type: SdJwtVc`).
+ */
+export async function signSdJwtCredential(
+  prepared: PreparedCredential,
+  input: {
+    holderDid: string
+    key: IssuerKey
+    status: Record<string, unknown>
+    now: number
+    validityDays?: number | undefined
+    vct: string
+    disclosable?: readonly string[] | undefined
+  },
+): Promise<IssuedCredential> {
+  const subjectId = holderConflict([prepared], input.holderDid)
+  if (subjectId !== undefined)
+    throw new Error(`credentialSubject.id ${subjectId} is not the holder ${input.holderDid}`)
+  const issuanceDate = (prepared.issuanceDate as string | undefined) ?? vcTime(input.now)
+  const expirationDate =
+    (prepared.expirationDate as string | undefined) ??
+    (prepared.validUntil as string | undefined) ??
+    (input.validityDays ? vcTime(input.now + input.validityDays * 86_400_000) : undefined)
+  const { id: _subject, ...claims } = prepared.credentialSubject ?? {}
+  const payload = {
+    ...claims,
+    iss: input.key.did,
+    sub: input.holderDid,
+    ...(prepared.id ? { jti: prepared.id } : {}),
+    iat: Math.floor(input.now / 1000),
+    nbf: seconds((prepared.validFrom as string | undefined) ?? issuanceDate),
+    ...(expirationDate ? { exp: seconds(expirationDate) } : {}),
+    vct: input.vct,
+    cnf: { jwk: resolveDidKey(input.holderDid).publicJwk },
+    status: input.status,
+  }
+  const jwt = await issueSdJwtVc(payload, input.disclosable ?? Object.keys(claims), {
+    alg: input.key.alg,
+    privateKey: input.key.privateKey,
+    header: { kid: input.key.kid },
+  })
+  const credential: PreparedCredential = {
+    ...prepared,
+    issuer: isObject(prepared.issuer) ? { ...prepared.issuer, id: input.key.did } : input.key.did,
+    issuanceDate,
+    ...(expirationDate ? { expirationDate } : {}),
+    credentialSubject: { ...prepared.credentialSubject, id: input.holderDid },
+    credentialStatus: input.status,
+  }
+  return { ...credential, proof: { type: 'SdJwtVc', jwt } }
+}
+
 export function holderConflict(prepared: PreparedCredential[], holderDid: string): string | undefined {
   return prepared
     .map((c) => c.credentialSubject.id)

@@ -1,5 +1,6 @@
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto'
 import type { IssuanceStep } from '../../shared/flow.ts'
+import { SD_JWT_VC_TYP } from '../../shared/wire.ts'
 import { hasRole } from '../auth/service.ts'
 import type { Principal } from '../auth/tokens.ts'
 import type { IssuerKey, IssuerKeys } from '../crypto/issuer-keys.ts'
@@ -20,8 +21,16 @@ import {
   type TemplateRecord,
 } from '../store/index.ts'
 import { type Clock, isoTime } from '../util/clock.ts'
+import type { PublicUrls } from '../util/urls.ts'
 import type { WebhookOutbox } from '../webhooks/outbox.ts'
-import { holderConflict, type PreparedCredential, prepareCredentials, signCredential } from './credentials.ts'
+import {
+  holderConflict,
+  type PreparedCredential,
+  prepareCredentials,
+  signCredential,
+  signSdJwtCredential,
+  vctOf,
+} from './credentials.ts'
 import { nextStamp, type ProcessEvent, type ProcessRefusal, processChanged, transition } from './lifecycle.ts'
 
 export const PROCESS_TYPE = 'OIDC4VCI_PRE_AUTHORIZED'
@@ -106,6 +115,7 @@ const PROBLEM_OF: Record<ProcessRefusal, ProblemCode> = {
 export interface IssuanceDeps {
   store: Store
   clock: Clock
+  urls: PublicUrls
   issuerKeys: IssuerKeys
   statusLists: StatusLists
   events: ServiceEvents
@@ -292,16 +302,14 @@ export class IssuanceService {
     const now = this.clock.now()
     const data: IssuedCredential[] = []
     for (const credential of prepared) {
-      let status: Record<string, unknown>
+      let allocation: Awaited<ReturnType<StatusLists['allocate']>>
       try {
-        status = {
-          ...(await this.deps.statusLists.allocate(repos, {
-            tenantId: process.tenantId,
-            alg,
-            credentialId: credential.id,
-            processId: process.id,
-          })),
-        }
+        allocation = await this.deps.statusLists.allocate(repos, {
+          tenantId: process.tenantId,
+          alg,
+          credentialId: credential.id,
+          processId: process.id,
+        })
       } catch (error) {
         if (error instanceof ConflictError && error.key === 'id') {
           throw new AppError(
@@ -311,9 +319,23 @@ export class IssuanceService {
         }
         throw error
       }
+      // One list entry, referenced the way each format does: a Bitstring Status List entry in a W3C VC,
+      // a Token Status List reference in an SD-JWT VC.
+      const { token, ...bitstring } = allocation
+      const { validityDays } = template.body
       data.push(
-        signCredential(credential, { holderDid, key, status, now, validityDays: template.body.validityDays })
-          .credential,
+        template.body.format === SD_JWT_VC_TYP
+          ? await signSdJwtCredential(credential, {
+              holderDid,
+              key,
+              status: { ...token },
+              now,
+              validityDays,
+              vct: vctOf(template, this.deps.urls),
+              disclosable: template.body.selectivelyDisclosable,
+            })
+          : signCredential(credential, { holderDid, key, status: { ...bitstring }, now, validityDays })
+              .credential,
       )
     }
     const issued: ProcessRecord = {

@@ -1,8 +1,9 @@
 import { JWS_ALGS } from '../../shared/did-key.ts'
-import { PRE_AUTHORIZED_GRANT } from '../../shared/wire.ts'
+import { PRE_AUTHORIZED_GRANT, SD_JWT_VC_TYP } from '../../shared/wire.ts'
 import { DEFAULT_LOCALE, type ResolvedIssuanceTemplate } from '../config/schema.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import { OAuthError } from '../errors/oauth.ts'
+import { vctOf } from '../issuance/credentials.ts'
 import type { Store, TemplateRecord } from '../store/index.ts'
 import type { PublicUrls } from '../util/urls.ts'
 
@@ -55,28 +56,49 @@ export function presentationDefinition(
 export class IssuerMetadata {
   constructor(private readonly deps: { store: Store; urls: PublicUrls; issuerKeys: IssuerKeys }) {}
 
-  private static configuration(template: TemplateRecord<'issuance'>) {
+  /**
+   * One credential configuration (OpenID4VCI 1.0 §12.2.4 and Appendix A). Display and claims sit under
+   * `credential_metadata` as 1.0 has them; `display` stays at the top too for draft-15 wallets (unknown
+   * members are ignored by both). A 1.0 wallet recognises the version by `credential_metadata`.
+   */
+  private configuration(template: TemplateRecord<'issuance'>) {
     const body: ResolvedIssuanceTemplate = template.body
-    const display = body.display
+    const display = [
+      {
+        name: body.display?.name ?? body.credentialType,
+        locale: body.display?.locale ?? DEFAULT_LOCALE,
+        ...(body.display?.description ? { description: body.display.description } : {}),
+        ...(body.display?.backgroundColor ? { background_color: body.display.backgroundColor } : {}),
+        ...(body.display?.textColor ? { text_color: body.display.textColor } : {}),
+      },
+    ]
+    const sdJwt = body.format === SD_JWT_VC_TYP
+    // Claims path pointers (Appendix C): from the credential's root, so a W3C VC's start at credentialSubject.
+    const claims = (body.claims ?? []).map((claim) => ({
+      path: [...(sdJwt ? [] : ['credentialSubject']), ...claim.path.split('.')],
+      ...(claim.mandatory !== undefined ? { mandatory: claim.mandatory } : {}),
+      ...(claim.name
+        ? { display: [{ name: claim.name, locale: display[0]?.locale ?? DEFAULT_LOCALE }] }
+        : {}),
+    }))
     const diVp = { proof_signing_alg_values_supported: DI_CRYPTOSUITES }
+    const jwtProofs = { jwt: { proof_signing_alg_values_supported: [...JWS_ALGS] } }
     return {
-      format: 'jwt_vc_json',
+      format: body.format,
       scope: template.id,
-      cryptographic_binding_methods_supported: ['did:key'],
+      // An SD-JWT VC binds the key itself (cnf.jwk): a did:key kid or a bare jwk in the proof both work.
+      cryptographic_binding_methods_supported: sdJwt ? ['jwk', 'did:key'] : ['did:key'],
       credential_signing_alg_values_supported: [body.signingAlg],
-      proof_types_supported: body.requiredPresentation
-        ? { di_vp: diVp, ldp_vp: diVp }
-        : { jwt: { proof_signing_alg_values_supported: [...JWS_ALGS] }, di_vp: diVp, ldp_vp: diVp },
-      credential_definition: { type: ['VerifiableCredential', body.credentialType] },
-      display: [
-        {
-          name: display?.name ?? body.credentialType,
-          locale: display?.locale ?? DEFAULT_LOCALE,
-          ...(display?.description ? { description: display.description } : {}),
-          ...(display?.backgroundColor ? { background_color: display.backgroundColor } : {}),
-          ...(display?.textColor ? { text_color: display.textColor } : {}),
-        },
-      ],
+      proof_types_supported: sdJwt
+        ? jwtProofs
+        : body.requiredPresentation
+          ? { di_vp: diVp, ldp_vp: diVp }
+          : { ...jwtProofs, di_vp: diVp, ldp_vp: diVp },
+      ...(sdJwt
+        ? { vct: vctOf(template, this.deps.urls) }
+        : { credential_definition: { type: ['VerifiableCredential', body.credentialType] } }),
+      credential_metadata: { display, ...(claims.length > 0 ? { claims } : {}) },
+      display,
     }
   }
 
@@ -93,7 +115,7 @@ export class IssuerMetadata {
       notification_endpoint: `${issuer}/notification`,
       display: [{ name: `vc-harness issuer (${tenantId})`, locale: 'en' }],
       credential_configurations_supported: Object.fromEntries(
-        templates.map((t) => [t.id, IssuerMetadata.configuration(t)]),
+        templates.map((t) => [t.id, this.configuration(t)]),
       ),
       vc_harness_issuer_dids: await this.deps.issuerKeys.didsOf(tenantId),
     }

@@ -1,5 +1,6 @@
+import { createPublicKey, type JsonWebKey as NodeJwk } from 'node:crypto'
 import { UNDEFINED_TERMS_CONTEXT, VC_V2_CONTEXT } from '../../shared/data-integrity.ts'
-import { type DidKey, JWS_ALGS, resolveDidKey } from '../../shared/did-key.ts'
+import { type DidKey, didKeyFromPublicKey, JWS_ALGS, resolveDidKey } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { decodeJws, JwsError, verifyJws } from '../../shared/jws.ts'
 import { PROOF_TYP } from '../../shared/wire.ts'
@@ -39,9 +40,21 @@ export interface ProofContext {
   ownIssuers: () => Promise<readonly string[]>
   status: StatusChecker
   metrics?: CheckMetrics | undefined
+  /** The configuration binds by `jwk` (an SD-JWT VC's cnf): a proof may name its key by a bare jwk. */
+  acceptJwk?: boolean
 }
 
 const invalid = (description: string) => new OAuthError('invalid_proof', description)
+
+function holderOfJwk(jwk: unknown): DidKey {
+  try {
+    return didKeyFromPublicKey(createPublicKey({ key: jwk as NodeJwk, format: 'jwk' }))
+  } catch (error) {
+    throw invalid(
+      `proof JWT header jwk is not a usable EdDSA, ES256 or ES256K public key: ${(error as Error).message}`,
+    )
+  }
+}
 
 function resolveKid(kid: unknown, field: string): DidKey {
   if (typeof kid !== 'string') throw invalid(`${field} must be a did:key key id`)
@@ -72,24 +85,32 @@ export function verifyJwtProof(jwt: unknown, ctx: ProofContext): HolderProof {
       `proof JWT alg ${JSON.stringify(header.alg)} is not allowed; use one of ${JWS_ALGS.join(', ')}`,
     )
   }
-  for (const member of ['jwk', 'x5c'] as const) {
-    const value = header[member]
-    if (value === undefined) continue
-    if (member === 'jwk' && isObject(value) && PRIVATE_JWK_MEMBERS.some((m) => m in value)) {
-      throw invalid(
-        'proof JWT header carries private key material in jwk; it is refused (and the key should be considered compromised)',
-      )
-    }
-    throw invalid(`proof JWT must identify the key with kid (did:key), not ${member}`)
+  const jwk = header.jwk
+  if (isObject(jwk) && PRIVATE_JWK_MEMBERS.some((m) => m in jwk)) {
+    throw invalid(
+      'proof JWT header carries private key material in jwk; it is refused (and the key should be considered compromised)',
+    )
   }
-  const holder = resolveKid(header.kid, 'proof JWT header kid')
+  for (const member of ['jwk', 'x5c'] as const) {
+    if (header[member] !== undefined && (member === 'x5c' || !ctx.acceptJwk)) {
+      throw invalid(`proof JWT must identify the key with kid (did:key), not ${member}`)
+    }
+  }
+  // Appendix F.1: exactly one of kid, jwk, x5c names the key.
+  if (jwk !== undefined && header.kid !== undefined) {
+    throw invalid('proof JWT header must name its key with exactly one of kid and jwk, not both')
+  }
+  // A bare jwk is the holder key itself; its did:key is the same key, named the way the rest of the
+  // service (grants, webhooks, holder binding) names holders.
+  const keyMember = jwk === undefined ? 'kid' : 'jwk'
+  const holder = jwk === undefined ? resolveKid(header.kid, 'proof JWT header kid') : holderOfJwk(jwk)
   let payload: Record<string, unknown>
   try {
     payload = verifyJws(jwt, holder.publicKey, { algorithms: JWS_ALGS }).payload
   } catch (error) {
     const reason = error instanceof JwsError ? error.reason : 'bad_signature'
     if (reason === 'bad_signature')
-      throw invalid('proof JWT signature does not verify with the key named in kid')
+      throw invalid(`proof JWT signature does not verify with the key named in ${keyMember}`)
     throw invalid(`proof JWT rejected: ${(error as Error).message}`)
   }
   const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud]

@@ -1,6 +1,6 @@
 import formbody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { FORM_MEDIA_TYPE, JWT_MEDIA_TYPE } from '../../shared/wire.ts'
+import { FORM_MEDIA_TYPE, JWT_MEDIA_TYPE, STATUS_LIST_JWT_MEDIA_TYPE } from '../../shared/wire.ts'
 import { installOAuthErrors, isForm, OAuthError } from '../errors/oauth.ts'
 import type { StatusLists } from '../status/service.ts'
 import type { IssuerMetadata } from './metadata.ts'
@@ -14,6 +14,7 @@ import {
   offerSchema,
   statusListSchema,
   tokenSchema,
+  tokenStatusListSchema,
 } from './schemas.ts'
 import type { Oid4vciService } from './service.ts'
 
@@ -88,11 +89,11 @@ export const oid4vciRoutes: FastifyPluginAsyncTypebox<Oid4vciRouteOptions> = asy
     return reply.type('application/json').send(result.body)
   })
 
-  app.post('/oid4vci/:tenant/deferred_credential', { schema: deferredSchema }, async (request, reply) =>
-    reply
-      .type('application/json')
-      .send(await oid4vci.deferred(request.params.tenant, request.headers.authorization, request.body)),
-  )
+  app.post('/oid4vci/:tenant/deferred_credential', { schema: deferredSchema }, async (request, reply) => {
+    const result = await oid4vci.deferred(request.params.tenant, request.headers.authorization, request.body)
+    if (result.status === 202) return reply.code(202).type('application/json').send(result.body)
+    return reply.type('application/json').send(result.body)
+  })
 
   app.post('/oid4vci/:tenant/notification', { schema: notificationSchema }, async (request, reply) => {
     await oid4vci.notification(request.params.tenant, request.headers.authorization, request.body)
@@ -104,5 +105,11 @@ export const oid4vciRoutes: FastifyPluginAsyncTypebox<Oid4vciRouteOptions> = asy
     if (!jwt) throw new OAuthError('not_found', `no status list "${request.params.id}"`)
     // Revalidate every time: a cached list would hide a revocation.
     return reply.header('Cache-Control', 'no-cache').type(JWT_MEDIA_TYPE).send(jwt)
+  })
+
+  app.get('/oid4vci/:tenant/token-status/:id', { schema: tokenStatusListSchema }, async (request, reply) => {
+    const jwt = await statusLists.tokenStatusList(request.params.tenant, request.params.id)
+    if (!jwt) throw new OAuthError('not_found', `no status list "${request.params.id}"`)
+    return reply.header('Cache-Control', 'no-cache').type(STATUS_LIST_JWT_MEDIA_TYPE).send(jwt)
   })
 }

@@ -108,14 +108,22 @@ export const nonceSchema = {
 // JSON bodies may be anything a wallet sends (even not an object): the service names the problem.
 export const CredentialRequest = Type.Unknown({
   description:
-    'JSON: `credential_configuration_id` and a key proof, `proof: {proof_type: "jwt", jwt}` or `proofs: {jwt: [...]}` ' +
-    '(or `di_vp` when the template requires a presentation). Unknown members are ignored.',
+    'JSON: `credential_configuration_id` and a key proof, `proofs: {jwt: [...]}` (1.0) or `proof: {proof_type: "jwt", jwt}` (draft 15) ' +
+    '(or `di_vp` when the template requires a presentation); drafts 13/14 may describe the credential with `format` and ' +
+    '`credential_definition` or `vct` instead of naming it. Unknown members are ignored.',
 })
 
 const Issued = Open({
-  credentials: Type.Array(Open({ credential: Type.String({ description: 'The jwt_vc_json credential.' }) })),
+  credentials: Type.Array(
+    Open({
+      credential: Type.String({ description: 'The credential: a jwt_vc_json JWT or a dc+sd-jwt SD-JWT VC.' }),
+    }),
+  ),
   notification_id: Type.Optional(Type.String({ description: 'For the notification endpoint.' })),
 })
+
+const Deferred = (description: string) =>
+  Open({ transaction_id: Type.String(), interval: Type.Integer() }, description)
 
 export const credentialSchema = {
   tags,
@@ -124,10 +132,7 @@ export const credentialSchema = {
   body: CredentialRequest,
   response: {
     200: Issued,
-    202: Open(
-      { transaction_id: Type.String(), interval: Type.Integer() },
-      'Nothing submitted yet: poll the deferred endpoint.',
-    ),
+    202: Deferred('Nothing submitted yet: poll the deferred endpoint.'),
     ...errors(400, 401, 404),
   },
 }
@@ -137,7 +142,11 @@ export const deferredSchema = {
   summary: 'Deferred credential endpoint',
   params: TenantParams,
   body: Type.Unknown({ description: 'JSON `{transaction_id}`. Unknown members are ignored.' }),
-  response: { 200: Issued, ...errors(400, 401, 404) },
+  response: {
+    200: Issued,
+    202: Deferred('Still not issued (OpenID4VCI 1.0 §9.2): poll again after interval seconds.'),
+    ...errors(400, 401, 404),
+  },
 }
 
 export const notificationSchema = {
@@ -157,6 +166,19 @@ export const statusListSchema = {
   params: TenantIdParams,
   response: {
     200: Type.String({ description: 'application/jwt: the status-list credential.' }),
+    ...errors(404),
+  },
+}
+
+export const tokenStatusListSchema = {
+  tags: ['Status lists'],
+  summary: 'Token Status List (IETF Token Status List §5, for SD-JWT VCs)',
+  params: TenantIdParams,
+  response: {
+    200: Type.String({
+      description:
+        'application/statuslist+jwt: the same list as the status-list credential, 2 bits per entry.',
+    }),
     ...errors(404),
   },
 }

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import { isObject } from '../../shared/json.ts'
-import { PRE_AUTHORIZED_GRANT } from '../../shared/wire.ts'
+import { PRE_AUTHORIZED_GRANT, SD_JWT_VC_TYP } from '../../shared/wire.ts'
 import type { Oid4vciOptions } from '../config/schema.ts'
 import type { CheckMetrics } from '../credentials/pipeline.ts'
 import type { StatusChecker } from '../credentials/status.ts'
@@ -29,6 +29,7 @@ import {
   verifyDiVpProof,
   verifyJwtProof,
 } from './proofs.ts'
+import { requestedConfiguration } from './requests.ts'
 
 const MAX_PROOFS = 10
 const NOTIFICATION_EVENTS = new Set(['credential_accepted', 'credential_failure', 'credential_deleted'])
@@ -238,6 +239,7 @@ export class Oid4vciService {
       ownIssuers: () => this.deps.issuerKeys.didsOf(tenantId),
       status: this.deps.status,
       metrics: this.deps.metrics,
+      acceptJwk: template.body.format === SD_JWT_VC_TYP,
     }
   }
 
@@ -290,16 +292,9 @@ export class Oid4vciService {
     const process = await store.processes.get(grant.processId)
     if (!process) throw new Error(`process ${grant.processId} missing`)
     this.allow(process, grant, 'request_credential', () => 'invalid_credential_request')
-    if (body.credential_identifier !== undefined) {
-      throw new OAuthError(
-        'invalid_credential_request',
-        'credential_identifier is not supported: this issuer grants no authorization_details; send credential_configuration_id',
-      )
-    }
-    const configurationId = body.credential_configuration_id
-    if (typeof configurationId !== 'string') {
-      throw new OAuthError('invalid_credential_request', 'credential_configuration_id is required')
-    }
+    const granted = await store.templates.get(tenantId, process.templateId, 'issuance')
+    if (!granted) throw new Error(`template ${process.templateId} of process ${process.id} missing`)
+    const configurationId = requestedConfiguration(body, granted, this.deps.urls)
     const configuration = await store.templates.get(tenantId, configurationId, 'issuance')
     if (!configuration) {
       throw new OAuthError(
@@ -430,11 +425,17 @@ export class Oid4vciService {
     if (!process) throw new Error(`process ${grant.processId} missing`)
     const outcome = transition(process, grant, 'retrieve_credential', this.deps.clock.now())
     if (!outcome.ok && outcome.refusal === 'pending') {
+      const interval = this.deps.options.deferredIntervalSeconds
+      const template = await this.deps.store.templates.get(tenantId, process.templateId, 'issuance')
+      // 1.0 §9.2: still pending is a 202 with the same transaction_id; draft 15 answered an error.
+      if (template?.body.deferredResponse !== 'draft15') {
+        return { status: 202, body: { transaction_id: transactionId, interval } }
+      }
       throw new OAuthError(
         'issuance_pending',
         'the credential is not issued yet; retry after interval seconds',
         {
-          body: { interval: this.deps.options.deferredIntervalSeconds },
+          body: { interval },
         },
       )
     }
@@ -447,7 +448,10 @@ export class Oid4vciService {
     })
     if (!redeemed) throw new OAuthError('invalid_transaction_id', 'transaction_id was already redeemed')
     this.deps.events.emit(processChanged(process, 'credential_retrieved'))
-    return { credentials: Oid4vciService.credentialsOf(process), notification_id: notificationId }
+    return {
+      status: 200,
+      body: { credentials: Oid4vciService.credentialsOf(process), notification_id: notificationId },
+    }
   }
 
   /** Notification endpoint (OpenID4VCI section 10); idempotent for a repeated notification. */

@@ -64,7 +64,8 @@ export type PreparedCredential = Record<string, unknown> & {
 
 /** The proof the process `data` shows for a JWT-secured credential (Veramo's normalized form). */
 export interface JwtProof {
-  type: 'JwtProof2020'
+  /** JwtProof2020: a jwt_vc_json JWT; SdJwtVc: an SD-JWT VC in its compact form (docs/issuance.md). */
+  type: 'JwtProof2020' | 'SdJwtVc'
   jwt: string
 }
 

@@ -27,6 +27,11 @@ export class PublicUrls {
     return `${this.credentialIssuer(tenantId)}/status/${encodeURIComponent(listId)}`
   }
 
+  /** The `vct` of an SD-JWT VC template that names none: a URL under its tenant's credential issuer. */
+  defaultVct(tenantId: string, credentialType: string): string {
+    return `${this.credentialIssuer(tenantId)}/vct/${encodeURIComponent(credentialType)}`
+  }
+
   /** Where the IETF Token Status List form of `listId` is served (SD-JWT VCs' `status.status_list.uri`). */
   tokenStatusList(tenantId: string, listId: string): string {
     return `${this.credentialIssuer(tenantId)}/token-status/${encodeURIComponent(listId)}`

@@ -1,0 +1,59 @@
+import { isObject } from '../../shared/json.ts'
+import { SD_JWT_VC_TYP, SD_JWT_VC_TYP_LEGACY } from '../../shared/wire.ts'
+import { OAuthError } from '../errors/oauth.ts'
+import { vctOf } from '../issuance/credentials.ts'
+import type { TemplateRecord } from '../store/index.ts'
+import type { PublicUrls } from '../util/urls.ts'
+
+// Which credential a credential request asks for, in every generation's words: OpenID4VCI 1.0 §8.2 and
+// draft 15 name the configuration (`credential_configuration_id`); drafts 13 and 14 describe it instead
+// (`format` with `credential_definition` or `vct`). An access token here grants exactly one configuration,
+// so a description is mapped to it when it fits, and refused with what did not fit otherwise.
+
+const invalid = (description: string) => new OAuthError('invalid_credential_request', description)
+
+/** The configuration id a request names or describes; `granted` is the one its access token grants. */
+export function requestedConfiguration(
+  body: Record<string, unknown>,
+  granted: TemplateRecord<'issuance'>,
+  urls: PublicUrls,
+): string {
+  if (body.credential_identifier !== undefined) {
+    throw invalid(
+      'credential_identifier is not supported: this issuer grants no authorization_details; send credential_configuration_id',
+    )
+  }
+  if (body.credential_configuration_id !== undefined) {
+    if (typeof body.credential_configuration_id !== 'string') {
+      throw invalid('credential_configuration_id must be a string')
+    }
+    return body.credential_configuration_id
+  }
+  if (typeof body.format !== 'string') {
+    throw invalid(
+      'credential_configuration_id is required (OpenID4VCI 1.0 §8.2), or format with credential_definition or vct (drafts 13/14)',
+    )
+  }
+  const { format } = body
+  const grantedFormat = granted.body.format
+  const describes = `this access token grants "${granted.id}" (${grantedFormat})`
+  if (format === 'jwt_vc_json' || format === 'jwt_vc') {
+    const types = isObject(body.credential_definition) ? body.credential_definition.type : undefined
+    if (!Array.isArray(types))
+      throw invalid(`format ${format} needs credential_definition.type (draft 13 Appendix A.1)`)
+    if (grantedFormat !== 'jwt_vc_json' || !types.includes(granted.body.credentialType)) {
+      throw invalid(`format ${format} with type ${JSON.stringify(types)} does not describe what ${describes}`)
+    }
+    return granted.id
+  }
+  if (format === SD_JWT_VC_TYP || format === SD_JWT_VC_TYP_LEGACY) {
+    const vct = vctOf(granted, urls)
+    if (grantedFormat !== SD_JWT_VC_TYP || body.vct !== vct) {
+      throw invalid(
+        `format ${format} with vct ${JSON.stringify(body.vct)} does not describe what ${describes}`,
+      )
+    }
+    return granted.id
+  }
+  throw invalid(`format ${JSON.stringify(format)} is not one this issuer offers; ${describes}`)
+}
