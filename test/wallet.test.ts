@@ -19,6 +19,7 @@ import {
   type HolderKeyType,
   MISBEHAVIOURS,
   type Misbehaviour,
+  V1_ONLY_MISBEHAVIOURS,
   Wallet,
   WalletProtocolError,
   type WalletStep,
@@ -570,8 +571,14 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
     experienced?: boolean
   }
 
-  /** Every misbehaviour of src/wallet/misbehaviour.ts with a jwt proof, and the service's exact answer. */
-  const EXPECTED: Record<Misbehaviour, Expected> = {
+  /** The legacy request shapes are for 1.0 issuers (test/wallet-1.0.test.ts); this service speaks draft 15. */
+  type DraftMisbehaviour = Exclude<Misbehaviour, 'legacy-proof' | 'legacy-format-request'>
+  const DRAFT_MISBEHAVIOURS = MISBEHAVIOURS.filter(
+    (m): m is DraftMisbehaviour => !V1_ONLY_MISBEHAVIOURS.includes(m),
+  )
+
+  /** Every draft-15 misbehaviour of src/wallet/misbehaviour.ts with a jwt proof, and the service's exact answer. */
+  const EXPECTED: Record<DraftMisbehaviour, Expected> = {
     'wrong-nonce': {
       step: 'credential',
       status: 400,
@@ -705,11 +712,26 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
     })
 
     test('the table covers every misbehaviour the wallet knows', () => {
-      assert.deepEqual(Object.keys(EXPECTED).sort(), [...MISBEHAVIOURS].sort())
+      assert.deepEqual(Object.keys(EXPECTED).sort(), [...DRAFT_MISBEHAVIOURS].sort())
     })
 
+    for (const misbehaviour of V1_ONLY_MISBEHAVIOURS) {
+      test(`${misbehaviour} against a draft-15 issuer: refused before the code is redeemed`, async () => {
+        const wallet = await Wallet.create()
+        const { deepLink, processId } = await offer()
+        await submit(processId)
+        await assert.rejects(wallet.receive(deepLink, { misbehave: [misbehaviour] }), {
+          name: 'WalletUsageError',
+          message: new RegExp(
+            `^misbehaviour ${misbehaviour} sends a legacy shape to an OpenID4VCI 1\\.0 issuer;`,
+          ),
+        })
+        assert.equal((await wallet.receive(deepLink)).status, 'issued', 'the code is still unused')
+      })
+    }
+
     for (const { keyType } of KEY_TYPES) {
-      for (const misbehaviour of MISBEHAVIOURS) {
+      for (const misbehaviour of DRAFT_MISBEHAVIOURS) {
         const expected = EXPECTED[misbehaviour]
         test(`${keyType} jwt proof, ${misbehaviour}: ${expected.step} ${expected.status} ${expected.error}`, async () => {
           const wallet = expected.experienced

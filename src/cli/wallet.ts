@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util'
 // Types only: the wallet stack (Veramo, oid4vci-client) is imported when a command runs, not for --help.
 import type {
   HolderKeyType,
+  IssuanceProtocol,
   Misbehaviour,
   PresentationMisbehaviour,
   PresentStep,
@@ -28,12 +29,14 @@ Options:
                         Without it, receive uses a throw-away in-memory wallet.
   --key-type T          holder key of a new wallet: Ed25519 (default), P-256 or secp256k1
   --tx-code C           the transaction code the issuer showed out of band
+  --protocol P          OpenID4VCI generation: auto (default: 1.0 when the issuer metadata has
+                        credential_metadata, else draft 15), 1.0 or draft15
   --no-wait             do not poll a deferred credential: print its transaction id and stop
   --timeout S           how long to poll a deferred credential, in seconds; default 600
   --misbehave M         do one thing wrong on purpose (repeatable; see src/wallet/README.md).
                         receive: wrong-nonce, replayed-nonce, bad-signature, wrong-aud, expired-iat,
                         replayed-code, wrong-tx-code, foreign-kid, missing-tx-code, jwk-with-private-key,
-                        wrong-typ, alg-none.
+                        wrong-typ, alg-none; against a 1.0 issuer also legacy-proof, legacy-format-request.
                         present: vp-wrong-nonce, vp-wrong-aud, vp-foreign-key, vp-replayed (needs an earlier
                         presentation in the same process, so not from this CLI), tampered-credential,
                         untrusted-issuer, revoked-credential, expired-session, lying-submission,
@@ -55,12 +58,20 @@ function plainError(message: string): Error {
   return error
 }
 
-function credentialView(credential: StoredCredential) {
+async function credentialView(credential: StoredCredential) {
+  // SD-JWT VC: every claim its disclosures reveal (the stored view drops the registered ones)
+  const claims =
+    credential.format === 'dc+sd-jwt'
+      ? (await import('../shared/sd-jwt.ts')).sdJwtClaims(credential.credential)
+      : undefined
   return {
     id: credential.id,
+    format: credential.format,
     issuer: credential.issuer,
     types: credential.types,
     credentialSubject: credential.credentialSubject,
+    ...(claims && { claims: await claims }),
+    ...(credential.vct && { vct: credential.vct }),
     ...(credential.issuedAt && { issuedAt: credential.issuedAt }),
     ...(credential.expiresAt && { expiresAt: credential.expiresAt }),
     credentialIssuer: credential.credentialIssuer,
@@ -94,6 +105,7 @@ async function receive(argv: string[]): Promise<void> {
       wallet: { type: 'string' },
       'key-type': { type: 'string' },
       'tx-code': { type: 'string' },
+      protocol: { type: 'string' },
       'no-wait': { type: 'boolean' },
       timeout: { type: 'string' },
       misbehave: { type: 'string', multiple: true },
@@ -117,6 +129,10 @@ async function receive(argv: string[]): Promise<void> {
   if (keyType !== undefined && !w.HOLDER_KEY_TYPES.includes(keyType as HolderKeyType)) {
     throw usageError(`--key-type: expected one of ${w.HOLDER_KEY_TYPES.join(', ')}, got ${keyType}`)
   }
+  const protocol = values.protocol
+  if (protocol !== undefined && !w.ISSUANCE_PROTOCOLS.includes(protocol as IssuanceProtocol)) {
+    throw usageError(`--protocol: expected one of ${w.ISSUANCE_PROTOCOLS.join(', ')}, got ${protocol}`)
+  }
   for (const m of values.misbehave ?? []) {
     if (!w.isMisbehaviour(m)) {
       const flow = w.isPresentationMisbehaviour(m)
@@ -129,6 +145,7 @@ async function receive(argv: string[]): Promise<void> {
     const wallet = await w.Wallet.create({
       ...(keyType !== undefined && { keyType: keyType as HolderKeyType }),
       ...(values.wallet !== undefined && { file: values.wallet }),
+      ...(protocol !== undefined && { protocol: protocol as IssuanceProtocol }),
     })
     console.error(`holder: ${wallet.did} (${wallet.keyType}, wallet ${wallet.location})`)
     const result = await wallet.receive(positionals[0] as string, {
@@ -142,7 +159,7 @@ async function receive(argv: string[]): Promise<void> {
         ? {
             status: 'issued',
             holder: wallet.did,
-            credentials: result.credentials.map(credentialView),
+            credentials: await Promise.all(result.credentials.map(credentialView)),
             ...(result.notificationId && { notificationId: result.notificationId }),
           }
         : {
@@ -273,7 +290,7 @@ async function list(argv: string[]): Promise<void> {
   }
   const output = {
     holder: { did: wallet.did, kid: wallet.kid, keyType: wallet.keyType },
-    credentials: wallet.credentials().map(credentialView),
+    credentials: await Promise.all(wallet.credentials().map(credentialView)),
   }
   console.log(JSON.stringify(output, null, 2))
 }

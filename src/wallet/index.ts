@@ -13,8 +13,10 @@ export {
   type NotificationEvent,
   type PendingCredentials,
   type RequestCredentialOptions,
+  type Sleep,
   type TokenResponse,
 } from './issuance.ts'
+export { ISSUANCE_PROTOCOLS, type IssuanceProtocol } from './issuance-v1.ts'
 export {
   isMisbehaviour,
   isPresentationMisbehaviour,
@@ -22,6 +24,7 @@ export {
   type Misbehaviour,
   PRESENTATION_MISBEHAVIOURS,
   type PresentationMisbehaviour,
+  V1_ONLY_MISBEHAVIOURS,
   WRONG_AUDIENCE,
 } from './misbehaviour.ts'
 export {
@@ -35,7 +38,14 @@ export {
 export { type ParsedPresentationLink, parsePresentationLink } from './presentation-link.ts'
 export { type DescriptorMatch, NoMatchingCredentialsError, type Selection } from './presentation-select.ts'
 export type { DescriptorMapEntry, PresentationSubmission } from './presentation-vp.ts'
-export { HOLDER_KEY_TYPES, type HolderKeyType, type StoredCredential, WalletFileError } from './store.ts'
+export { SdJwtReceiveError, verifyReceivedSdJwt } from './sd-jwt-receive.ts'
+export {
+  HOLDER_KEY_TYPES,
+  type HolderKeyType,
+  type StoredCredential,
+  type StoredFormat,
+  WalletFileError,
+} from './store.ts'
 export {
   type PresentOptions,
   type ReceiveOptions,

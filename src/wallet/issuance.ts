@@ -1,7 +1,9 @@
-// One OpenID4VCI pre-authorized issuance, step by step, as docs/issuance.md profiles it. The offer, metadata,
-// token and credential requests go through @sphereon/oid4vci-client 0.20.1; the nonce request through its
-// HTTP helper; the deferred and notification endpoints (which the library gets wrong or hides) through plain
-// HTTP. Every non-success answer becomes a WalletProtocolError naming the step, status and wire error.
+// One OpenID4VCI pre-authorized issuance, step by step, as docs/issuance.md profiles it. Two paths, chosen
+// per issuer (chooseProtocol): OpenID4VCI 1.0 Final through @openid4vc/openid4vci (issuance-v1.ts), and
+// draft 15, where the offer, metadata, token and credential requests go through @sphereon/oid4vci-client
+// 0.20.1, the nonce request through its HTTP helper, and the deferred and notification endpoints (which the
+// library gets wrong or hides) through plain HTTP. Every non-success answer becomes a WalletProtocolError
+// naming the step, status and wire error.
 
 import { setTimeout as sleep } from 'node:timers/promises'
 import {
@@ -30,8 +32,15 @@ import { isObject } from '../shared/json.ts'
 import { parseDeepLink } from './deep-link.ts'
 import { protocolError, WalletProtocolError, WalletUsageError } from './errors.ts'
 import { type FetchLike, httpRequest } from './http.ts'
+import {
+  chooseProtocol,
+  type IssuanceProtocol,
+  type V1Client,
+  v1Endpoints,
+  type WireAnswer,
+} from './issuance-v1.ts'
 import { loadPex } from './lazy.ts'
-import { assertMisbehaviours, type Misbehaviour } from './misbehaviour.ts'
+import { assertMisbehaviours, type Misbehaviour, V1_ONLY_MISBEHAVIOURS } from './misbehaviour.ts'
 import { buildDiVpProof, buildJwtProof, buildTokenRequest, type JwtSigner } from './proof.ts'
 import { quietly } from './quiet.ts'
 import type { HolderKeyType, StoredCredential } from './store.ts'
@@ -66,10 +75,17 @@ export interface PendingCredentials {
   body: unknown
 }
 export type CredentialResult = IssuedCredentials | PendingCredentials
-/** One deferred request: issued, or still pending (`400 issuance_pending`). */
+/**
+ * One deferred request: issued, or still pending — `202 {transaction_id, interval}` (OpenID4VCI 1.0 §9.2) or
+ * the drafts' `400 issuance_pending`.
+ */
 export type DeferredResult =
   | IssuedCredentials
+  | { status: 202; transactionId: string; interval?: number; body: unknown }
   | { status: 400; error: 'issuance_pending'; interval?: number; body: unknown }
+
+/** How long to wait; injectable so tests check the announced interval without waiting it. */
+export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>
 
 export interface RequestCredentialOptions {
   misbehave?: readonly Misbehaviour[]
@@ -90,6 +106,10 @@ export interface WalletContext {
   readonly alg: JwsAlg
   readonly keyType: HolderKeyType
   readonly fetch: FetchLike | undefined
+  /** the protocol to speak unless a session asks for another; default 'auto' */
+  readonly protocol?: IssuanceProtocol | undefined
+  /** the holder's public JWK (the `jwk` proof header; SD-JWT `cnf.jwk`) */
+  publicJwk(): JsonWebKey
   jwtSigner(): JwtSigner
   diSigner(): DiSigner
   privateJwk(): Promise<JsonWebKey>
@@ -99,7 +119,14 @@ export interface WalletContext {
   /** verifies the credentials and stores them (all or none); failures are WalletProtocolError step 'verify' */
   accept(
     credentials: unknown[],
-    origin: { credentialIssuer: string; configurationId: string; status: number },
+    origin: {
+      credentialIssuer: string
+      configurationId: string
+      status: number
+      /** the configuration's `format` (default jwt_vc_json) and, for SD-JWT VC, its `vct` */
+      format?: string | undefined
+      vct?: string | undefined
+    },
   ): Promise<StoredCredential[]>
 }
 
@@ -133,8 +160,11 @@ export class IssuanceSession {
   /** the transaction code the offer announced */
   readonly txCodeSpec: TxCode | undefined
   readonly credentialIssuer: string
+  /** the protocol this session speaks with the issuer */
+  readonly protocol: '1.0' | 'draft15'
 
   private readonly wallet: WalletContext
+  private readonly v1: V1Client | undefined
   private readonly offerRequest: CredentialOfferRequestWithBaseUrl
   private currentToken: TokenResponse | undefined
   private tokenNonceUsed = false
@@ -147,8 +177,11 @@ export class IssuanceSession {
     deepLink: string,
     offerRequest: CredentialOfferRequestWithBaseUrl,
     endpoints: EndpointMetadataResultV1_0_15,
+    v1?: V1Client,
   ) {
     this.wallet = wallet
+    this.v1 = v1
+    this.protocol = v1 ? '1.0' : 'draft15'
     this.deepLink = deepLink
     this.offerUri = parseDeepLink(deepLink).offerUri
     this.offerRequest = offerRequest
@@ -162,7 +195,11 @@ export class IssuanceSession {
   }
 
   /** Reads the offer (fetching `credential_offer_uri`) and the issuer and authorization server metadata. */
-  static async start(wallet: WalletContext, deepLink: string): Promise<IssuanceSession> {
+  static async start(
+    wallet: WalletContext,
+    deepLink: string,
+    opts: { protocol?: IssuanceProtocol } = {},
+  ): Promise<IssuanceSession> {
     const link = parseDeepLink(deepLink)
     // oid4vci-client's own fetch of credential_offer_uri runs the JSON through decodeJsonProperties, which
     // turns arrays of objects into "[object Object]" (the presentation_definition), drops falsy values and
@@ -214,6 +251,25 @@ export class IssuanceSession {
       })
     }
 
+    const v1 = await chooseProtocol(
+      opts.protocol ?? wallet.protocol ?? 'auto',
+      (offerJson ?? offer) as Record<string, unknown>,
+      wallet.fetch,
+    )
+    if (v1) {
+      const configurations = v1.metadata.credentialIssuer.credential_configurations_supported
+      const missing = offer.credential_configuration_ids.filter((id) => !(id in configurations))
+      if (missing.length > 0) {
+        throw new WalletProtocolError({
+          step: 'metadata',
+          status: 200,
+          error: 'invalid_issuer_metadata',
+          errorDescription: `credential_configurations_supported lacks the offered ${missing.join(', ')}`,
+          body: v1.metadata.credentialIssuer,
+        })
+      }
+      return new IssuanceSession(wallet, deepLink, offerRequest, v1Endpoints(v1), v1)
+    }
     let endpoints: EndpointMetadataResultV1_0_15
     try {
       endpoints = await quietly(() => MetadataClient.retrieveAllMetadataFromCredentialOffer(offerRequest))
@@ -274,6 +330,21 @@ export class IssuanceSession {
       throw new WalletUsageError(
         `the offer requires a transaction code (${spec.input_mode ?? 'numeric'}${spec.length ? `, ${spec.length} characters` : ''}${spec.description ? `: ${spec.description}` : ''}); pass txCode (CLI: --tx-code)`,
       )
+    }
+    if (this.v1) {
+      const v1 = this.v1
+      const redeem = async (): Promise<TokenResponse> => {
+        const answer = await v1.token({
+          ...(opts.txCode !== undefined && { txCode: opts.txCode }),
+          misbehave,
+        })
+        return this.tokenOf(answer)
+      }
+      let token = await redeem()
+      if (misbehave.includes('replayed-code')) token = await redeem()
+      this.currentToken = token
+      this.tokenNonceUsed = false
+      return token
     }
     const form = buildTokenRequest({
       preAuthorizedCode: this.preAuthorizedCode,
@@ -342,6 +413,23 @@ export class IssuanceSession {
     return { token }
   }
 
+  private tokenOf(answer: WireAnswer): TokenResponse {
+    if (answer.status < 200 || answer.status >= 300) {
+      throw protocolError('token', answer.status, answer.body, answer.wwwAuthenticate)
+    }
+    const token = answer.body
+    if (!isObject(token) || typeof token.access_token !== 'string' || token.access_token.length === 0) {
+      throw new WalletProtocolError({
+        step: 'token',
+        status: answer.status,
+        error: 'invalid_token_response',
+        errorDescription: 'no access_token',
+        body: token,
+      })
+    }
+    return token as unknown as TokenResponse
+  }
+
   private requireToken(): TokenResponse {
     if (!this.currentToken) throw new WalletUsageError('no access token yet: call token() first')
     return this.currentToken
@@ -349,6 +437,7 @@ export class IssuanceSession {
 
   /** A fresh c_nonce from the nonce endpoint. */
   async nonce(): Promise<string> {
+    if (this.v1) return this.v1.nonce()
     const endpoint = this.issuerMetadata.nonce_endpoint
     if (!endpoint) throw new WalletUsageError('the issuer metadata has no nonce_endpoint')
     const answer = await quietly(() => formPost(endpoint, ''))
@@ -402,6 +491,7 @@ export class IssuanceSession {
     const pex = new PEX()
     const held = this.wallet
       .credentials()
+      .filter((c) => c.format === 'jwt_vc_json')
       .map((c) => c.credential)
       .reverse()
     const holderDIDs = [this.wallet.did]
@@ -437,6 +527,13 @@ export class IssuanceSession {
   async requestCredential(opts: RequestCredentialOptions = {}): Promise<CredentialResult> {
     const misbehave = assertMisbehaviours(opts.misbehave)
     const token = this.requireToken()
+    const v1Only = misbehave.filter((m) => V1_ONLY_MISBEHAVIOURS.includes(m))
+    if (v1Only.length > 0 && !this.v1) {
+      throw new WalletUsageError(
+        `misbehaviour ${v1Only.join(', ')} sends a legacy shape to an OpenID4VCI 1.0 issuer; this session speaks draft 15`,
+      )
+    }
+    if (this.v1) return this.requestCredentialV1(this.v1, token, opts, misbehave)
     const proofType = opts.proofType ?? (this.presentationDefinition ? 'di_vp' : 'jwt')
     const diSigner = proofType === 'di_vp' ? this.wallet.diSigner() : undefined
     const share = diSigner ? (opts.share ?? (await this.selectCredentials())) : []
@@ -488,7 +585,42 @@ export class IssuanceSession {
         answer.origResponse.headers.get('www-authenticate'),
       )
     }
-    const body = answer.successBody as Record<string, unknown>
+    return this.credentialResult(status, answer.successBody as Record<string, unknown>, nonce, misbehave)
+  }
+
+  /** The 1.0 path: jwt proof only (1.0 §8.2 `proofs.jwt`), laid out by @openid4vc/openid4vci. */
+  private async requestCredentialV1(
+    v1: V1Client,
+    token: TokenResponse,
+    opts: RequestCredentialOptions,
+    misbehave: readonly Misbehaviour[],
+  ): Promise<CredentialResult> {
+    if (opts.proofType === 'di_vp' || this.presentationDefinition) {
+      throw new WalletUsageError('the OpenID4VCI 1.0 path proves possession with a jwt proof only')
+    }
+    const configurationId = opts.configurationId ?? (this.offer.credential_configuration_ids[0] as string)
+    const nonce = await this.chooseNonce(opts, misbehave)
+    const proof = await v1.proof({
+      signer: this.wallet.jwtSigner(),
+      publicJwk: this.wallet.publicJwk(),
+      configurationId,
+      nonce,
+      misbehave,
+      privateJwk: misbehave.includes('jwk-with-private-key') ? await this.wallet.privateJwk() : undefined,
+    })
+    const answer = await v1.credential(token.access_token, configurationId, proof, misbehave)
+    if (answer.status < 200 || answer.status >= 300 || !isObject(answer.body)) {
+      throw protocolError('credential', answer.status, answer.body, answer.wwwAuthenticate)
+    }
+    return this.credentialResult(answer.status, answer.body, nonce, misbehave)
+  }
+
+  private credentialResult(
+    status: number,
+    body: Record<string, unknown>,
+    nonce: string,
+    misbehave: readonly Misbehaviour[],
+  ): CredentialResult {
     if (!misbehave.includes('wrong-nonce')) this.wallet.rememberConsumedNonce(nonce)
     this.lastAnswerAt = Date.now()
     if (Array.isArray(body.credentials)) return this.issued(200, body, 'credential')
@@ -543,6 +675,35 @@ export class IssuanceSession {
   /** One request to the deferred credential endpoint. */
   async deferred(transactionId: string): Promise<DeferredResult> {
     const token = this.requireToken()
+    if (this.v1) {
+      const answer = await this.v1.deferred(token.access_token, transactionId)
+      this.lastAnswerAt = Date.now()
+      const body = answer.body
+      if (answer.status === 200 && isObject(body) && Array.isArray(body.credentials)) {
+        return this.issued(200, body, 'deferred')
+      }
+      if (answer.status === 202 && isObject(body) && typeof body.transaction_id === 'string') {
+        // 1.0 §9.2: still pending; `interval` is how long to wait before the next request
+        const interval = typeof body.interval === 'number' ? body.interval : undefined
+        if (interval !== undefined) this.lastInterval = interval
+        return {
+          status: 202,
+          transactionId: body.transaction_id,
+          ...(interval !== undefined && { interval }),
+          body,
+        }
+      }
+      if (answer.status >= 200 && answer.status < 300) {
+        throw new WalletProtocolError({
+          step: 'deferred',
+          status: answer.status,
+          error: 'invalid_credential_response',
+          errorDescription: 'neither credentials (200) nor transaction_id (202)',
+          body,
+        })
+      }
+      throw protocolError('deferred', answer.status, body, answer.wwwAuthenticate)
+    }
     const answer = await httpRequest(
       this.endpoint('deferred_credential_endpoint'),
       { method: 'POST', json: { transaction_id: transactionId }, bearer: token.access_token },
@@ -577,8 +738,17 @@ export class IssuanceSession {
    */
   async awaitDeferred(
     transactionId: string,
-    opts: { timeoutMs: number; signal?: AbortSignal; onPoll?: (result: DeferredResult) => void },
+    opts: {
+      timeoutMs: number
+      signal?: AbortSignal
+      onPoll?: (result: DeferredResult) => void
+      /** default: timers/promises setTimeout */
+      sleep?: Sleep
+    },
   ): Promise<IssuedCredentials> {
+    const wait =
+      opts.sleep ??
+      ((ms: number, signal?: AbortSignal) => sleep(ms, undefined, signal ? { signal } : undefined))
     const deadline = Date.now() + opts.timeoutMs
     for (;;) {
       const next = this.lastAnswerAt + (this.lastInterval ?? 5) * 1000
@@ -590,8 +760,8 @@ export class IssuanceSession {
           errorDescription: `still pending after ${opts.timeoutMs} ms (transaction ${transactionId})`,
         })
       }
-      const wait = next - Date.now()
-      if (wait > 0) await sleep(wait, undefined, opts.signal ? { signal: opts.signal } : undefined)
+      const ms = next - Date.now()
+      if (ms > 0) await wait(ms, opts.signal)
       const result = await this.deferred(transactionId)
       opts.onPoll?.(result)
       if (result.status === 200) return result
@@ -606,6 +776,13 @@ export class IssuanceSession {
     const token = this.requireToken()
     const notificationId = opts.notificationId ?? this.lastNotificationId
     if (!notificationId) throw new WalletUsageError('no notification_id to notify about')
+    if (this.v1) {
+      return this.v1.notify(token.access_token, {
+        notificationId,
+        event,
+        ...(opts.description !== undefined && { eventDescription: opts.description }),
+      })
+    }
     const answer = await httpRequest(
       this.endpoint('notification_endpoint'),
       {
@@ -626,10 +803,14 @@ export class IssuanceSession {
 
   /** Verifies credentials this session received and stores them in the wallet. */
   async accept(issued: IssuedCredentials, configurationId?: string): Promise<StoredCredential[]> {
+    const id = configurationId ?? (this.offer.credential_configuration_ids[0] as string)
+    const configuration = (this.configurations[id] ?? {}) as Record<string, unknown>
     return this.wallet.accept(issued.credentials, {
       credentialIssuer: this.credentialIssuer,
-      configurationId: configurationId ?? (this.offer.credential_configuration_ids[0] as string),
+      configurationId: id,
       status: issued.status,
+      format: typeof configuration.format === 'string' ? configuration.format : undefined,
+      vct: typeof configuration.vct === 'string' ? configuration.vct : undefined,
     })
   }
 }

@@ -19,6 +19,9 @@ export const MISBEHAVIOURS = [
   'jwk-with-private-key',
   'wrong-typ',
   'alg-none',
+  // legacy request shapes sent to an OpenID4VCI 1.0 issuer on purpose (1.0 path only)
+  'legacy-proof',
+  'legacy-format-request',
 ] as const
 
 export type Misbehaviour = (typeof MISBEHAVIOURS)[number]
@@ -35,6 +38,13 @@ export const JWT_ONLY_MISBEHAVIOURS: readonly Misbehaviour[] = [
   'wrong-typ',
   'alg-none',
 ]
+
+/**
+ * Misbehaviours that only mean something against an OpenID4VCI 1.0 issuer: 'legacy-proof' sends the draft
+ * singular `proof` where 1.0 §8.2 has only `proofs`; 'legacy-format-request' identifies the credential the
+ * draft-13/14 way (`format` + `credential_definition` / `vct`) instead of `credential_configuration_id`.
+ */
+export const V1_ONLY_MISBEHAVIOURS: readonly Misbehaviour[] = ['legacy-proof', 'legacy-format-request']
 
 /** Misbehaviours of the OpenID4VP presentation flow (`present`, `PresentationSession.respond`). */
 export const PRESENTATION_MISBEHAVIOURS = [

@@ -391,7 +391,8 @@ export class PresentationSession {
    * credential is replaced by a candidate of the same descriptor whose status list says revoked.
    */
   async select(opts: { revoked?: boolean; onStatus?: (lists: number) => void } = {}): Promise<Selection> {
-    const held = this.wallet.credentials()
+    // Presentation Exchange over JWT VCs (draft-20 profile); SD-JWT VCs are presented by a later profile
+    const held = this.wallet.credentials().filter((c) => c.format === 'jwt_vc_json')
     return selectCredentials(
       this.presentationDefinition,
       held,

@@ -12,6 +12,7 @@ import {
   didKeyFromPublicKey,
   generateKeyPair,
   type JwsAlg,
+  resolveDidKey,
 } from '../shared/did-key.ts'
 import { PRE_AUTHORIZED_GRANT, PROOF_TYP } from '../shared/wire.ts'
 import { WalletUsageError } from './errors.ts'
@@ -94,7 +95,7 @@ export interface JwtProofInput {
   now?: () => number
 }
 
-function b64urlJson(value: unknown): string {
+export function b64urlJson(value: unknown): string {
   return Buffer.from(JSON.stringify(value), 'utf8').toString('base64url')
 }
 
@@ -115,6 +116,56 @@ function flipLastBit(bytes: Uint8Array): Uint8Array {
   return copy
 }
 
+/** How the proof's header names the holder key (OpenID4VCI 1.0 Appendix F.1: exactly one of kid, jwk, x5c). */
+export type ProofKeyHeader = 'kid' | 'jwk'
+
+export interface ProofMisbehaviourInput {
+  misbehave: readonly Misbehaviour[]
+  /** the private JWK 'jwk-with-private-key' adds, read beforehand */
+  privateJwk?: JsonWebKey | undefined
+  foreignKid?: () => string
+  /** clock, in seconds, when injected */
+  now?: (() => number) | undefined
+}
+
+/**
+ * Applies the jwt proof misbehaviours to a laid-out header and payload and signs it through `signer`. Shared
+ * by the draft-15 path (Sphereon lays out the JWT) and the 1.0 path (@openid4vc/openid4vci lays it out).
+ */
+export async function signProofJwt(
+  signer: JwtSigner,
+  jwt: { header: Record<string, unknown>; payload: Record<string, unknown> },
+  input: ProofMisbehaviourInput,
+): Promise<string> {
+  const { misbehave } = input
+  const header: Record<string, unknown> = { ...jwt.header }
+  const payload: Record<string, unknown> = { ...jwt.payload }
+  const nowSeconds = input.now ?? (() => Math.floor(Date.now() / 1000))
+  if (misbehave.includes('wrong-typ')) header.typ = 'JWT'
+  if (misbehave.includes('foreign-kid')) {
+    // the proof names another key than the one that signs it (OpenID4VCI 1.0 Appendix F.4: signature by the
+    // header key): a did:key URL in `kid`, or that key's public JWK in `jwk`
+    const foreign = (input.foreignKid ?? (() => freshKid(signer.alg)))()
+    if (header.jwk !== undefined && header.kid === undefined) header.jwk = publicJwkOfKid(foreign)
+    else header.kid = foreign
+  }
+  if (input.privateJwk) header.jwk = input.privateJwk
+  if (misbehave.includes('wrong-aud')) payload.aud = WRONG_AUDIENCE
+  if (misbehave.includes('expired-iat')) payload.iat = nowSeconds() - EXPIRED_IAT_SECONDS
+  if (misbehave.includes('alg-none')) {
+    header.alg = 'none'
+    return `${b64urlJson(header)}.${b64urlJson(payload)}.`
+  }
+  const signingInput = `${b64urlJson(header)}.${b64urlJson(payload)}`
+  let signature = await signer.sign(signingInput)
+  if (misbehave.includes('bad-signature')) signature = flipLastBit(signature)
+  return `${signingInput}.${Buffer.from(signature).toString('base64url')}`
+}
+
+function publicJwkOfKid(kid: string): JsonWebKey {
+  return { ...resolveDidKey(kid).publicJwk }
+}
+
 /**
  * The `jwt` proof: oid4vci-client's ProofOfPossessionBuilder lays out header (`typ`, `alg`, `kid`) and payload
  * (`aud`, `iat` = now − 60 s, `exp` = now + 10 min, `nonce`; no `iss` in the pre-authorized flow); the sign
@@ -129,26 +180,22 @@ export async function buildJwtProof(signer: JwtSigner, input: JwtProofInput): Pr
     : undefined
 
   const signCallback = async (jwt: { header: Record<string, unknown>; payload: Record<string, unknown> }) => {
-    const header: Record<string, unknown> = { ...jwt.header }
-    const payload: Record<string, unknown> = { ...jwt.payload }
+    const payload = { ...jwt.payload }
     if (input.now) {
       // the library reads the wall clock; keep its offsets relative to the injected one
       payload.iat = nowSeconds() - 60
       payload.exp = nowSeconds() + 600
     }
-    if (misbehave.includes('wrong-typ')) header.typ = 'JWT'
-    if (misbehave.includes('foreign-kid')) header.kid = (input.foreignKid ?? (() => freshKid(signer.alg)))()
-    if (privateJwk) header.jwk = privateJwk
-    if (misbehave.includes('wrong-aud')) payload.aud = WRONG_AUDIENCE
-    if (misbehave.includes('expired-iat')) payload.iat = nowSeconds() - EXPIRED_IAT_SECONDS
-    if (misbehave.includes('alg-none')) {
-      header.alg = 'none'
-      return `${b64urlJson(header)}.${b64urlJson(payload)}.`
-    }
-    const signingInput = `${b64urlJson(header)}.${b64urlJson(payload)}`
-    let signature = await signer.sign(signingInput)
-    if (misbehave.includes('bad-signature')) signature = flipLastBit(signature)
-    return `${signingInput}.${Buffer.from(signature).toString('base64url')}`
+    return signProofJwt(
+      signer,
+      { header: jwt.header, payload },
+      {
+        misbehave,
+        privateJwk,
+        now: input.now,
+        ...(input.foreignKid && { foreignKid: input.foreignKid }),
+      },
+    )
   }
 
   const proof = await ProofOfPossessionBuilder.fromJwt({
@@ -162,7 +209,7 @@ export async function buildJwtProof(signer: JwtSigner, input: JwtProofInput): Pr
   return proof.jwt
 }
 
-function missingPrivateJwk(): never {
+export function missingPrivateJwk(): never {
   throw new WalletUsageError("'jwk-with-private-key' needs the holder's private JWK")
 }
 

@@ -13,6 +13,9 @@ import { isObject } from '../shared/json.ts'
 export type HolderKeyType = 'Ed25519' | 'P-256' | 'secp256k1'
 export const HOLDER_KEY_TYPES: readonly HolderKeyType[] = ['Ed25519', 'P-256', 'secp256k1']
 
+/** What the wallet receives and keeps: W3C JWT VCs, and SD-JWT VCs (OpenID4VCI 1.0 Appendix A.3). */
+export type StoredFormat = 'jwt_vc_json' | 'dc+sd-jwt'
+
 export interface StoredHolder {
   keyType: HolderKeyType
   did: string
@@ -24,15 +27,19 @@ export interface StoredHolder {
 export interface StoredCredential {
   /** `jti` of the credential, else `urn:sha256:<hash of the JWT>` */
   id: string
-  format: 'jwt_vc_json'
-  /** the credential as issued (compact JWT) */
+  format: StoredFormat
+  /** the credential as issued (jwt_vc_json: compact JWT; dc+sd-jwt: `<jwt>~<disclosure>~…~`) */
   credential: string
-  /** issuer DID (`iss`) */
+  /** issuer (`iss`) */
   issuer: string
-  /** holder DID (`sub`) */
+  /** holder DID (`sub`; for dc+sd-jwt the holder whose key is `cnf.jwk`) */
   subject: string
+  /** jwt_vc_json: the VC types; dc+sd-jwt: [vct] */
   types: string[]
+  /** jwt_vc_json: credentialSubject; dc+sd-jwt: every disclosed claim but the registered ones */
   credentialSubject: Record<string, unknown>
+  /** dc+sd-jwt: the credential type */
+  vct?: string
   issuedAt?: string
   expiresAt?: string
   /** the OpenID4VCI credential issuer it came from */

@@ -4,7 +4,7 @@
 
 import { createHash } from 'node:crypto'
 import type { DiSigner } from '../shared/data-integrity.ts'
-import type { JwsAlg } from '../shared/did-key.ts'
+import { type JwsAlg, resolveDidKey } from '../shared/did-key.ts'
 import { isObject } from '../shared/json.ts'
 import { decodeJws } from '../shared/jws.ts'
 import {
@@ -22,13 +22,16 @@ import {
   IssuanceSession,
   type IssuedCredentials,
   type NotificationEvent,
+  type Sleep,
   type WalletContext,
 } from './issuance.ts'
+import type { IssuanceProtocol } from './issuance-v1.ts'
 import {
   assertMisbehaviours,
   assertPresentationMisbehaviours,
   type Misbehaviour,
   type PresentationMisbehaviour,
+  V1_ONLY_MISBEHAVIOURS,
 } from './misbehaviour.ts'
 import {
   type PresentationContext,
@@ -39,6 +42,7 @@ import {
   type StartPresentationOptions,
 } from './presentation.ts'
 import type { JwtSigner } from './proof.ts'
+import { SdJwtReceiveError, verifyReceivedSdJwt } from './sd-jwt-receive.ts'
 import {
   emptyState,
   FileWalletStore,
@@ -57,6 +61,11 @@ export interface WalletOptions {
   file?: string
   /** HTTP client for the wallet's own requests (deferred, notification, diagnostics); default undici.request */
   fetch?: FetchLike
+  /**
+   * OpenID4VCI generation to speak: 'auto' (default: 1.0 when the issuer metadata has `credential_metadata`
+   * on a configuration, else draft 15), '1.0' or 'draft15'. See src/wallet/README.md.
+   */
+  protocol?: IssuanceProtocol
 }
 
 export type ReceiveStep =
@@ -74,6 +83,10 @@ export interface ReceiveOptions {
   /** poll the deferred endpoint when the credential is not issued at once; default false. true: up to 10 min */
   waitForDeferred?: boolean | { timeoutMs: number }
   onStep?: (step: ReceiveStep, detail?: unknown) => void
+  /** this issuance only: overrides the wallet's `protocol` */
+  protocol?: IssuanceProtocol
+  /** how the deferred poll waits the announced interval; default a real timer (tests pass a fake) */
+  sleep?: Sleep
 }
 
 export type ReceiveResult =
@@ -121,6 +134,7 @@ export class Wallet implements WalletContext, PresentationContext {
   readonly alg: JwsAlg
   readonly keyType: HolderKeyType
   readonly fetch: FetchLike | undefined
+  readonly protocol: IssuanceProtocol
   /** where the state lives: a file path or '(memory)' */
   readonly location: string
 
@@ -137,6 +151,7 @@ export class Wallet implements WalletContext, PresentationContext {
     store: WalletStore,
     state: WalletState,
     fetch?: FetchLike,
+    protocol?: IssuanceProtocol,
   ) {
     this.handle = handle
     this.agent = handle.agent
@@ -148,6 +163,7 @@ export class Wallet implements WalletContext, PresentationContext {
     this.alg = holder.alg
     this.keyType = holder.keyType
     this.fetch = fetch
+    this.protocol = protocol ?? 'auto'
     this.location = store.location
   }
 
@@ -180,7 +196,7 @@ export class Wallet implements WalletContext, PresentationContext {
       }
       await store.save(state)
     }
-    return new Wallet(handle, holder, store, state, opts.fetch)
+    return new Wallet(handle, holder, store, state, opts.fetch, opts.protocol)
   }
 
   /** The credentials held, oldest first. */
@@ -189,8 +205,8 @@ export class Wallet implements WalletContext, PresentationContext {
   }
 
   /** Starts an issuance from a deep link: reads the offer and the issuer metadata. */
-  startIssuance(deepLink: string): Promise<IssuanceSession> {
-    return IssuanceSession.start(this, deepLink)
+  startIssuance(deepLink: string, opts: { protocol?: IssuanceProtocol } = {}): Promise<IssuanceSession> {
+    return IssuanceSession.start(this, deepLink, opts)
   }
 
   /**
@@ -201,7 +217,14 @@ export class Wallet implements WalletContext, PresentationContext {
   async receive(deepLink: string, opts: ReceiveOptions = {}): Promise<ReceiveResult> {
     const step = opts.onStep ?? (() => {})
     const misbehave = assertMisbehaviours(opts.misbehave)
-    const session = await this.startIssuance(deepLink)
+    const session = await this.startIssuance(deepLink, opts.protocol ? { protocol: opts.protocol } : {})
+    const v1Only = misbehave.filter((m) => V1_ONLY_MISBEHAVIOURS.includes(m))
+    if (v1Only.length > 0 && session.protocol !== '1.0') {
+      // refused before the single-use code is redeemed
+      throw new WalletUsageError(
+        `misbehaviour ${v1Only.join(', ')} sends a legacy shape to an OpenID4VCI 1.0 issuer; ${session.credentialIssuer} is spoken to in draft 15`,
+      )
+    }
     step('offer', session.offer)
     step('metadata', session.issuerMetadata)
     // what the offer asks to be presented is settled before the single-use pre-authorized code is redeemed
@@ -232,6 +255,7 @@ export class Wallet implements WalletContext, PresentationContext {
       issued = await session.awaitDeferred(result.transactionId, {
         timeoutMs,
         onPoll: (poll) => step('deferred', poll.status === 200 ? { status: 200 } : poll),
+        ...(opts.sleep && { sleep: opts.sleep }),
       })
     } else {
       issued = result
@@ -305,6 +329,11 @@ export class Wallet implements WalletContext, PresentationContext {
 
   // --- WalletContext: what an IssuanceSession uses ---------------------------------------------------------
 
+  /** The holder's public key as a JWK (from its did:key). */
+  publicJwk(): JsonWebKey {
+    return { ...resolveDidKey(this.did).publicJwk }
+  }
+
   /** Signs proof JWTs through the Veramo KMS (keyManagerSign answers base64url). */
   jwtSigner(): JwtSigner {
     const { agent, holder } = this
@@ -377,8 +406,16 @@ export class Wallet implements WalletContext, PresentationContext {
    */
   async accept(
     credentials: unknown[],
-    origin: { credentialIssuer: string; configurationId: string; status: number },
+    origin: {
+      credentialIssuer: string
+      configurationId: string
+      status: number
+      format?: string | undefined
+      vct?: string | undefined
+    },
   ): Promise<StoredCredential[]> {
+    if (origin.format === 'dc+sd-jwt' || origin.format === 'vc+sd-jwt')
+      return this.acceptSdJwt(credentials, origin)
     const fail = (error: string, description: string): never => {
       throw new WalletProtocolError({
         step: 'verify',
@@ -437,6 +474,57 @@ export class Wallet implements WalletContext, PresentationContext {
         credentialSubject: { ...subject, id: this.did },
         ...(issuedAt && { issuedAt }),
         ...(expiresAt && { expiresAt }),
+        credentialIssuer: origin.credentialIssuer,
+        configurationId: origin.configurationId,
+        receivedAt: new Date().toISOString(),
+      })
+    }
+    this.state.credentials.push(...accepted)
+    await this.store.save(this.state)
+    return structuredClone(accepted)
+  }
+
+  /**
+   * SD-JWT VCs (dc+sd-jwt): verified with src/shared/sd-jwt.ts (issuer did:key signature, disclosures,
+   * validity) and bound to this holder (`cnf.jwk` is its key); stored all, or none.
+   */
+  private async acceptSdJwt(
+    credentials: unknown[],
+    origin: { credentialIssuer: string; configurationId: string; status: number; vct?: string | undefined },
+  ): Promise<StoredCredential[]> {
+    const accepted: StoredCredential[] = []
+    for (const [index, credential] of credentials.entries()) {
+      if (typeof credential !== 'string') {
+        throw new WalletProtocolError({
+          step: 'verify',
+          status: origin.status,
+          error: 'unsupported_credential_format',
+          errorDescription: `credentials[${index}] is not a dc+sd-jwt string`,
+        })
+      }
+      let received: Awaited<ReturnType<typeof verifyReceivedSdJwt>>
+      try {
+        received = await verifyReceivedSdJwt(credential, { holderJwk: this.publicJwk(), vct: origin.vct })
+      } catch (error) {
+        if (!(error instanceof SdJwtReceiveError)) throw error
+        throw new WalletProtocolError({
+          step: 'verify',
+          status: origin.status,
+          error: error.code,
+          errorDescription: `credentials[${index}]: ${error.message}`,
+        })
+      }
+      accepted.push({
+        id: received.id,
+        format: 'dc+sd-jwt',
+        credential,
+        issuer: received.issuer,
+        subject: this.did,
+        types: [received.vct],
+        vct: received.vct,
+        credentialSubject: received.claims,
+        ...(received.issuedAt && { issuedAt: received.issuedAt }),
+        ...(received.expiresAt && { expiresAt: received.expiresAt }),
         credentialIssuer: origin.credentialIssuer,
         configurationId: origin.configurationId,
         receivedAt: new Date().toISOString(),

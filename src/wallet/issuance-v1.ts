@@ -1,0 +1,388 @@
+// The OpenID4VCI 1.0 Final path of an issuance, on @openid4vc/openid4vci 0.4.6 (OpenWallet Foundation):
+// discovery (§12.2.2 well-known inserted after the host, appended form as fallback; authorization server
+// metadata per RFC 8414 §3.1, never guessed), the token request (§6), the nonce endpoint (§7), the credential
+// request with `proofs` (§8.2), the deferred endpoint (§9, 202 while pending) and notifications (§11).
+// @sphereon/oid4vci-client 0.20.1 speaks none of this (appended well-known only, singular `proof`), so it keeps
+// the draft-15 path (issuance.ts). Every library call's HTTP answer is recorded, so a refusal becomes the same
+// WalletProtocolError (step, status, wire error) as on the draft-15 path; requests the library refuses to
+// build (the legacy-shape and token misbehaviours) go out as plain HTTP to the endpoints it discovered.
+
+import { createHash, randomBytes } from 'node:crypto'
+import { clientAuthenticationAnonymous, type JwtSigner as OwfSigner } from '@openid4vc/oauth2'
+import {
+  type CredentialOfferObject,
+  type IssuerMetadataResult,
+  Openid4vciClient,
+  Openid4vciVersion,
+  setGlobalConfig,
+} from '@openid4vc/openid4vci'
+import type { EndpointMetadataResultV1_0_15 } from '@sphereon/oid4vci-common'
+import { isObject } from '../shared/json.ts'
+import { PROOF_TYP } from '../shared/wire.ts'
+import { protocolError, WalletProtocolError, type WalletStep, WalletUsageError } from './errors.ts'
+import { type FetchLike, httpRequest } from './http.ts'
+import type { Misbehaviour } from './misbehaviour.ts'
+import { buildTokenRequest, type JwtSigner, randomNonce, signProofJwt } from './proof.ts'
+
+// The library refuses every http:// URL unless told otherwise, and the setting is process-global: the
+// wallet tests local deployments (http://127.0.0.1:…), so it allows them.
+setGlobalConfig({ allowInsecureUrls: true })
+
+/** Which OpenID4VCI generation to speak: `auto` picks 1.0 when the metadata says 1.0 (see chooseProtocol). */
+export type IssuanceProtocol = 'auto' | '1.0' | 'draft15'
+export const ISSUANCE_PROTOCOLS: readonly IssuanceProtocol[] = ['auto', '1.0', 'draft15']
+
+/** A raw answer: the status, the parsed body and the `WWW-Authenticate` header. */
+export interface WireAnswer {
+  status: number
+  body: unknown
+  wwwAuthenticate?: string | undefined
+}
+
+/** What the proof needs from the wallet. */
+export interface V1ProofInput {
+  signer: JwtSigner
+  /** the holder's did:key URL (`kid` header) and public JWK (`jwk` header) */
+  publicJwk: JsonWebKey
+  configurationId: string
+  nonce: string
+  misbehave: readonly Misbehaviour[]
+  privateJwk?: JsonWebKey | undefined
+}
+
+const INVALID_ANSWER: Partial<Record<WalletStep, string>> = {
+  metadata: 'invalid_issuer_metadata',
+  token: 'invalid_token_response',
+  nonce: 'invalid_nonce_response',
+  credential: 'invalid_credential_response',
+  deferred: 'invalid_credential_response',
+  notification: 'invalid_notification_response',
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
+
+function parse(text: string): unknown {
+  if (text.length === 0) return undefined
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}
+
+/** The 1.0 metadata signal the OWF client uses itself: any configuration with `credential_metadata`. */
+export function isV1Metadata(metadata: IssuerMetadataResult): boolean {
+  return metadata.originalDraftVersion === Openid4vciVersion.V1
+}
+
+export class V1Client {
+  readonly metadata: IssuerMetadataResult
+  readonly offer: CredentialOfferObject
+  /** the wallet's own HTTP client: the requests the library will not send (misbehaviours) */
+  private readonly fetchImpl: FetchLike | undefined
+  private last: WireAnswer | undefined
+  private unreachable: string | undefined
+
+  private constructor(
+    fetchImpl: FetchLike | undefined,
+    offer: CredentialOfferObject,
+    metadata: IssuerMetadataResult,
+  ) {
+    this.fetchImpl = fetchImpl
+    this.offer = offer
+    this.metadata = metadata
+  }
+
+  /** Validates the offer with the library and reads the issuer and authorization server metadata. */
+  static async discover(offerJson: Record<string, unknown>, fetchImpl: FetchLike | undefined) {
+    const probe = new V1Client(fetchImpl, offerJson as CredentialOfferObject, undefined as never)
+    const client = probe.client()
+    const offer = await probe.call('offer', () =>
+      client.resolveCredentialOffer(
+        `openid-credential-offer://?credential_offer=${encodeURIComponent(JSON.stringify(offerJson))}`,
+      ),
+    )
+    const metadata = await probe.call('metadata', () => client.resolveIssuerMetadata(offer.credential_issuer))
+    return new V1Client(fetchImpl, offer, metadata)
+  }
+
+  /**
+   * A library client whose fetch records every answer; `signJwt` signs proofs (the only JWTs it makes). Like
+   * oid4vci-client on the draft-15 path, the library uses the global fetch, not the wallet's `fetch` option.
+   */
+  private client(signJwt?: (signer: OwfSigner, jwt: { header: object; payload: object }) => Promise<string>) {
+    const base = globalThis.fetch
+    const recording = async (input: string | URL | Request, init?: RequestInit) => {
+      let response: Response
+      try {
+        response = await base(input, init)
+      } catch (error) {
+        this.unreachable = `${String(input)}: ${message(error)}`
+        throw error
+      }
+      const text = await response.clone().text()
+      this.last = {
+        status: response.status,
+        body: parse(text),
+        wwwAuthenticate: response.headers.get('www-authenticate') ?? undefined,
+      }
+      return response
+    }
+    return new Openid4vciClient({
+      callbacks: {
+        fetch: recording as never,
+        hash: (data, alg) => new Uint8Array(createHash(alg.replace('-', '')).update(data).digest()),
+        generateRandom: (length) => new Uint8Array(randomBytes(length)),
+        // anonymous pre-authorized access: no client_id (1.0 §6.1, §12.3)
+        clientAuthentication: clientAuthenticationAnonymous(),
+        signJwt: async (signer, jwt) => {
+          if (!signJwt) throw new Error('this client signs nothing')
+          const signerJwk = signer.method === 'jwk' ? signer.publicJwk : {}
+          return { jwt: await signJwt(signer, jwt), signerJwk: signerJwk as never }
+        },
+      },
+    })
+  }
+
+  /**
+   * Runs one library call; a refusal becomes the WalletProtocolError of the last answer it got (a non-2xx
+   * answer: its wire error; a 2xx answer the library rejected: `invalid_…_response`), a failure before
+   * anything was sent a WalletUsageError.
+   */
+  private async call<T>(step: WalletStep, run: () => Promise<T>): Promise<T> {
+    this.last = undefined
+    this.unreachable = undefined
+    try {
+      return await run()
+    } catch (error) {
+      if (error instanceof WalletProtocolError || error instanceof WalletUsageError) throw error
+      // set by the recording fetch while the call ran (TypeScript cannot see that)
+      const last = this.last as WireAnswer | undefined
+      const unreachable = this.unreachable as string | undefined
+      if (unreachable) {
+        throw new WalletProtocolError({
+          step,
+          status: 0,
+          error: 'unreachable',
+          errorDescription: unreachable,
+        })
+      }
+      if (!last) throw new WalletUsageError(`@openid4vc/openid4vci (${step}): ${message(error)}`)
+      if (last.status < 200 || last.status >= 300) {
+        throw protocolError(step, last.status, last.body, last.wwwAuthenticate)
+      }
+      throw new WalletProtocolError({
+        step,
+        status: last.status,
+        error: INVALID_ANSWER[step] ?? 'invalid_response',
+        errorDescription: message(error),
+        body: last.body,
+      })
+    }
+  }
+
+  /** The authorization server of the offer's pre-authorized grant (1.0 §4.1.1), else the first one. */
+  get tokenEndpoint(): string {
+    const grant = this.offer.grants?.['urn:ietf:params:oauth:grant-type:pre-authorized_code']
+    const servers = this.metadata.authorizationServers
+    const server = servers.find((s) => s.issuer === grant?.authorization_server) ?? servers[0]
+    if (!server?.token_endpoint)
+      throw new WalletUsageError('no token_endpoint in the authorization server metadata')
+    return server.token_endpoint
+  }
+
+  /**
+   * 1.0 §6.1: form-encoded `grant_type`, `pre-authorized_code`, `tx_code` (iff the offer announced one). The
+   * token misbehaviours are requests the library would not send: they go out as plain HTTP.
+   */
+  async token(opts: { txCode?: string; misbehave: readonly Misbehaviour[] }): Promise<WireAnswer> {
+    const { misbehave } = opts
+    if (misbehave.includes('wrong-tx-code') || misbehave.includes('missing-tx-code')) {
+      const spec = this.offer.grants?.['urn:ietf:params:oauth:grant-type:pre-authorized_code']?.tx_code
+      const form = buildTokenRequest({
+        preAuthorizedCode: this.preAuthorizedCode,
+        ...(opts.txCode !== undefined && { txCode: opts.txCode }),
+        ...(spec && { txCodeSpec: spec }),
+        misbehave,
+      })
+      delete form.user_pin // a draft parameter; 1.0 has tx_code only
+      const answer = await httpRequest(this.tokenEndpoint, { method: 'POST', form }, this.fetchImpl)
+      return { status: answer.status, body: answer.body, wwwAuthenticate: answer.headers['www-authenticate'] }
+    }
+    const client = this.client()
+    const result = await this.call('token', () =>
+      client.retrievePreAuthorizedCodeAccessTokenFromOffer({
+        credentialOffer: this.offer,
+        issuerMetadata: this.metadata,
+        ...(opts.txCode !== undefined && { txCode: opts.txCode }),
+      }),
+    )
+    return { status: this.last?.status ?? 200, body: result.accessTokenResponse }
+  }
+
+  get preAuthorizedCode(): string {
+    const grant = this.offer.grants?.['urn:ietf:params:oauth:grant-type:pre-authorized_code']
+    return grant?.['pre-authorized_code'] ?? ''
+  }
+
+  /** 1.0 §7: POST nonce_endpoint, no body, no token. */
+  async nonce(): Promise<string> {
+    if (!this.metadata.credentialIssuer.nonce_endpoint) {
+      throw new WalletUsageError('the issuer metadata has no nonce_endpoint')
+    }
+    const client = this.client()
+    const { c_nonce } = await this.call('nonce', () => client.requestNonce({ issuerMetadata: this.metadata }))
+    return c_nonce
+  }
+
+  /**
+   * The key proof (1.0 Appendix F.1), laid out by the library: header `typ`, `alg` and `kid` (the holder's
+   * did:key URL) — or `jwk` when the configuration binds to `jwk` but not to DIDs — payload `aud`, `iat`,
+   * `nonce`; the misbehaviours are applied as on the draft-15 path, then the wallet's key signs.
+   */
+  async proof(input: V1ProofInput): Promise<string> {
+    const configuration =
+      this.metadata.credentialIssuer.credential_configurations_supported[input.configurationId]
+    const methods = configuration?.cryptographic_binding_methods_supported ?? []
+    const useJwk = methods.includes('jwk') && !methods.some((m) => m === 'did:key' || m === 'did')
+    const signer: OwfSigner = useJwk
+      ? { method: 'jwk', alg: input.signer.alg, publicJwk: input.publicJwk as never }
+      : { method: 'did', alg: input.signer.alg, didUrl: input.signer.kid }
+    const nonce = input.misbehave.includes('wrong-nonce') ? randomNonce() : input.nonce
+    const client = this.client((_signer, jwt) =>
+      signProofJwt(
+        input.signer,
+        { header: { ...jwt.header, typ: PROOF_TYP }, payload: { ...jwt.payload } },
+        { misbehave: input.misbehave, privateJwk: input.privateJwk },
+      ),
+    )
+    const { jwt } = await this.call('credential', () =>
+      client.createCredentialRequestJwtProof({
+        issuerMetadata: this.metadata,
+        credentialConfigurationId: input.configurationId,
+        signer,
+        nonce,
+      }),
+    )
+    return jwt
+  }
+
+  /**
+   * 1.0 §8.2: `{credential_configuration_id, proofs: {jwt: [proof]}}`. 'legacy-proof' sends the draft
+   * singular `proof` instead; 'legacy-format-request' identifies the credential by `format` +
+   * `credential_definition` (jwt_vc_json, draft 13) or `vct` (SD-JWT, draft 14): both as plain HTTP.
+   */
+  async credential(
+    accessToken: string,
+    configurationId: string,
+    proof: string,
+    misbehave: readonly Misbehaviour[],
+  ): Promise<WireAnswer> {
+    if (misbehave.includes('legacy-proof') || misbehave.includes('legacy-format-request')) {
+      const configuration =
+        this.metadata.credentialIssuer.credential_configurations_supported[configurationId]
+      const identification = misbehave.includes('legacy-format-request')
+        ? legacyFormat(configuration as Record<string, unknown> | undefined)
+        : { credential_configuration_id: configurationId }
+      const proofs = misbehave.includes('legacy-proof')
+        ? { proof: { proof_type: 'jwt', jwt: proof } }
+        : { proofs: { jwt: [proof] } }
+      const answer = await httpRequest(
+        this.metadata.credentialIssuer.credential_endpoint,
+        { method: 'POST', json: { ...identification, ...proofs }, bearer: accessToken },
+        this.fetchImpl,
+      )
+      return { status: answer.status, body: answer.body, wwwAuthenticate: answer.headers['www-authenticate'] }
+    }
+    const client = this.client()
+    const result = await this.call('credential', () =>
+      client.retrieveCredentials({
+        issuerMetadata: this.metadata,
+        accessToken,
+        credentialConfigurationId: configurationId,
+        proofs: { jwt: [proof] },
+      }),
+    )
+    return { status: result.response.status, body: result.credentialResponse }
+  }
+
+  /** 1.0 §9.1: `{transaction_id}`; 200 with credentials, or 202 `{transaction_id, interval}` while pending. */
+  async deferred(accessToken: string, transactionId: string): Promise<WireAnswer> {
+    const client = this.client()
+    try {
+      const result = await this.call('deferred', () =>
+        client.retrieveDeferredCredentials({ issuerMetadata: this.metadata, accessToken, transactionId }),
+      )
+      return { status: result.response.status, body: result.deferredCredentialResponse }
+    } catch (error) {
+      // 0.4.6 rejects a spec-valid 200 {credentials, notification_id} (its check is inverted: "'notification_id'
+      // MUST NOT be defined when 'credentials' is not defined"); 1.0 §9.2 allows exactly that
+      const last = this.last as WireAnswer | undefined
+      if (last?.status === 200 && isObject(last.body) && Array.isArray(last.body.credentials)) return last
+      throw error
+    }
+  }
+
+  /** 1.0 §11.1: `{notification_id, event, event_description?}`; 204 expected. */
+  async notify(
+    accessToken: string,
+    notification: {
+      notificationId: string
+      event: 'credential_accepted' | 'credential_failure' | 'credential_deleted'
+      eventDescription?: string
+    },
+  ): Promise<void> {
+    const client = this.client()
+    await this.call('notification', () =>
+      client.sendNotification({ issuerMetadata: this.metadata, accessToken, notification }),
+    )
+  }
+}
+
+/** The draft-13/14 way to name a credential: its format and format-specific parameters, no configuration id. */
+function legacyFormat(configuration: Record<string, unknown> | undefined): Record<string, unknown> {
+  if (!configuration) throw new WalletUsageError("'legacy-format-request': unknown credential configuration")
+  const { format } = configuration
+  if (format === 'dc+sd-jwt' || format === 'vc+sd-jwt') return { format, vct: configuration.vct }
+  const definition = isObject(configuration.credential_definition) ? configuration.credential_definition : {}
+  return { format, credential_definition: { type: definition.type } }
+}
+
+/**
+ * Which path to take: '1.0' and 'draft15' as asked; 'auto' reads the metadata with @openid4vc/openid4vci
+ * (it tries the 1.0 §12.2.2 location first, then the appended one) and takes 1.0 when any configuration has
+ * `credential_metadata` — the 1.0 signal the library itself uses — else draft 15 (also when the library
+ * cannot read the metadata: the draft-15 path then reports what the server answered).
+ */
+export async function chooseProtocol(
+  protocol: IssuanceProtocol,
+  offerJson: Record<string, unknown>,
+  fetchImpl: FetchLike | undefined,
+): Promise<V1Client | undefined> {
+  if (protocol === 'draft15') return undefined
+  if (protocol === '1.0') return V1Client.discover(offerJson, fetchImpl)
+  try {
+    const v1 = await V1Client.discover(offerJson, fetchImpl)
+    return isV1Metadata(v1.metadata) ? v1 : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** The 1.0 endpoints in the shape the draft-15 session exposes as `endpoints`. */
+export function v1Endpoints(v1: V1Client): EndpointMetadataResultV1_0_15 {
+  const metadata = v1.metadata.credentialIssuer
+  return {
+    issuer: metadata.credential_issuer,
+    token_endpoint: v1.tokenEndpoint,
+    credential_endpoint: metadata.credential_endpoint,
+    ...(metadata.deferred_credential_endpoint && {
+      deferred_credential_endpoint: metadata.deferred_credential_endpoint,
+    }),
+    ...(metadata.notification_endpoint && { notification_endpoint: metadata.notification_endpoint }),
+    authorizationServerMetadata: v1.metadata.authorizationServers[0],
+    credentialIssuerMetadata: metadata,
+  } as unknown as EndpointMetadataResultV1_0_15
+}
