@@ -4,7 +4,6 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import type { LightMyRequestResponse } from 'fastify'
 import { envelopeJwtCredential } from '../src/shared/data-integrity.ts'
 import { JWS_ALGS, type JwsAlg, resolveDidKey } from '../src/shared/did-key.ts'
 import { decodeJws, verifyJws } from '../src/shared/jws.ts'
@@ -26,7 +25,6 @@ import {
   newHolder,
   newOffer,
   nonceOf,
-  oauthError,
   oid4vciConfig,
   PRE_AUTH,
   postToken,

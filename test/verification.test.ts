@@ -15,7 +15,6 @@ import {
   type Holder,
   issueTo,
   newHolder,
-  oauthError,
   VERIFIABLE_ID,
   WIDE_APP,
 } from './oid4vci-helpers.ts'

@@ -354,7 +354,8 @@ function legacyFormat(configuration: Record<string, unknown> | undefined): Recor
  * Which path to take: '1.0' and 'draft15' as asked; 'auto' reads the metadata with @openid4vc/openid4vci
  * (it tries the 1.0 §12.2.2 location first, then the appended one) and takes 1.0 when any configuration has
  * `credential_metadata` — the 1.0 signal the library itself uses — else draft 15 (also when the library
- * cannot read the metadata: the draft-15 path then reports what the server answered).
+ * cannot read the metadata: the draft-15 path then reports what the server answered, and when the offer
+ * carries a presentation_definition).
  */
 export async function chooseProtocol(
   protocol: IssuanceProtocol,
@@ -363,6 +364,9 @@ export async function chooseProtocol(
 ): Promise<V1Client | undefined> {
   if (protocol === 'draft15') return undefined
   if (protocol === '1.0') return V1Client.discover(offerJson, fetchImpl)
+  // An offer asking the holder to share credentials (a di_vp key proof, the interface's requiredPresentation)
+  // is a draft-15-era extension the 1.0 path does not speak: the draft-15 path handles it.
+  if (offerJson.presentation_definition !== undefined) return undefined
   try {
     const v1 = await V1Client.discover(offerJson, fetchImpl)
     return isV1Metadata(v1.metadata) ? v1 : undefined
