@@ -54,6 +54,12 @@ const TEMPLATES = [
   },
   { id: 'es256', credentialType: 'UniversityDegreeCredential', signingAlg: 'ES256' },
   { id: 'es256k', credentialType: 'UniversityDegreeCredential', signingAlg: 'ES256K' },
+  {
+    id: 'pid',
+    credentialType: 'VerifiableId',
+    format: 'dc+sd-jwt',
+    selectivelyDisclosable: ['familyName', 'firstName'],
+  },
 ]
 const INTERVAL_SECONDS = 1
 
@@ -282,13 +288,13 @@ function cli(args: string[]): Promise<CliRun> {
 describe('the simulated wallet against the reference service', PARALLEL, () => {
   // --- receiving -----------------------------------------------------------------------------------------------
 
-  describe('receive from the reference service', PARALLEL, () => {
+  describe('receive from the reference service, draft-15 path (Sphereon)', PARALLEL, () => {
     for (const { keyType, prefix } of KEY_TYPES) {
       test(`${keyType}: content submitted first → 200 at once, verified, stored, acknowledged`, async () => {
-        const wallet = await Wallet.create({ keyType })
+        const wallet = await Wallet.create({ keyType, protocol: 'draft15' })
         assert.ok(wallet.did.startsWith(prefix), wallet.did)
         const watch = watchedFetch()
-        const watchedWallet = await Wallet.create({ keyType, fetch: watch.fetch })
+        const watchedWallet = await Wallet.create({ keyType, fetch: watch.fetch, protocol: 'draft15' })
         let lastProcessId = ''
         for (const holder of [wallet, watchedWallet]) {
           const { deepLink, processId } = await offer()
@@ -324,7 +330,7 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
 
       test(`${keyType}: wallet first → 202, relying party submits, awaitDeferred honours interval`, async () => {
         const watch = watchedFetch()
-        const wallet = await Wallet.create({ keyType, fetch: watch.fetch })
+        const wallet = await Wallet.create({ keyType, fetch: watch.fetch, protocol: 'draft15' })
         const { deepLink, processId } = await offer()
         const pending = await wallet.receive(deepLink)
         assert.equal(pending.status, 'pending')
@@ -338,18 +344,19 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
 
         const session = pending.session
         const first = await session.deferred(pending.transactionId)
-        assert.equal(first.status, 400)
-        if (first.status !== 400) return
+        // The service answers as 1.0 §9.2 does (202, same transaction_id, interval); this path reads it too.
+        assert.equal(first.status, 202)
+        if (first.status !== 202) return
         assert.deepEqual(
-          { error: first.error, interval: first.interval },
-          { error: 'issuance_pending', interval: INTERVAL_SECONDS },
+          { transactionId: first.transactionId, interval: first.interval },
+          { transactionId: pending.transactionId, interval: INTERVAL_SECONDS },
         )
         assert.equal((await submit(processId)).status, 'ISSUED', 'signed at once: the holder is known')
         const issued = await session.awaitDeferred(pending.transactionId, { timeoutMs: 10_000 })
         const polls = watch.to('deferred_credential')
         assert.deepEqual(
           polls.map((p) => p.status),
-          [400, 200],
+          [202, 200],
         )
         const gap = (polls[1]?.sentAt ?? 0) - (polls[0]?.answeredAt ?? 0)
         assert.ok(gap >= INTERVAL_SECONDS * 1000 - 50, `second poll ${gap} ms after the first answer`)
@@ -373,7 +380,7 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
 
     test('receive({waitForDeferred}): the relying party answers the holder_bound event', async () => {
       const watch = watchedFetch()
-      const wallet = await Wallet.create({ fetch: watch.fetch })
+      const wallet = await Wallet.create({ fetch: watch.fetch, protocol: 'draft15' })
       const { deepLink, processId } = await offer()
       // a relying party that submits as soon as the wallet has proved its key (as a webhook receiver would)
       const submitted = nextEvent((e) => e.processId === processId && e.step === 'holder_bound').then(() =>
@@ -434,6 +441,41 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
         await assertIssuedTo(processId, wallet, stored?.credential)
       })
     }
+  })
+  describe('receive from the reference service, 1.0 path (@openid4vc/openid4vci)', PARALLEL, () => {
+    test('auto speaks 1.0 to a 1.0 issuer: jwt_vc_json at once, then deferred with the 1.0 202', async () => {
+      const wallet = await Wallet.create()
+      const first = await offer()
+      await submit(first.processId)
+      const issued = await wallet.receive(first.deepLink)
+      assert.equal(issued.status, 'issued')
+      assert.equal((await processOf(first.processId)).status, 'ISSUED')
+      const second = await offer()
+      const submitted = nextEvent((e) => e.processId === second.processId && e.step === 'holder_bound').then(
+        () => submit(second.processId),
+      )
+      const deferred = await wallet.receive(second.deepLink, { waitForDeferred: true })
+      await submitted
+      assert.equal(deferred.status, 'issued')
+      assert.equal(wallet.credentials().length, 2)
+      assert.ok(wallet.credentials().every((c) => c.format === 'jwt_vc_json'))
+    })
+
+    test('dc+sd-jwt: the SD-JWT VC is verified, bound to the wallet key, stored with every claim', async () => {
+      const wallet = await Wallet.create({ keyType: 'P-256' })
+      const { deepLink, processId } = await offer('pid')
+      await submit(processId, VERIFIABLE_ID)
+      assert.equal((await wallet.receive(deepLink)).status, 'issued')
+      const [stored] = wallet.credentials()
+      assert.equal(stored?.format, 'dc+sd-jwt')
+      assert.equal(stored?.subject, wallet.did)
+      assert.equal(stored?.vct, `${issuerUrl}/vct/VerifiableId`)
+      assert.deepEqual(
+        { familyName: stored?.credentialSubject.familyName, firstName: stored?.credentialSubject.firstName },
+        { familyName: 'Lovelace', firstName: 'Ada' },
+      )
+      assert.equal((await processOf(processId)).status, 'ISSUED')
+    })
   })
 
   // --- offer forms -----------------------------------------------------------------------------------------------
@@ -716,8 +758,8 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
     })
 
     for (const misbehaviour of V1_ONLY_MISBEHAVIOURS) {
-      test(`${misbehaviour} against a draft-15 issuer: refused before the code is redeemed`, async () => {
-        const wallet = await Wallet.create()
+      test(`${misbehaviour} on the draft-15 path: refused before the code is redeemed`, async () => {
+        const wallet = await Wallet.create({ protocol: 'draft15' })
         const { deepLink, processId } = await offer()
         await submit(processId)
         await assert.rejects(wallet.receive(deepLink, { misbehave: [misbehaviour] }), {

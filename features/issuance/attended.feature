@@ -17,8 +17,8 @@ Feature: Attended issuance: an administrator completes what the wallet started
     Then the wallet is told to come back later with a transaction id and an interval
     And the process is PENDING
 
-  @OID4VCI-9
-  Scenario: The deferred endpoint answers issuance_pending until the credential is submitted
+  @OID4VCI-1.0-9.2
+  Scenario: The deferred endpoint answers 202 with the same transaction id and an interval until the credential is submitted
     Given the wallet has requested the credential and was told to come back later
     When the wallet asks the deferred endpoint
     Then the wallet is told the credential is still pending

@@ -280,7 +280,8 @@ export class V1Client {
     proof: string,
     misbehave: readonly Misbehaviour[],
   ): Promise<WireAnswer> {
-    if (misbehave.includes('legacy-proof') || misbehave.includes('legacy-format-request')) {
+    // Shapes the library refuses to send (legacy requests, an unsigned proof) go out as plain HTTP.
+    if (misbehave.some((m) => RAW_REQUEST_MISBEHAVIOURS.has(m))) {
       const configuration =
         this.metadata.credentialIssuer.credential_configurations_supported[configurationId]
       const identification = misbehave.includes('legacy-format-request')
@@ -349,6 +350,12 @@ function legacyFormat(configuration: Record<string, unknown> | undefined): Recor
   const definition = isObject(configuration.credential_definition) ? configuration.credential_definition : {}
   return { format, credential_definition: { type: definition.type } }
 }
+
+const RAW_REQUEST_MISBEHAVIOURS: ReadonlySet<Misbehaviour> = new Set([
+  'legacy-proof',
+  'legacy-format-request',
+  'alg-none',
+])
 
 /**
  * Which path to take: '1.0' and 'draft15' as asked; 'auto' reads the metadata with @openid4vc/openid4vci

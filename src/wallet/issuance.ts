@@ -672,50 +672,35 @@ export class IssuanceSession {
     return url
   }
 
-  /** One request to the deferred credential endpoint. */
+  /**
+   * One request to the deferred credential endpoint. Either generation's "not yet" is understood on either
+   * path: 1.0 §9.2's 202 with the transaction_id and interval, and draft 15's 400 issuance_pending.
+   */
   async deferred(transactionId: string): Promise<DeferredResult> {
     const token = this.requireToken()
-    if (this.v1) {
-      const answer = await this.v1.deferred(token.access_token, transactionId)
-      this.lastAnswerAt = Date.now()
-      const body = answer.body
-      if (answer.status === 200 && isObject(body) && Array.isArray(body.credentials)) {
-        return this.issued(200, body, 'deferred')
-      }
-      if (answer.status === 202 && isObject(body) && typeof body.transaction_id === 'string') {
-        // 1.0 §9.2: still pending; `interval` is how long to wait before the next request
-        const interval = typeof body.interval === 'number' ? body.interval : undefined
-        if (interval !== undefined) this.lastInterval = interval
-        return {
-          status: 202,
-          transactionId: body.transaction_id,
-          ...(interval !== undefined && { interval }),
-          body,
-        }
-      }
-      if (answer.status >= 200 && answer.status < 300) {
-        throw new WalletProtocolError({
-          step: 'deferred',
-          status: answer.status,
-          error: 'invalid_credential_response',
-          errorDescription: 'neither credentials (200) nor transaction_id (202)',
-          body,
-        })
-      }
-      throw protocolError('deferred', answer.status, body, answer.wwwAuthenticate)
-    }
-    const answer = await httpRequest(
-      this.endpoint('deferred_credential_endpoint'),
-      { method: 'POST', json: { transaction_id: transactionId }, bearer: token.access_token },
-      this.wallet.fetch,
-    )
+    const answer = this.v1
+      ? await this.v1.deferred(token.access_token, transactionId)
+      : await httpRequest(
+          this.endpoint('deferred_credential_endpoint'),
+          { method: 'POST', json: { transaction_id: transactionId }, bearer: token.access_token },
+          this.wallet.fetch,
+        ).then((a) => ({ status: a.status, body: a.body, wwwAuthenticate: a.headers['www-authenticate'] }))
     this.lastAnswerAt = Date.now()
     const body = answer.body
     if (answer.status === 200 && isObject(body) && Array.isArray(body.credentials)) {
       return this.issued(200, body, 'deferred')
     }
+    const interval = isObject(body) && typeof body.interval === 'number' ? body.interval : undefined
+    if (answer.status === 202 && isObject(body) && typeof body.transaction_id === 'string') {
+      if (interval !== undefined) this.lastInterval = interval
+      return {
+        status: 202,
+        transactionId: body.transaction_id,
+        ...(interval !== undefined && { interval }),
+        body,
+      }
+    }
     if (answer.status === 400 && isObject(body) && body.error === 'issuance_pending') {
-      const interval = typeof body.interval === 'number' ? body.interval : undefined
       if (interval !== undefined) this.lastInterval = interval
       return { status: 400, error: 'issuance_pending', ...(interval !== undefined && { interval }), body }
     }
@@ -724,11 +709,11 @@ export class IssuanceSession {
         step: 'deferred',
         status: answer.status,
         error: 'invalid_credential_response',
-        errorDescription: 'no credentials array',
+        errorDescription: 'neither credentials (200) nor transaction_id (202)',
         body,
       })
     }
-    throw protocolError('deferred', answer.status, body, answer.headers['www-authenticate'])
+    throw protocolError('deferred', answer.status, body, answer.wwwAuthenticate)
   }
 
   /**

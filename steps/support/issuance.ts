@@ -204,10 +204,18 @@ export class IssuanceFlow {
   }
 
   /** The deferred answer said the credential is not ready yet. */
+  /** OpenID4VCI 1.0 §9.2: still pending is HTTP 202 with the same transaction_id and an interval. */
   expectPending() {
-    const value = this.expectWalletSuccess() as { status?: number; error?: string; interval?: number }
-    if (value.status !== 400 || value.error !== 'issuance_pending' || typeof value.interval !== 'number') {
-      this.world.fail(`issuance_pending with an interval; got ${JSON.stringify(value)}`, null)
+    const value = this.expectWalletSuccess() as { status?: number; transactionId?: string; interval?: number }
+    if (
+      value.status !== 202 ||
+      value.transactionId !== this.transactionId ||
+      typeof value.interval !== 'number'
+    ) {
+      this.world.fail(
+        `HTTP 202 with the same transaction_id ${this.transactionId} and an interval; got ${JSON.stringify(value)}`,
+        null,
+      )
     }
   }
 
