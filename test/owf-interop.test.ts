@@ -1,0 +1,240 @@
+import assert from 'node:assert/strict'
+import { createHash, randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { after, before, describe, test } from 'node:test'
+import { clientAuthenticationAnonymous } from '@openid4vc/oauth2'
+import { Openid4vciClient, Openid4vciRetrieveCredentialsError, setGlobalConfig } from '@openid4vc/openid4vci'
+import { ok, parseCredentialOfferUri, RelyingPartyClient } from '../src/client/index.ts'
+import { DEMO_CONFIG_PATH, parseConfig } from '../src/service/config/index.ts'
+import { type RunningServer, startServer } from '../src/service/server.ts'
+import { didKeyFromPublicKey, generateKeyPair, type JwsAlg, resolveDidKey } from '../src/shared/did-key.ts'
+import { decodeJws, signInput, verifyJws } from '../src/shared/jws.ts'
+import { verifySdJwtVc } from '../src/shared/sd-jwt.ts'
+
+// Interoperability with code nobody here wrote: the OpenWallet Foundation's @openid4vc/openid4vci client
+// (the library under credo-ts and the wallets built on it) completes pre-authorized issuance against the
+// reference service over real HTTP, immediate and deferred, for jwt_vc_json and dc+sd-jwt, with no help
+// from us but its callbacks (hashing, randomness, signing with the holder key).
+
+// The library refuses http:// URLs unless told otherwise (process-wide); the service listens on 127.0.0.1.
+setGlobalConfig({ allowInsecureUrls: true })
+
+const TENANT = 'demo'
+/** A tenant-wide application key, added for this test (the demo's app keys are linked to one template). */
+const APP_KEY = {
+  id: '6f1c2a8e-3b4d-4c5e-9f60-7a8b9c0d1e2f',
+  secret: 'owf-interop-test-secret-0123456789abcdef',
+  role: 'app',
+}
+const TEMPLATES = [
+  {
+    id: 'pid',
+    credentialType: 'VerifiableId',
+    format: 'dc+sd-jwt',
+    selectivelyDisclosable: ['familyName', 'firstName'],
+    claims: [{ path: 'familyName', name: 'Family name', mandatory: true }],
+  },
+  { id: 'degree-pin', credentialType: 'UniversityDegreeCredential', txCode: { length: 6 } },
+]
+const VERIFIABLE_ID = [
+  {
+    type: ['VerifiableCredential', 'VerifiableId'],
+    credentialSubject: { familyName: 'Hopper', firstName: 'Grace' },
+  },
+]
+const DEGREE = [
+  {
+    type: ['VerifiableCredential', 'UniversityDegreeCredential'],
+    credentialSubject: { degree: { type: 'BachelorDegree', name: 'Bachelor of Science' } },
+  },
+]
+
+let server: RunningServer
+let rp: RelyingPartyClient
+let appToken: string
+
+before(async () => {
+  const raw = JSON.parse(readFileSync(DEMO_CONFIG_PATH, 'utf8'))
+  const tenant = raw.tenants.find((t: { id: string }) => t.id === TENANT)
+  tenant.issuanceTemplates.push(...TEMPLATES)
+  raw.oid4vci = { deferredIntervalSeconds: 1 }
+  tenant.apiKeys.push(APP_KEY)
+  const config = parseConfig(raw, 'owf-interop.test.ts configuration')
+  server = await startServer({ config, host: '127.0.0.1', port: 0, dataDir: ':memory:' })
+  rp = new RelyingPartyClient(server.url)
+  appToken = await rp.token({ keyId: APP_KEY.id, secret: APP_KEY.secret, tenant: TENANT })
+})
+after(() => server?.close())
+
+/** A holder key and the OWF callbacks that sign with it (node:crypto through our JWS primitives). */
+function owfWallet(alg: JwsAlg) {
+  const pair = generateKeyPair(alg)
+  const holder = didKeyFromPublicKey(pair.publicKey)
+  const client = new Openid4vciClient({
+    callbacks: {
+      hash: (data, algorithm) =>
+        new Uint8Array(createHash(algorithm.replace('-', '').toLowerCase()).update(data).digest()),
+      generateRandom: (bytes) => new Uint8Array(randomBytes(bytes)),
+      clientAuthentication: clientAuthenticationAnonymous(),
+      signJwt: async (signer, { header, payload }) => {
+        const encode = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url')
+        const input = `${encode(header)}.${encode(payload)}`
+        const jwt = `${input}.${signInput(alg, input, pair.privateKey)}`
+        return { jwt, signerJwk: holder.publicJwk as never }
+      },
+    },
+  })
+  const signers = {
+    did: { method: 'did' as const, didUrl: holder.kid, alg },
+    jwk: { method: 'jwk' as const, publicJwk: holder.publicJwk as never, alg },
+  }
+  return { client, holder, signers }
+}
+
+async function offer(group: string, credentials?: unknown) {
+  const body = ok(await rp.createOffer(appToken, group), `offer ${group}`)
+  const processId = new URL(
+    decodeURIComponent(body.credential_offer_uri.split('credential_offer_uri=')[1] ?? ''),
+  ).pathname
+    .split('/')
+    .at(-1) as string
+  if (credentials) ok(await rp.submitCredentials(appToken, processId, credentials), 'submit')
+  return { link: body.credential_offer_uri, txCode: body.tx_code, processId }
+}
+
+/** Offer → metadata → token → nonce → proof → credential request, entirely by the OWF client. */
+async function request(
+  wallet: ReturnType<typeof owfWallet>,
+  link: string,
+  signer: 'did' | 'jwk',
+  txCode?: string,
+) {
+  const { client } = wallet
+  const credentialOffer = await client.resolveCredentialOffer(link)
+  const issuerMetadata = await client.resolveIssuerMetadata(credentialOffer.credential_issuer)
+  const [configurationId] = credentialOffer.credential_configuration_ids
+  assert.ok(configurationId)
+  const { accessTokenResponse } = await client.retrievePreAuthorizedCodeAccessTokenFromOffer({
+    credentialOffer,
+    issuerMetadata,
+    ...(txCode ? { txCode } : {}),
+  })
+  const { c_nonce: nonce } = await client.requestNonce({ issuerMetadata })
+  const { jwt } = await client.createCredentialRequestJwtProof({
+    issuerMetadata,
+    credentialConfigurationId: configurationId,
+    signer: wallet.signers[signer],
+    nonce,
+  })
+  const accessToken = accessTokenResponse.access_token
+  const result = await client.retrieveCredentials({
+    issuerMetadata,
+    accessToken,
+    credentialConfigurationId: configurationId,
+    proofs: { jwt: [jwt] },
+  })
+  return { issuerMetadata, accessToken, result }
+}
+
+/**
+ * The deferred request. @openid4vc/openid4vci 0.4.6 rejects a spec-valid 200 {credentials, notification_id}
+ * (its schema's check is inverted, a known bug): the answer itself is then read from the response.
+ */
+async function deferred(
+  wallet: ReturnType<typeof owfWallet>,
+  issuerMetadata: Awaited<ReturnType<typeof request>>['issuerMetadata'],
+  accessToken: string,
+  transactionId: string,
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  try {
+    const d = await wallet.client.retrieveDeferredCredentials({ issuerMetadata, accessToken, transactionId })
+    return { status: d.response.status, body: d.deferredCredentialResponse as Record<string, unknown> }
+  } catch (error) {
+    if (!(error instanceof Openid4vciRetrieveCredentialsError) || error.response.response.status !== 200)
+      throw error
+    return { status: 200, body: await error.response.response.clone().json() }
+  }
+}
+
+const issuerKey = (header: Record<string, unknown>) => resolveDidKey(String(header.kid)).publicKey
+
+describe('@openid4vc/openid4vci (OWF) as the wallet against the reference service', () => {
+  test('it reads our metadata as OpenID4VCI 1.0 (credential_metadata), found at the 1.0 location', async () => {
+    const wallet = owfWallet('ES256')
+    const { link } = await offer('degree')
+    const credentialOffer = await wallet.client.resolveCredentialOffer(link)
+    const metadata = await wallet.client.resolveIssuerMetadata(credentialOffer.credential_issuer)
+    assert.equal(metadata.originalDraftVersion, 'V1')
+    assert.equal(metadata.credentialIssuer.credential_issuer, `${server.url}/oid4vci/${TENANT}`)
+    assert.equal(metadata.authorizationServers[0]?.token_endpoint, `${server.url}/oid4vci/${TENANT}/token`)
+  })
+
+  for (const alg of ['EdDSA', 'ES256'] as const) {
+    test(`${alg} jwt_vc_json, immediate, with a tx_code: the credential is ours, for the holder`, async () => {
+      const wallet = owfWallet(alg)
+      const { link, txCode } = await offer('degree-pin', DEGREE)
+      const { result, issuerMetadata, accessToken } = await request(wallet, link, 'did', txCode)
+      assert.equal(result.response.status, 200)
+      const response = result.credentialResponse as {
+        credentials: { credential: string }[]
+        notification_id: string
+      }
+      const jwt = response.credentials[0]?.credential as string
+      const { header, payload } = decodeJws(jwt)
+      verifyJws(jwt, issuerKey(header), { algorithms: ['EdDSA'] })
+      assert.equal(payload.sub, wallet.holder.did)
+      await wallet.client.sendNotification({
+        issuerMetadata,
+        accessToken,
+        notification: { notificationId: response.notification_id, event: 'credential_accepted' },
+      })
+    })
+
+    test(`${alg} dc+sd-jwt, immediate, bound by a bare jwk: verified, cnf is the holder key`, async () => {
+      const wallet = owfWallet(alg)
+      const { link } = await offer('pid', VERIFIABLE_ID)
+      const { result } = await request(wallet, link, 'jwk')
+      assert.equal(result.response.status, 200)
+      const compact = (result.credentialResponse as { credentials: { credential: string }[] }).credentials[0]
+        ?.credential as string
+      const verified = await verifySdJwtVc(compact, { issuerKey, algorithms: ['EdDSA'], now: Date.now() })
+      assert.deepEqual(verified.holderJwk, wallet.holder.publicJwk)
+      assert.equal(verified.claims.familyName, 'Hopper')
+      assert.equal(verified.claims.vct, `${server.url}/oid4vci/${TENANT}/vct/VerifiableId`)
+    })
+  }
+
+  for (const [group, signer, content] of [
+    ['degree', 'did', DEGREE],
+    ['pid', 'jwk', VERIFIABLE_ID],
+  ] as const) {
+    test(`${group}: deferred per 1.0 §9.2 — 202, 202 while pending, then 200 once submitted`, async () => {
+      const wallet = owfWallet('ES256')
+      const { link, processId } = await offer(group)
+      const { result, issuerMetadata, accessToken } = await request(wallet, link, signer)
+      assert.equal(result.response.status, 202)
+      const { transaction_id: transactionId, interval } = result.credentialResponse as {
+        transaction_id: string
+        interval: number
+      }
+      assert.equal(interval, 1)
+      const pending = await deferred(wallet, issuerMetadata, accessToken, transactionId)
+      assert.deepEqual(pending, { status: 202, body: { transaction_id: transactionId, interval: 1 } })
+      ok(await rp.submitCredentials(appToken, processId, content), 'submit')
+      const ready = await deferred(wallet, issuerMetadata, accessToken, transactionId)
+      assert.equal(ready.status, 200)
+      const credential = (ready.body.credentials as { credential: string }[])[0]?.credential as string
+      assert.ok(typeof ready.body.notification_id === 'string')
+      if (group === 'pid') {
+        const verified = await verifySdJwtVc(credential, {
+          issuerKey,
+          algorithms: ['EdDSA'],
+          now: Date.now(),
+        })
+        assert.deepEqual(verified.holderJwk, wallet.holder.publicJwk)
+      } else {
+        assert.equal(decodeJws(credential).payload.sub, wallet.holder.did)
+      }
+    })
+  }
+})
