@@ -102,7 +102,7 @@ When('{caller} submits the degree credential', async function (this: W, caller: 
 })
 
 Given('the application has submitted the degree credential', async function (this: W) {
-  await this.issuance.submit('app')
+  await this.issuance.submitAsOpener()
   this.expectStatus(200)
 })
 

@@ -132,3 +132,25 @@ export function problemOf(response: LightMyRequestResponse) {
   }
   return response.json<Problem>()
 }
+
+/**
+ * Runs `vc-harness wallet <argv>` in this process with console.log captured (console.error silenced): the
+ * argument checks, without paying a child process's start-up of the wallet stack.
+ */
+export async function walletCli(argv: string[]): Promise<{ out: string; error?: Error & { code?: string } }> {
+  const { wallet } = await import('../src/cli/wallet.ts')
+  const out: string[] = []
+  const log = console.log
+  const error = console.error
+  console.log = (...args: unknown[]) => out.push(args.join(' '))
+  console.error = () => {}
+  try {
+    await wallet(argv)
+    return { out: out.join('\n') }
+  } catch (e) {
+    return { out: out.join('\n'), error: e as Error & { code?: string } }
+  } finally {
+    console.log = log
+    console.error = error
+  }
+}

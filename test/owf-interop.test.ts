@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
 import { clientAuthenticationAnonymous } from '@openid4vc/oauth2'
 import { Openid4vciClient, Openid4vciRetrieveCredentialsError, setGlobalConfig } from '@openid4vc/openid4vci'
-import { ok, parseCredentialOfferUri, RelyingPartyClient } from '../src/client/index.ts'
+import { ok, RelyingPartyClient } from '../src/client/index.ts'
 import { DEMO_CONFIG_PATH, parseConfig } from '../src/service/config/index.ts'
 import { type RunningServer, startServer } from '../src/service/server.ts'
 import { didKeyFromPublicKey, generateKeyPair, type JwsAlg, resolveDidKey } from '../src/shared/did-key.ts'
@@ -76,7 +76,7 @@ function owfWallet(alg: JwsAlg) {
         new Uint8Array(createHash(algorithm.replace('-', '').toLowerCase()).update(data).digest()),
       generateRandom: (bytes) => new Uint8Array(randomBytes(bytes)),
       clientAuthentication: clientAuthenticationAnonymous(),
-      signJwt: async (signer, { header, payload }) => {
+      signJwt: async (_signer, { header, payload }) => {
         const encode = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url')
         const input = `${encode(header)}.${encode(payload)}`
         const jwt = `${input}.${signInput(alg, input, pair.privateKey)}`

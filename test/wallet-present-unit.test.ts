@@ -37,6 +37,7 @@ import {
   responseForm,
   tamperCredential,
 } from '../src/wallet/presentation-vp.ts'
+import { walletCli } from './helpers.ts'
 
 // --- a fake verifier and issuer, behind the wallet's fetch -------------------------------------------------------
 
@@ -1050,23 +1051,7 @@ describe('presentation misbehaviours change exactly one thing', () => {
  * ERR_PARSE_ARGS_* errors, which main() turns into exit code 2 (proven with a child process once, in
  * test/cluster.test.ts); four children here would only pay four start-ups of the wallet stack.
  */
-async function cli(argv: string[]): Promise<{ out: string; error?: Error & { code?: string } }> {
-  const { wallet } = await import('../src/cli/wallet.ts')
-  const out: string[] = []
-  const log = console.log
-  const error = console.error
-  console.log = (...args: unknown[]) => out.push(args.join(' '))
-  console.error = () => {}
-  try {
-    await wallet(argv)
-    return { out: out.join('\n') }
-  } catch (e) {
-    return { out: out.join('\n'), error: e as Error & { code?: string } }
-  } finally {
-    console.log = log
-    console.error = error
-  }
-}
+const cli = walletCli
 
 describe('vc-harness wallet present: arguments (no network)', () => {
   test('bad arguments are usage errors (exit code 2); help lists present', async () => {

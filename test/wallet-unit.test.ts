@@ -39,6 +39,7 @@ import {
 } from '../src/wallet/misbehaviour.ts'
 import { buildDiVpProof, buildJwtProof, buildTokenRequest, wrongTxCode } from '../src/wallet/proof.ts'
 import { FileWalletStore } from '../src/wallet/store.ts'
+import { walletCli } from './helpers.ts'
 
 // --- helpers ---------------------------------------------------------------------------------------------
 
@@ -527,23 +528,7 @@ describe('accept: verification and holder binding, all or none', () => {
 // --- CLI arguments -------------------------------------------------------------------------------------------
 
 describe('vc-harness wallet: arguments (no network)', () => {
-  async function run(argv: string[]): Promise<{ out: string; error?: Error & { code?: string } }> {
-    const { wallet } = await import('../src/cli/wallet.ts')
-    const out: string[] = []
-    const log = console.log
-    const error = console.error
-    console.log = (...args: unknown[]) => out.push(args.join(' '))
-    console.error = () => {}
-    try {
-      await wallet(argv)
-      return { out: out.join('\n') }
-    } catch (e) {
-      return { out: out.join('\n'), error: e as Error & { code?: string } }
-    } finally {
-      console.log = log
-      console.error = error
-    }
-  }
+  const run = walletCli
 
   test('bad arguments are usage errors (exit code 2), help is printed', async () => {
     for (const argv of [

@@ -73,6 +73,16 @@ export interface IssuanceTemplateInput {
   }
   display?: { name: string; description?: string; locale?: string }
   validityDays?: number
+  /** jwt_vc_json (default) or an IETF SD-JWT VC (docs/issuance.md) */
+  format?: 'jwt_vc_json' | 'dc+sd-jwt'
+  /** dc+sd-jwt: the credential type; default <credential issuer>/vct/<credentialType> */
+  vct?: string
+  /** dc+sd-jwt: credentialSubject claims (dotted paths) issued as disclosures; default every top-level one */
+  selectivelyDisclosable?: string[]
+  /** the claims wallets show (issuer metadata `credential_metadata.claims`) */
+  claims?: { path: string; name?: string; mandatory?: boolean }[]
+  /** how a pending deferred request is answered: 1.0 (202, default) or draft15 (400 issuance_pending) */
+  deferredResponse?: '1.0' | 'draft15'
   webhookUrl?: string
   webhookSecret?: string
   /** Secrets being rotated out: deliveries are also signed with each. */

@@ -19,8 +19,8 @@ export class SdJwtError extends Error {
   override name = 'SdJwtError'
 }
 
-/** Claim paths ("given_name", "address.locality") → the library's disclosure frame. */
-export function disclosureFrame(paths: readonly string[]): DisclosureFrame<Record<string, unknown>> {
+/** Builds a nested frame from dotted claim paths: `mark` sets the last segment in its parent object. */
+function frameOf(paths: readonly string[], mark: (parent: Record<string, unknown>, name: string) => void) {
   const frame: Record<string, unknown> = {}
   for (const path of paths) {
     const parts = path.split('.')
@@ -29,10 +29,16 @@ export function disclosureFrame(paths: readonly string[]): DisclosureFrame<Recor
       node[part] = isObject(node[part]) ? node[part] : {}
       node = node[part] as Record<string, unknown>
     }
-    const last = parts.at(-1) as string
-    node._sd = [...((node._sd as string[] | undefined) ?? []), last]
+    mark(node, parts.at(-1) as string)
   }
-  return frame as DisclosureFrame<Record<string, unknown>>
+  return frame
+}
+
+/** Claim paths ("given_name", "address.locality") → the library's disclosure frame. */
+export function disclosureFrame(paths: readonly string[]): DisclosureFrame<Record<string, unknown>> {
+  return frameOf(paths, (parent, name) => {
+    parent._sd = [...((parent._sd as string[] | undefined) ?? []), name]
+  }) as DisclosureFrame<Record<string, unknown>>
 }
 
 export interface SdJwtIssuerKey {
@@ -177,16 +183,9 @@ export async function presentSdJwtVc(
   disclose: readonly string[],
   keyBinding: { alg: JwsAlg; privateKey: KeyObject; nonce: string; audience: string; iat: number },
 ): Promise<string> {
-  const frame: Record<string, unknown> = {}
-  for (const path of disclose) {
-    const parts = path.split('.')
-    let node = frame
-    for (const part of parts.slice(0, -1)) {
-      node[part] = isObject(node[part]) ? node[part] : {}
-      node = node[part] as Record<string, unknown>
-    }
-    node[parts.at(-1) as string] = true
-  }
+  const frame = frameOf(disclose, (parent, name) => {
+    parent[name] = true
+  })
   const instance = new SDJwtInstance({
     hasher: digest,
     hashAlg: 'sha-256',

@@ -79,6 +79,16 @@ export type CredentialResult = IssuedCredentials | PendingCredentials
  * One deferred request: issued, or still pending — `202 {transaction_id, interval}` (OpenID4VCI 1.0 §9.2) or
  * the drafts' `400 issuance_pending`.
  */
+/** Where received credentials come from: what the wallet stores with them. */
+export interface CredentialOrigin {
+  credentialIssuer: string
+  configurationId: string
+  status: number
+  /** the configuration's `format` (default jwt_vc_json) and, for SD-JWT VC, its `vct` */
+  format?: string | undefined
+  vct?: string | undefined
+}
+
 export type DeferredResult =
   | IssuedCredentials
   | { status: 202; transactionId: string; interval?: number; body: unknown }
@@ -117,17 +127,7 @@ export interface WalletContext {
   lastConsumedNonce(): string | undefined
   rememberConsumedNonce(nonce: string): void
   /** verifies the credentials and stores them (all or none); failures are WalletProtocolError step 'verify' */
-  accept(
-    credentials: unknown[],
-    origin: {
-      credentialIssuer: string
-      configurationId: string
-      status: number
-      /** the configuration's `format` (default jwt_vc_json) and, for SD-JWT VC, its `vct` */
-      format?: string | undefined
-      vct?: string | undefined
-    },
-  ): Promise<StoredCredential[]>
+  accept(credentials: unknown[], origin: CredentialOrigin): Promise<StoredCredential[]>
 }
 
 function message(error: unknown): string {

@@ -19,6 +19,7 @@ import {
 import { WalletProtocolError, WalletUsageError } from './errors.ts'
 import type { FetchLike } from './http.ts'
 import {
+  type CredentialOrigin,
   IssuanceSession,
   type IssuedCredentials,
   type NotificationEvent,
@@ -404,16 +405,7 @@ export class Wallet implements WalletContext, PresentationContext {
    * Verifies each credential with Veramo (signature against the issuer's did:key, validity period) and checks
    * it is bound to this holder (`sub` and `credentialSubject.id`); stores them all, or none.
    */
-  async accept(
-    credentials: unknown[],
-    origin: {
-      credentialIssuer: string
-      configurationId: string
-      status: number
-      format?: string | undefined
-      vct?: string | undefined
-    },
-  ): Promise<StoredCredential[]> {
+  async accept(credentials: unknown[], origin: CredentialOrigin): Promise<StoredCredential[]> {
     if (origin.format === 'dc+sd-jwt' || origin.format === 'vc+sd-jwt')
       return this.acceptSdJwt(credentials, origin)
     const fail = (error: string, description: string): never => {

@@ -1,7 +1,15 @@
 import type { ApiResponse } from '../../src/client/index.ts'
 import { resolveDidKey } from '../../src/shared/did-key.ts'
 import { decodeJws, verifyJws } from '../../src/shared/jws.ts'
-import type { HolderKeyType, Misbehaviour, ReceiveResult, Wallet } from '../../src/wallet/index.ts'
+import { PRE_AUTHORIZED_GRANT } from '../../src/shared/wire.ts'
+import type {
+  HolderKeyType,
+  IssuanceProtocol,
+  Misbehaviour,
+  ReceiveResult,
+  StoredCredential,
+  Wallet,
+} from '../../src/wallet/index.ts'
 import type { IssuanceSession } from '../../src/wallet/issuance.ts'
 import type { FlowWorld, TemplateRole } from './world-types.ts'
 
@@ -32,6 +40,18 @@ export const IDENTITY_CONTENT = [
   },
 ]
 
+/**
+ * The SD-JWT VC template scenarios create through the portal (OpenID4VCI 1.0 Appendix A.3): every top-level
+ * claim selectively disclosable (the default), one claim described for display.
+ */
+export const SD_JWT_TEMPLATE = {
+  id: 'degree-sd-jwt',
+  credentialType: 'UniversityDegreeCredential',
+  format: 'dc+sd-jwt' as const,
+  vct: 'https://credentials.example.com/university-degree',
+  claims: [{ path: 'degree.name', name: 'Degree', mandatory: true }],
+}
+
 export class IssuanceFlow {
   private wallets = new Map<string, Wallet>()
   deepLink: string | undefined
@@ -42,6 +62,10 @@ export class IssuanceFlow {
   session: IssuanceSession | undefined
   transactionId: string | undefined
   received: string[] = []
+  /** What the wallet stored of the credentials it received last (format, vct, claims). */
+  stored: StoredCredential[] = []
+  /** Templates this scenario created through the portal (SD-JWT VC). */
+  private readonly created = new Set<string>()
   private outcome: WalletOutcome | undefined
 
   constructor(private readonly world: FlowWorld) {}
@@ -61,6 +85,27 @@ export class IssuanceFlow {
   async openOffer(role: TemplateRole = 'linked') {
     const template = this.world.templateFor(role)
     const token = role === 'linked' ? this.world.token('app') : await this.world.unlinkedAppToken()
+    return this.openOfferFor(template, token)
+  }
+
+  /**
+   * An offer for the scenario's SD-JWT VC template (SD_JWT_TEMPLATE), created through the portal with the
+   * tenant's administrator key on first use: provisioned tenants only (tag the scenario @needs-portal).
+   */
+  async openSdJwtOffer() {
+    if (!this.world.tenant.templates)
+      throw new Error('creating the SD-JWT VC template needs the portal: tag the scenario @needs-portal')
+    if (!this.created.has(SD_JWT_TEMPLATE.id)) {
+      const adminToken = await this.world.logIn('admin')
+      const response = await this.world.client.createIssuanceTemplate(adminToken, SD_JWT_TEMPLATE)
+      this.world.recordAnswer(response, `create the issuance template "${SD_JWT_TEMPLATE.id}" (portal)`)
+      this.world.expectStatus(201)
+      this.created.add(SD_JWT_TEMPLATE.id)
+    }
+    return this.openOfferFor(SD_JWT_TEMPLATE.id, await this.world.unlinkedAppToken())
+  }
+
+  private async openOfferFor(template: string, token: string) {
     this.openerToken = token
     const response = await this.world.client.createOffer(token, template)
     this.world.recordAnswer(response, `create offer for template "${template}"`)
@@ -105,16 +150,21 @@ export class IssuanceFlow {
     }
   }
 
-  /** The wallet scans the deep link: fetches the offer and the issuer metadata. */
-  async scan(keyType: HolderKeyType = 'Ed25519') {
+  /**
+   * The wallet scans the deep link: fetches the offer and the issuer metadata. `protocol` forces the
+   * OpenID4VCI generation the wallet speaks (default: the wallet's choice from the metadata).
+   */
+  async scan(keyType: HolderKeyType = 'Ed25519', protocol?: IssuanceProtocol) {
     const wallet = await this.wallet(keyType)
     if (!this.deepLink) throw new Error('no offer was opened in this scenario')
     const link = this.deepLink
-    await this.attempt('scan the offer', async () => {
-      this.session = await wallet.startIssuance(link)
+    await this.attempt(`scan the offer${protocol ? ` (speaking ${protocol})` : ''}`, async () => {
+      this.session = await wallet.startIssuance(link, protocol ? { protocol } : {})
       return this.session
     })
     this.expectWalletSuccess()
+    if (protocol && protocol !== 'auto' && this.session?.protocol !== protocol)
+      throw new Error(`the wallet speaks ${this.session?.protocol}, not ${protocol}`)
   }
 
   /** Token request; `txCode` undefined sends the code the offer response carried. */
@@ -125,17 +175,19 @@ export class IssuanceFlow {
     )
   }
 
-  async requestCredential(misbehave: Misbehaviour[] = []) {
+  /** `configurationId`: ask for another configuration of the issuer than the offered one. */
+  async requestCredential(misbehave: Misbehaviour[] = [], configurationId?: string) {
     const session = this.requireSession()
-    await this.attempt(
-      `credential request${misbehave.length ? ` (${misbehave.join(', ')})` : ''}`,
-      async () => {
-        const result = await session.requestCredential({ misbehave })
-        if (result.status === 202) this.transactionId = result.transactionId
-        else this.received = await this.accept(session, result)
-        return result
-      },
-    )
+    const what = [...misbehave, ...(configurationId ? [`configuration ${configurationId}`] : [])]
+    await this.attempt(`credential request${what.length ? ` (${what.join(', ')})` : ''}`, async () => {
+      const result = await session.requestCredential({
+        misbehave,
+        ...(configurationId && { configurationId }),
+      })
+      if (result.status === 202) this.transactionId = result.transactionId
+      else this.received = await this.accept(session, result)
+      return result
+    })
   }
 
   /** One deferred request with the transaction id of the 202 answer. */
@@ -151,8 +203,8 @@ export class IssuanceFlow {
   }
 
   private async accept(session: IssuanceSession, result: Parameters<IssuanceSession['accept']>[0]) {
-    const stored = await session.accept(result)
-    return stored.map((c) => c.credential)
+    this.stored = await session.accept(result)
+    return this.stored.map((c) => c.credential)
   }
 
   /** A whole wallet flow in one call (scan, token, credential, deferred polling when asked). */
@@ -167,7 +219,10 @@ export class IssuanceFlow {
       })
       this.session = result.session
       if (result.status === 'pending') this.transactionId = result.transactionId
-      else this.received = result.credentials.map((c) => c.credential)
+      else {
+        this.stored = result.credentials
+        this.received = result.credentials.map((c) => c.credential)
+      }
       return result
     })
   }
@@ -175,6 +230,113 @@ export class IssuanceFlow {
   private requireSession(): IssuanceSession {
     if (!this.session) throw new Error('the wallet has not scanned an offer yet')
     return this.session
+  }
+
+  // Discovery, read the way OpenID4VCI 1.0 §12.2.2 and RFC 8414 §3.1 place the documents
+
+  /** The credential issuer metadata as read at its 1.0 location (readIssuerMetadata). */
+  issuerMetadataDocument: Record<string, unknown> | undefined
+  /** The authorization server metadata as read at its RFC 8414 location, and the identifier it was read for. */
+  authorizationServerDocument: { identifier: string; metadata: Record<string, unknown> } | undefined
+
+  /** GET `<origin>/.well-known/<name><path>`: the well-known segment inserted between host and path. */
+  private async readWellKnown(name: string, identifier: string): Promise<Record<string, unknown>> {
+    const url = new URL(identifier)
+    const path = `/.well-known/${name}${url.pathname.replace(/\/$/, '')}`
+    const response = await this.world.client.request(url.origin, path)
+    this.world.recordAnswer(response, `GET ${url.origin}${path}`)
+    this.world.expectStatus(200)
+    if (typeof response.body !== 'object' || response.body === null)
+      this.world.fail('a JSON object (application/json)')
+    return response.body as Record<string, unknown>
+  }
+
+  /** 1.0 §12.2.2: the metadata of the offer's credential issuer, at the well-known URI inserted after the host. */
+  async readIssuerMetadata() {
+    const issuer = this.requireSession().offer.credential_issuer
+    this.issuerMetadataDocument = await this.readWellKnown('openid-credential-issuer', issuer)
+    return this.issuerMetadataDocument
+  }
+
+  /**
+   * RFC 8414 §3.1: the metadata of the authorization server the offer's grant names (1.0 §4.1.1), else the
+   * first one of the issuer metadata's `authorization_servers`, else the credential issuer itself (1.0 §12.2.4).
+   */
+  async readAuthorizationServerMetadata() {
+    const session = this.requireSession()
+    const grant = session.offer.grants?.[PRE_AUTHORIZED_GRANT] as
+      | { authorization_server?: string }
+      | undefined
+    const servers = (session.issuerMetadata as { authorization_servers?: string[] }).authorization_servers
+    const identifier = grant?.authorization_server ?? servers?.[0] ?? session.offer.credential_issuer
+    const metadata = await this.readWellKnown('oauth-authorization-server', identifier)
+    this.authorizationServerDocument = { identifier, metadata }
+    return this.authorizationServerDocument
+  }
+
+  /** The configurations of the metadata read at the 1.0 location. */
+  configurations(): Record<string, Record<string, unknown>> {
+    const metadata = this.issuerMetadataDocument
+    if (!metadata) throw new Error('the issuer metadata has not been read at its 1.0 location')
+    const configurations = metadata.credential_configurations_supported
+    if (
+      typeof configurations !== 'object' ||
+      configurations === null ||
+      Object.keys(configurations).length === 0
+    )
+      this.world.fail(
+        `credential_configurations_supported in the issuer metadata; it was ${JSON.stringify(metadata)}`,
+        null,
+      )
+    return configurations as Record<string, Record<string, unknown>>
+  }
+
+  /** 1.0 §12.2.2: the `credential_issuer` of the metadata is the offer's (a wallet must check they are equal). */
+  expectMetadataOfOfferIssuer() {
+    const offered = this.requireSession().offer.credential_issuer
+    const named = this.issuerMetadataDocument?.credential_issuer
+    if (named !== offered)
+      this.world.fail(
+        `credential_issuer ${offered} (the offer's) in the metadata; it was ${JSON.stringify(named)}`,
+        null,
+      )
+  }
+
+  /** Every configuration has `credential_metadata` (1.0 §12.2.4), whose `display` entries each have a name. */
+  expectCredentialMetadataEverywhere() {
+    for (const [id, configuration] of Object.entries(this.configurations())) {
+      const meta = configuration.credential_metadata as { display?: { name?: unknown }[] } | undefined
+      const display = meta?.display
+      if (typeof meta !== 'object' || meta === null)
+        this.world.fail(
+          `credential_metadata in configuration "${id}"; it was ${JSON.stringify(configuration)}`,
+          null,
+        )
+      if (
+        display !== undefined &&
+        (!Array.isArray(display) || display.some((d) => typeof d?.name !== 'string'))
+      )
+        this.world.fail(
+          `a name in every credential_metadata.display entry of "${id}"; it was ${JSON.stringify(display)}`,
+          null,
+        )
+    }
+  }
+
+  /** RFC 8414 §3.3: `issuer` is the identifier the document was read for; §2: a token endpoint. */
+  expectAuthorizationServerMetadata() {
+    const read = this.authorizationServerDocument
+    if (!read) throw new Error('the authorization server metadata has not been read')
+    const { identifier, metadata } = read
+    if (
+      metadata.issuer !== identifier ||
+      typeof metadata.token_endpoint !== 'string' ||
+      !URL.canParse(metadata.token_endpoint)
+    )
+      this.world.fail(
+        `issuer ${identifier} and a token_endpoint URL in the authorization server metadata; it was ${JSON.stringify(metadata)}`,
+        null,
+      )
   }
 
   // Expectations on the wallet's outcome
@@ -201,6 +363,26 @@ export class IssuanceFlow {
     ) {
       this.world.fail(`${expected}; it got ${got.message}`, null)
     }
+  }
+
+  /** 1.0 §8.3: 200 `{credentials: [{credential}, …]}` and, as this profile sends it, a `notification_id`. */
+  expectCredentialResponseWithNotification() {
+    const value = this.expectWalletSuccess() as { status?: number; body?: unknown }
+    const body = value.body as
+      | { credentials?: { credential?: unknown }[]; notification_id?: unknown }
+      | undefined
+    const ok =
+      value.status === 200 &&
+      Array.isArray(body?.credentials) &&
+      body.credentials.length > 0 &&
+      body.credentials.every((c) => typeof c?.credential === 'string') &&
+      typeof body.notification_id === 'string' &&
+      body.notification_id !== ''
+    if (!ok)
+      this.world.fail(
+        `HTTP 200 {credentials: [{credential}], notification_id}; got ${JSON.stringify(value)}`,
+        null,
+      )
   }
 
   /** The deferred answer said the credential is not ready yet. */
@@ -289,6 +471,28 @@ export class IssuanceFlow {
       `submit credentials (4.4) as the ${caller === 'app' ? 'application' : 'administrator'}`,
     )
     return response
+  }
+
+  /** 4.4 with the token that opened the offer (linked offers: the application key's). */
+  async submitAsOpener(content: unknown = DEGREE_CONTENT): Promise<ApiResponse<unknown>> {
+    const response = await this.world.client.submitCredentials(
+      this.openerToken ?? this.world.token('app'),
+      this.requireProcess(),
+      content,
+    )
+    this.world.recordAnswer(response, 'submit credentials (4.4) as the application that opened the offer')
+    return response
+  }
+
+  /** Revokes or suspends the credentials of the process with the token that opened the offer. */
+  async setStatus(status: 'revoked' | 'suspended') {
+    const response = await this.world.client.setCredentialStatus(
+      this.openerToken ?? this.world.token('app'),
+      this.requireProcess(),
+      { status },
+    )
+    this.world.recordAnswer(response, `set the credentials of the process ${status}`)
+    this.world.expectStatus(200)
   }
 
   async reject(caller: 'app' | 'admin', reason: string) {

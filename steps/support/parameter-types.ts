@@ -52,7 +52,21 @@ defineParameterType({
 defineParameterType({
   name: 'misbehaviour',
   regexp:
-    /wrong-nonce|replayed-nonce|bad-signature|wrong-aud|expired-iat|replayed-code|wrong-tx-code|foreign-kid|missing-tx-code|jwk-with-private-key|wrong-typ|alg-none/,
+    /wrong-nonce|replayed-nonce|bad-signature|wrong-aud|expired-iat|replayed-code|wrong-tx-code|foreign-kid|missing-tx-code|jwk-with-private-key|wrong-typ|alg-none|legacy-proof|legacy-format-request/,
+  transformer: (text: string) => text,
+})
+
+/** {issuanceProtocol}: the OpenID4VCI generation the wallet speaks (src/wallet/README.md). */
+defineParameterType({
+  name: 'issuanceProtocol',
+  regexp: /OpenID4VCI 1\.0|draft 15/,
+  transformer: (text: string) => (text === 'draft 15' ? 'draft15' : '1.0'),
+})
+
+/** {statusType}: a Token Status List status type (§7.1). */
+defineParameterType({
+  name: 'statusType',
+  regexp: /VALID|INVALID|SUSPENDED/,
   transformer: (text: string) => text,
 })
 

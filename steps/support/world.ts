@@ -5,6 +5,7 @@ import { type ApiKeyCredentials, type ApiResponse, ok, RelyingPartyClient } from
 import type { KeySecret, Target, TenantFixture } from '../../src/harness/target.ts'
 import { PROBLEM_MEDIA_TYPE } from '../../src/shared/wire.ts'
 import { IssuanceFlow } from './issuance.ts'
+import { SdJwtVcFlow } from './sd-jwt-vc.ts'
 import { VerificationFlow } from './verification.ts'
 import { WebhookFlow } from './webhooks.ts'
 import type {
@@ -67,11 +68,18 @@ export class HarnessWorld extends World implements FlowWorld {
   private flow: IssuanceFlow | undefined
   private verificationFlow: VerificationFlow | undefined
   private webhookFlow: WebhookFlow | undefined
+  private sdJwtFlow: SdJwtVcFlow | undefined
 
   /** The scenario's wallet and issuance process (steps/support/issuance.ts). */
   get issuance(): IssuanceFlow {
     this.flow ??= new IssuanceFlow(this)
     return this.flow
+  }
+
+  /** The SD-JWT VC the scenario's wallet received and its Token Status List (steps/support/sd-jwt-vc.ts). */
+  get sdJwt(): SdJwtVcFlow {
+    this.sdJwtFlow ??= new SdJwtVcFlow(this, this.issuance)
+    return this.sdJwtFlow
   }
 
   /** The scenario's verification session, presented by the same wallet (steps/support/verification.ts). */

@@ -188,20 +188,19 @@ export const vcTime = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3
 
 export type { JwtProof }
 
+interface SigningInput {
+  holderDid: string
+  key: IssuerKey
+  status: Record<string, unknown>
+  now: number
+  validityDays?: number | undefined
+}
+
 /**
- * Completes a prepared credential for `holderDid` (rule 3) and signs it as a jwt_vc_json JWT.
- * Returns the credential object (with its proof, as the process shows it) and the JWT.
+ * A prepared credential completed for `holderDid` (rule 3), whatever the format: the issuer is the signing
+ * DID (an issuer object keeps its other members), the dates are filled in, the status entry is set.
  */
-export function signCredential(
-  prepared: PreparedCredential,
-  input: {
-    holderDid: string
-    key: IssuerKey
-    status: Record<string, unknown>
-    now: number
-    validityDays?: number | undefined
-  },
-): { credential: IssuedCredential; jwt: string } {
+function complete(prepared: PreparedCredential, input: SigningInput) {
   const subjectId = holderConflict([prepared], input.holderDid)
   if (subjectId !== undefined)
     throw new Error(`credentialSubject.id ${subjectId} is not the holder ${input.holderDid}`)
@@ -211,23 +210,34 @@ export function signCredential(
     (input.validityDays ? vcTime(input.now + input.validityDays * 86_400_000) : undefined)
   const credential: PreparedCredential = {
     ...prepared,
-    // An issuer object (e.g. with a name) keeps its members; its id is the signing DID.
     issuer: isObject(prepared.issuer) ? { ...prepared.issuer, id: input.key.did } : input.key.did,
     issuanceDate,
     ...(expirationDate ? { expirationDate } : {}),
     credentialSubject: { ...prepared.credentialSubject, id: input.holderDid },
     credentialStatus: input.status,
   }
-  const notBefore = (prepared.validFrom as string | undefined) ?? issuanceDate
+  const notBefore = seconds((prepared.validFrom as string | undefined) ?? issuanceDate)
+  return { credential, notBefore, expires: expirationDate ? seconds(expirationDate) : undefined }
+}
+
+/**
+ * Completes a prepared credential for `holderDid` (rule 3) and signs it as a jwt_vc_json JWT.
+ * Returns the credential object (with its proof, as the process shows it) and the JWT.
+ */
+export function signCredential(
+  prepared: PreparedCredential,
+  input: SigningInput,
+): { credential: IssuedCredential; jwt: string } {
+  const { credential, notBefore, expires } = complete(prepared, input)
   const jwt = signJws(
     { alg: input.key.alg, typ: JWT_TYP, kid: input.key.kid },
     {
       iss: input.key.did,
       sub: input.holderDid,
       jti: credential.id,
-      nbf: seconds(notBefore),
+      nbf: notBefore,
       iat: Math.floor(input.now / 1000),
-      ...(expirationDate ? { exp: seconds(expirationDate) } : {}),
+      ...(expires !== undefined ? { exp: expires } : {}),
       vc: credential,
     },
     input.key.privateKey,
@@ -236,7 +246,6 @@ export function signCredential(
   return { credential: { ...credential, proof }, jwt }
 }
 
-/** The first credentialSubject.id that names someone other than `holderDid`, if any. */
 /**
  * Signs `prepared` as an SD-JWT VC (IETF SD-JWT VC; OpenID4VCI 1.0 Appendix A.3), the same credential object
  * of section 2.3 mapped onto its claims: credentialSubject's properties become claims (`id` becomes `sub`),
@@ -246,33 +255,21 @@ export function signCredential(
  */
 export async function signSdJwtCredential(
   prepared: PreparedCredential,
-  input: {
-    holderDid: string
-    key: IssuerKey
-    status: Record<string, unknown>
-    now: number
-    validityDays?: number | undefined
-    vct: string
-    disclosable?: readonly string[] | undefined
-  },
+  input: SigningInput & { vct: string; disclosable?: readonly string[] | undefined },
 ): Promise<IssuedCredential> {
-  const subjectId = holderConflict([prepared], input.holderDid)
-  if (subjectId !== undefined)
-    throw new Error(`credentialSubject.id ${subjectId} is not the holder ${input.holderDid}`)
-  const issuanceDate = (prepared.issuanceDate as string | undefined) ?? vcTime(input.now)
-  const expirationDate =
-    (prepared.expirationDate as string | undefined) ??
-    (prepared.validUntil as string | undefined) ??
-    (input.validityDays ? vcTime(input.now + input.validityDays * 86_400_000) : undefined)
+  const { credential, notBefore, expires } = complete(prepared, input)
   const { id: _subject, ...claims } = prepared.credentialSubject ?? {}
+  // A VC 2.0 object's validUntil bounds an SD-JWT VC too (a JWT VC keeps it inside `vc`).
+  const until =
+    expires ?? (typeof prepared.validUntil === 'string' ? seconds(prepared.validUntil) : undefined)
   const payload = {
     ...claims,
     iss: input.key.did,
     sub: input.holderDid,
     ...(prepared.id ? { jti: prepared.id } : {}),
     iat: Math.floor(input.now / 1000),
-    nbf: seconds((prepared.validFrom as string | undefined) ?? issuanceDate),
-    ...(expirationDate ? { exp: seconds(expirationDate) } : {}),
+    nbf: notBefore,
+    ...(until !== undefined ? { exp: until } : {}),
     vct: input.vct,
     cnf: { jwk: resolveDidKey(input.holderDid).publicJwk },
     status: input.status,
@@ -282,14 +279,6 @@ export async function signSdJwtCredential(
     privateKey: input.key.privateKey,
     header: { kid: input.key.kid },
   })
-  const credential: PreparedCredential = {
-    ...prepared,
-    issuer: isObject(prepared.issuer) ? { ...prepared.issuer, id: input.key.did } : input.key.did,
-    issuanceDate,
-    ...(expirationDate ? { expirationDate } : {}),
-    credentialSubject: { ...prepared.credentialSubject, id: input.holderDid },
-    credentialStatus: input.status,
-  }
   return { ...credential, proof: { type: 'SdJwtVc', jwt } }
 }
 
