@@ -143,7 +143,7 @@ describe('the wallet refuses a bad SD-JWT VC (and tells the issuer)', () => {
     ['foreign-cnf', 'wrong_holder_key', /cnf\.jwk is not this holder's key/],
     ['tampered-disclosure', 'invalid_credential', /disclosure is not referenced/],
     ['foreign-signer', 'invalid_credential', /signature/i],
-    ['x5c', 'invalid_credential', /x5c issuer keys are not supported yet/],
+    ['x5c', 'invalid_credential', /x5c chain, but this wallet has no trust anchor configured/],
   ] as const
   for (const [defect, error, description] of cases) {
     test(`${defect}: verify ${error}, nothing stored, credential_failure sent`, async () => {

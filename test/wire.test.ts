@@ -22,6 +22,7 @@ test('wire constants are the strings the specs define', () => {
       VC_JWT_MEDIA_TYPE: 'application/vc+jwt',
       STATUS_LIST_JWT_MEDIA_TYPE: 'application/statuslist+jwt',
       JWT_MEDIA_TYPE: 'application/jwt',
+      PEM_MEDIA_TYPE: 'application/x-pem-file',
       SIOP_AUDIENCE: 'https://self-issued.me/v2',
       CREDENTIAL_OFFER_SCHEME: 'openid-credential-offer',
       AUTHORIZATION_REQUEST_SCHEME: 'openid-vp',

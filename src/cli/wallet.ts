@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 // Types only: the wallet stack (Veramo, oid4vci-client) is imported when a command runs, not for --help.
 import type {
@@ -31,6 +31,9 @@ Options:
   --tx-code C           the transaction code the issuer showed out of band
   --protocol P          OpenID4VCI generation: auto (default: 1.0 when the issuer metadata has
                         credential_metadata, else draft 15), 1.0 or draft15
+  --trust-anchor FILE   a PEM certificate (CA or pinned leaf) an SD-JWT VC's x5c chain may lead to
+                        (repeatable; e.g. the issuer's GET /oid4vci/<tenant>/trust-anchor). Without one,
+                        receive refuses x5c-signed credentials.
   --no-wait             do not poll a deferred credential: print its transaction id and stop
   --timeout S           how long to poll a deferred credential, in seconds; default 600
   --misbehave M         do one thing wrong on purpose (repeatable; see src/wallet/README.md).
@@ -109,6 +112,7 @@ async function receive(argv: string[]): Promise<void> {
       'no-wait': { type: 'boolean' },
       timeout: { type: 'string' },
       misbehave: { type: 'string', multiple: true },
+      'trust-anchor': { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
     },
     allowPositionals: true,
@@ -124,6 +128,14 @@ async function receive(argv: string[]): Promise<void> {
   const timeoutSeconds = values.timeout === undefined ? 600 : Number(values.timeout)
   if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
     throw usageError(`--timeout: not a positive number: ${values.timeout}`)
+
+  const trustAnchors = (values['trust-anchor'] ?? []).map((file) => {
+    try {
+      return readFileSync(file, 'utf8')
+    } catch (error) {
+      throw usageError(`--trust-anchor: cannot read ${file}: ${(error as Error).message}`)
+    }
+  })
 
   const w = await import('../wallet/index.ts')
   if (keyType !== undefined && !w.HOLDER_KEY_TYPES.includes(keyType as HolderKeyType)) {
@@ -146,6 +158,7 @@ async function receive(argv: string[]): Promise<void> {
       ...(keyType !== undefined && { keyType: keyType as HolderKeyType }),
       ...(values.wallet !== undefined && { file: values.wallet }),
       ...(protocol !== undefined && { protocol: protocol as IssuanceProtocol }),
+      ...(trustAnchors.length > 0 && { trustAnchors }),
     })
     console.error(`holder: ${wallet.did} (${wallet.keyType}, wallet ${wallet.location})`)
     const result = await wallet.receive(positionals[0] as string, {

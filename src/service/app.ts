@@ -9,6 +9,7 @@ import { AccessTokens } from './auth/tokens.ts'
 import type { ServiceConfig } from './config/index.ts'
 import type { CheckMetrics } from './credentials/pipeline.ts'
 import { httpStatusListSource, StatusChecker, type StatusListSource } from './credentials/status.ts'
+import { IssuerCertificates } from './crypto/issuer-certificates.ts'
 import { IssuerKeys } from './crypto/issuer-keys.ts'
 import { loadServiceKey } from './crypto/keys.ts'
 import { installErrorHandling } from './errors/handler.ts'
@@ -126,6 +127,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   })
   outbox.onEnqueue = () => webhookDispatcher.noteEnqueued()
   const issuerKeys = new IssuerKeys(store, clock)
+  const issuerCertificates = new IssuerCertificates(store, clock, urls)
   const statusLists = new StatusLists(store, issuerKeys, clock, urls, config.statusListSize)
   const grants = new PreAuthorizedGrants(
     {
@@ -140,6 +142,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     clock,
     urls,
     issuerKeys,
+    issuerCertificates,
     statusLists,
     events,
     webhooks: outbox,
@@ -252,6 +255,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     oid4vci,
     metadata: new IssuerMetadata({ store, urls, issuerKeys }),
     statusLists,
+    issuerCertificates,
   })
   await app.register(verificationRoutes, { auth, verification, clock })
   await app.register(oid4vpRoutes, { oid4vp })

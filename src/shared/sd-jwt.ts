@@ -84,8 +84,14 @@ export interface KeyBindingExpectation {
 }
 
 export interface SdJwtVerifyOptions {
-  /** The issuer's public key for the issuer-signed JWT's header and payload (did:key kid, x5c chain, …). */
-  issuerKey: (header: Record<string, unknown>, payload: Record<string, unknown>) => KeyObject
+  /**
+   * The issuer's public key for the issuer-signed JWT's header and payload (did:key kid, x5c chain, …);
+   * asynchronous when finding it is (validating an x5c chain uses WebCrypto).
+   */
+  issuerKey: (
+    header: Record<string, unknown>,
+    payload: Record<string, unknown>,
+  ) => KeyObject | Promise<KeyObject>
   algorithms: readonly JwsAlg[]
   now: number
   /** Set by a verifier: a KB-JWT is then required and checked (RFC 9901 §7.3). */
@@ -124,7 +130,7 @@ export async function verifySdJwtVc(compact: string, options: SdJwtVerifyOptions
     throw new SdJwtError(`alg ${JSON.stringify(alg)} is not one of ${options.algorithms.join(', ')}`)
   }
   checkDisclosuresReferenced(payload, splitSdJwt(compact).disclosures)
-  const issuerKey = options.issuerKey(header, payload)
+  const issuerKey = await options.issuerKey(header, payload)
   const cnf = isObject(payload.cnf) && isObject(payload.cnf.jwk) ? (payload.cnf.jwk as JsonWebKey) : undefined
   let kbKey: KeyObject | undefined
   const instance = new SDJwtInstance({

@@ -32,6 +32,8 @@ export const VC_JWT_MEDIA_TYPE = 'application/vc+jwt'
 export const STATUS_LIST_JWT_MEDIA_TYPE = 'application/statuslist+jwt'
 /** Any JWT (RFC 7519 §10.3.1). */
 export const JWT_MEDIA_TYPE = 'application/jwt'
+/** A PEM certificate (a trust anchor to configure), as browsers and tools name it. */
+export const PEM_MEDIA_TYPE = 'application/x-pem-file'
 
 /** `aud` of a request object for a self-issued wallet (SIOPv2 §9, OpenID4VP §5). */
 export const SIOP_AUDIENCE = 'https://self-issued.me/v2'

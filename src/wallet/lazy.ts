@@ -11,3 +11,4 @@ const memo = <T>(load: () => Promise<T>) => {
 export const loadPex = memo(() => import('@sphereon/pex'))
 export const loadSiop = memo(() => import('@sphereon/did-auth-siop'))
 export const loadDataIntegrity = memo(() => import('../shared/data-integrity.ts'))
+export const loadX509 = memo(() => import('../shared/x509.ts'))

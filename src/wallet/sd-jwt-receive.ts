@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto'
 import { DidKeyError, didOf, JWS_ALGS, resolveDidKey } from '../shared/did-key.ts'
 import { SdJwtError, verifySdJwtVc } from '../shared/sd-jwt.ts'
+import { loadX509 } from './lazy.ts'
 
 /** A verified SD-JWT VC, as the store keeps it. */
 export interface ReceivedSdJwt {
@@ -30,13 +31,17 @@ export class SdJwtReceiveError extends Error {
 const REGISTERED = ['iss', 'iat', 'nbf', 'exp', 'cnf', 'vct', 'status', 'vct#integrity', '_sd', '_sd_alg']
 
 /**
- * The issuer key from the header: `kid` must be a did:key URL (and its DID the `iss`, when `iss` is a DID).
- * An `x5c` chain (SD-JWT VC §3.5 allows it) needs a trust anchor this wallet does not have yet.
+ * The issuer key from the header (SD-JWT VC §3.5). `x5c`: the chain must validate to one of the configured
+ * trust anchors (RFC 5280 §6, src/shared/x509.ts) and the leaf must name the issuer: `iss` is one of its SAN
+ * URIs, or an https URL whose host is one of its SAN dNSNames. Otherwise `kid` must be a did:key URL (and
+ * its DID the `iss`, when `iss` is a DID).
  */
-function issuerKey(header: Record<string, unknown>, payload: Record<string, unknown>) {
-  if (header.x5c !== undefined) {
-    throw new SdJwtError('x5c issuer keys are not supported yet: the issuer must name a did:key in kid')
-  }
+async function issuerKey(
+  header: Record<string, unknown>,
+  payload: Record<string, unknown>,
+  trust: { anchors: readonly string[]; now: number },
+) {
+  if (header.x5c !== undefined) return x5cIssuerKey(header.x5c, payload.iss, trust)
   const kid = header.kid
   if (typeof kid !== 'string' || !kid.startsWith('did:key:')) {
     throw new SdJwtError(`header kid ${JSON.stringify(kid)} is not a did:key URL`)
@@ -52,6 +57,37 @@ function issuerKey(header: Record<string, unknown>, payload: Record<string, unkn
   }
 }
 
+async function x5cIssuerKey(x5c: unknown, iss: unknown, trust: { anchors: readonly string[]; now: number }) {
+  if (trust.anchors.length === 0) {
+    throw new SdJwtError(
+      'the issuer names its key with an x5c chain, but this wallet has no trust anchor configured (Wallet.create trustAnchors, --trust-anchor)',
+    )
+  }
+  const { verifyX5c, X509Error } = await loadX509()
+  let chain: Awaited<ReturnType<typeof verifyX5c>>
+  try {
+    chain = await verifyX5c(x5c, trust.anchors, trust.now)
+  } catch (error) {
+    if (error instanceof X509Error) throw new SdJwtError(`x5c: ${error.message}`)
+    throw error
+  }
+  if (typeof iss !== 'string')
+    throw new SdJwtError('an SD-JWT VC signed with x5c must name its issuer in iss')
+  let host: string | undefined
+  try {
+    const url = new URL(iss)
+    if (url.protocol === 'https:') host = url.hostname
+  } catch {
+    // not a URL: only an exact SAN URI can match it
+  }
+  if (!chain.uris.includes(iss) && !(host !== undefined && chain.dns.includes(host))) {
+    throw new SdJwtError(
+      `x5c: the leaf certificate does not name the issuer ${iss} (SAN URIs ${JSON.stringify(chain.uris)}, dNSNames ${JSON.stringify(chain.dns)})`,
+    )
+  }
+  return chain.publicKey
+}
+
 function sameKey(a: JsonWebKey, b: JsonWebKey): boolean {
   return a.kty === b.kty && a.crv === b.crv && a.x === b.x && (a.y ?? '') === (b.y ?? '')
 }
@@ -63,19 +99,27 @@ function iso(value: unknown): string | undefined {
 }
 
 /**
- * Verifies an issued SD-JWT VC for this holder: signature (did:key `kid`), disclosures, validity period,
+ * Verifies an issued SD-JWT VC for this holder: signature (did:key `kid`, or an `x5c` chain to a trust anchor), disclosures, validity period,
  * `vct` (the configuration's, when it names one) and `cnf.jwk` = `holderJwk` (the key the proof showed).
  */
 export async function verifyReceivedSdJwt(
   compact: string,
-  expected: { holderJwk: JsonWebKey; vct?: string | undefined; now?: number },
+  expected: {
+    holderJwk: JsonWebKey
+    vct?: string | undefined
+    now?: number
+    /** PEM certificates an x5c chain must lead to; without any, x5c-signed credentials are refused. */
+    trustAnchors?: readonly string[]
+  },
 ): Promise<ReceivedSdJwt> {
+  const now = expected.now ?? Date.now()
+  const trust = { anchors: expected.trustAnchors ?? [], now }
   let verified: Awaited<ReturnType<typeof verifySdJwtVc>>
   try {
     verified = await verifySdJwtVc(compact, {
-      issuerKey,
+      issuerKey: (header, payload) => issuerKey(header, payload, trust),
       algorithms: JWS_ALGS,
-      now: expected.now ?? Date.now(),
+      now,
     })
   } catch (error) {
     throw new SdJwtReceiveError('invalid_credential', (error as Error).message)

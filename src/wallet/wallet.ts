@@ -27,6 +27,7 @@ import {
   type WalletContext,
 } from './issuance.ts'
 import type { IssuanceProtocol } from './issuance-v1.ts'
+import { loadX509 } from './lazy.ts'
 import {
   assertMisbehaviours,
   assertPresentationMisbehaviours,
@@ -67,6 +68,11 @@ export interface WalletOptions {
    * on a configuration, else draft 15), '1.0' or 'draft15'. See src/wallet/README.md.
    */
   protocol?: IssuanceProtocol
+  /**
+   * PEM certificates (CAs, or pinned leaves) an SD-JWT VC's `x5c` chain must lead to (SD-JWT VC §3.5,
+   * HAIP); default none: x5c-signed credentials are then refused. Not saved in the wallet file.
+   */
+  trustAnchors?: readonly string[]
 }
 
 export type ReceiveStep =
@@ -138,6 +144,8 @@ export class Wallet implements WalletContext, PresentationContext {
   readonly protocol: IssuanceProtocol
   /** where the state lives: a file path or '(memory)' */
   readonly location: string
+  /** PEM trust anchors for x5c issuer keys (WalletOptions.trustAnchors) */
+  readonly trustAnchors: readonly string[]
 
   private readonly handle: AgentHandle
   private readonly holder: HolderKey
@@ -153,6 +161,7 @@ export class Wallet implements WalletContext, PresentationContext {
     state: WalletState,
     fetch?: FetchLike,
     protocol?: IssuanceProtocol,
+    trustAnchors: readonly string[] = [],
   ) {
     this.handle = handle
     this.agent = handle.agent
@@ -166,10 +175,24 @@ export class Wallet implements WalletContext, PresentationContext {
     this.fetch = fetch
     this.protocol = protocol ?? 'auto'
     this.location = store.location
+    this.trustAnchors = trustAnchors
   }
 
   /** A new wallet, or the one kept in `file`. */
   static async create(opts: WalletOptions = {}): Promise<Wallet> {
+    const trustAnchors = [...(opts.trustAnchors ?? [])]
+    if (trustAnchors.length > 0) {
+      // Refused at once rather than at the first x5c credential: a typo in a PEM file is a usage error.
+      const { parseCertificates, X509Error } = await loadX509()
+      trustAnchors.forEach((pem, i) => {
+        try {
+          parseCertificates(pem, `trustAnchors[${i}]`)
+        } catch (error) {
+          if (error instanceof X509Error) throw new WalletUsageError(error.message)
+          throw error
+        }
+      })
+    }
     const store: WalletStore = opts.file ? new FileWalletStore(opts.file) : new MemoryWalletStore()
     const state = (await store.load()) ?? emptyState()
     const handle = createWalletAgent()
@@ -197,7 +220,7 @@ export class Wallet implements WalletContext, PresentationContext {
       }
       await store.save(state)
     }
-    return new Wallet(handle, holder, store, state, opts.fetch, opts.protocol)
+    return new Wallet(handle, holder, store, state, opts.fetch, opts.protocol, trustAnchors)
   }
 
   /** The credentials held, oldest first. */
@@ -477,7 +500,7 @@ export class Wallet implements WalletContext, PresentationContext {
   }
 
   /**
-   * SD-JWT VCs (dc+sd-jwt): verified with src/shared/sd-jwt.ts (issuer did:key signature, disclosures,
+   * SD-JWT VCs (dc+sd-jwt): verified with src/shared/sd-jwt.ts (issuer did:key or x5c signature, disclosures,
    * validity) and bound to this holder (`cnf.jwk` is its key); stored all, or none.
    */
   private async acceptSdJwt(
@@ -496,7 +519,11 @@ export class Wallet implements WalletContext, PresentationContext {
       }
       let received: Awaited<ReturnType<typeof verifyReceivedSdJwt>>
       try {
-        received = await verifyReceivedSdJwt(credential, { holderJwk: this.publicJwk(), vct: origin.vct })
+        received = await verifyReceivedSdJwt(credential, {
+          holderJwk: this.publicJwk(),
+          vct: origin.vct,
+          trustAnchors: this.trustAnchors,
+        })
       } catch (error) {
         if (!(error instanceof SdJwtReceiveError)) throw error
         throw new WalletProtocolError({

@@ -61,6 +61,10 @@ export function parseConfig(input: unknown, source = 'configuration'): ServiceCo
       ...tenant.issuanceTemplates.map((x, i) => [x, `issuanceTemplates/${i}`] as const),
       ...tenant.verificationTemplates.map((x, i) => [x, `verificationTemplates/${i}`] as const),
     ]
+    tenant.issuanceTemplates.forEach((template, i) => {
+      const problem = issuanceTemplateProblem(template)
+      if (problem) problems.push(`/tenants/${t}/issuanceTemplates/${i}/${problem.field}: ${problem.message}`)
+    })
     for (const [template, path] of withHooks) {
       const problem = webhookProblem(template, config.webhooks.mode)
       if (problem) problems.push(`/tenants/${t}/${path}/${problem.field}: ${problem.message}`)
@@ -104,6 +108,28 @@ export const CONFIG_SCHEMA_PATH = join(dirname(DEMO_CONFIG_PATH), 'config.schema
 /** The shipped JSON Schema text, derived from the TypeBox definitions so the two cannot drift. */
 export function configJsonSchema(): string {
   return `${JSON.stringify({ $schema: 'http://json-schema.org/draft-07/schema#', ...ConfigFileSchema }, null, 2)}\n`
+}
+
+/**
+ * What is wrong across an issuance template's fields, or undefined (config load and portal). An x5c issuer
+ * key is a P-256 leaf of the tenant's test CA (HAIP requires ES256) and only an SD-JWT VC carries it here.
+ */
+export function issuanceTemplateProblem(template: {
+  issuerKeyBinding?: string
+  signingAlg?: string
+  format?: string
+}): { field: string; message: string } | undefined {
+  if (template.issuerKeyBinding !== 'x5c') return undefined
+  if ((template.signingAlg ?? 'EdDSA') !== 'ES256') {
+    return {
+      field: 'signingAlg',
+      message: `issuerKeyBinding x5c needs signingAlg ES256 (the test CA certifies P-256 keys), not ${template.signingAlg ?? 'EdDSA'}`,
+    }
+  }
+  if (template.format !== 'dc+sd-jwt') {
+    return { field: 'format', message: 'issuerKeyBinding x5c is offered for format dc+sd-jwt only' }
+  }
+  return undefined
 }
 
 /** What is wrong with a template's webhook settings under `mode`, or undefined (config load and portal). */

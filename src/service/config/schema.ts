@@ -157,6 +157,15 @@ export const IssuanceTemplate = Type.Object(
         }),
       ),
     ),
+    issuerKeyBinding: Type.Optional(
+      Type.Enum(
+        ['did:key', 'x5c'],
+        withDefault('did:key', {
+          description:
+            "dc+sd-jwt: how the SD-JWT VC names the issuer key. did:key: header kid, iss the tenant's DID. x5c (HAIP): header x5c with a certificate chain from the tenant's test CA (its certificate at GET /oid4vci/<tenant>/trust-anchor), iss the credential issuer URL (the leaf's SAN URI). x5c needs signingAlg ES256 and format dc+sd-jwt.",
+        }),
+      ),
+    ),
     vct: Type.Optional(
       Type.String({
         pattern: '^[a-zA-Z][a-zA-Z0-9+.-]*:\\S+$',
@@ -354,7 +363,7 @@ export type VerificationTemplate = Static<typeof VerificationTemplate>
 type WithDefaults<T, K extends keyof T> = T & Required<Pick<T, K>>
 /** An issuance template as stored and read: every field that has a default holds it. */
 export type ResolvedIssuanceTemplate = Omit<
-  WithDefaults<IssuanceTemplate, 'signingAlg'>,
+  WithDefaults<IssuanceTemplate, 'signingAlg' | 'issuerKeyBinding'>,
   'txCode' | 'display'
 > & {
   txCode?: WithDefaults<NonNullable<IssuanceTemplate['txCode']>, 'length' | 'inputMode'>

@@ -5,7 +5,7 @@ import { signJws } from '../../shared/jws.ts'
 import { issueSdJwtVc } from '../../shared/sd-jwt.ts'
 import { JWT_TYP } from '../../shared/wire.ts'
 import type { IssuanceTemplate } from '../config/schema.ts'
-import type { IssuerKey } from '../crypto/issuer-keys.ts'
+import type { SigningKey } from '../crypto/issuer-certificates.ts'
 import { AppError } from '../errors/problem.ts'
 import type { IssuedCredential, JwtProof, PreparedCredential, TemplateRecord } from '../store/types.ts'
 import type { PublicUrls } from '../util/urls.ts'
@@ -190,7 +190,7 @@ export type { JwtProof }
 
 interface SigningInput {
   holderDid: string
-  key: IssuerKey
+  key: SigningKey
   status: Record<string, unknown>
   now: number
   validityDays?: number | undefined
@@ -262,9 +262,12 @@ export async function signSdJwtCredential(
   // A VC 2.0 object's validUntil bounds an SD-JWT VC too (a JWT VC keeps it inside `vc`).
   const until =
     expires ?? (typeof prepared.validUntil === 'string' ? seconds(prepared.validUntil) : undefined)
+  // SD-JWT VC §3.5: with an x5c chain the issuer is the credential issuer URL its leaf certifies (SAN URI),
+  // and the header carries the chain instead of a did:key kid (HAIP asks for x5c).
+  const { x5c } = input.key
   const payload = {
     ...claims,
-    iss: input.key.did,
+    iss: x5c ? x5c.issuer : input.key.did,
     sub: input.holderDid,
     ...(prepared.id ? { jti: prepared.id } : {}),
     iat: Math.floor(input.now / 1000),
@@ -277,7 +280,7 @@ export async function signSdJwtCredential(
   const jwt = await issueSdJwtVc(payload, input.disclosable ?? Object.keys(claims), {
     alg: input.key.alg,
     privateKey: input.key.privateKey,
-    header: { kid: input.key.kid },
+    header: x5c ? { x5c: x5c.x5c } : { kid: input.key.kid },
   })
   return { ...credential, proof: { type: 'SdJwtVc', jwt } }
 }

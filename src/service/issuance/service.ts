@@ -3,7 +3,8 @@ import type { IssuanceStep } from '../../shared/flow.ts'
 import { SD_JWT_VC_TYP } from '../../shared/wire.ts'
 import { hasRole } from '../auth/service.ts'
 import type { Principal } from '../auth/tokens.ts'
-import type { IssuerKey, IssuerKeys } from '../crypto/issuer-keys.ts'
+import type { IssuerCertificates, SigningKey } from '../crypto/issuer-certificates.ts'
+import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import { AppError, type ProblemCode } from '../errors/problem.ts'
 import type { ServiceEvents, WebhookBody } from '../events.ts'
 import type { StatusLists } from '../status/service.ts'
@@ -117,6 +118,7 @@ export interface IssuanceDeps {
   clock: Clock
   urls: PublicUrls
   issuerKeys: IssuerKeys
+  issuerCertificates: IssuerCertificates
   statusLists: StatusLists
   events: ServiceEvents
   webhooks: WebhookOutbox
@@ -280,9 +282,14 @@ export class IssuanceService {
     return next
   }
 
-  /** The signing key of a template; load it before a transaction (the store has one connection). */
-  signingKey(template: TemplateRecord<'issuance'>): Promise<IssuerKey> {
-    return this.deps.issuerKeys.forTenant(template.tenantId, template.body.signingAlg)
+  /**
+   * The signing key of a template, with its x5c chain when the template asks for one; load it before a
+   * transaction (the store has one connection).
+   */
+  async signingKey(template: TemplateRecord<'issuance'>): Promise<SigningKey> {
+    const key = await this.deps.issuerKeys.forTenant(template.tenantId, template.body.signingAlg)
+    if (template.body.issuerKeyBinding !== 'x5c') return key
+    return this.deps.issuerCertificates.withChain(template.tenantId, key)
   }
 
   /**
@@ -296,7 +303,7 @@ export class IssuanceService {
     template: TemplateRecord<'issuance'>,
     prepared: PreparedCredential[],
     holderDid: string,
-    key: IssuerKey,
+    key: SigningKey,
   ): Promise<ProcessRecord> {
     const { alg } = key
     const now = this.clock.now()

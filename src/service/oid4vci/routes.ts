@@ -1,6 +1,12 @@
 import formbody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { FORM_MEDIA_TYPE, JWT_MEDIA_TYPE, STATUS_LIST_JWT_MEDIA_TYPE } from '../../shared/wire.ts'
+import {
+  FORM_MEDIA_TYPE,
+  JWT_MEDIA_TYPE,
+  PEM_MEDIA_TYPE,
+  STATUS_LIST_JWT_MEDIA_TYPE,
+} from '../../shared/wire.ts'
+import type { IssuerCertificates } from '../crypto/issuer-certificates.ts'
 import { installOAuthErrors, isForm, OAuthError } from '../errors/oauth.ts'
 import type { StatusLists } from '../status/service.ts'
 import type { IssuerMetadata } from './metadata.ts'
@@ -15,6 +21,7 @@ import {
   statusListSchema,
   tokenSchema,
   tokenStatusListSchema,
+  trustAnchorSchema,
 } from './schemas.ts'
 import type { Oid4vciService } from './service.ts'
 
@@ -22,6 +29,7 @@ export interface Oid4vciRouteOptions {
   oid4vci: Oid4vciService
   metadata: IssuerMetadata
   statusLists: StatusLists
+  issuerCertificates: IssuerCertificates
 }
 
 /**
@@ -30,7 +38,7 @@ export interface Oid4vciRouteOptions {
  */
 export const oid4vciRoutes: FastifyPluginAsyncTypebox<Oid4vciRouteOptions> = async (
   app,
-  { oid4vci, metadata, statusLists },
+  { oid4vci, metadata, statusLists, issuerCertificates },
 ) => {
   await app.register(formbody, { bodyLimit: 16 * 1024 })
   installOAuthErrors(app)
@@ -56,6 +64,14 @@ export const oid4vciRoutes: FastifyPluginAsyncTypebox<Oid4vciRouteOptions> = asy
   app.get('/oid4vci/:tenant/credential-offer/:id', { schema: offerSchema }, async (request, reply) =>
     reply.type('application/json').send(await oid4vci.offer(request.params.tenant, request.params.id)),
   )
+
+  // The CA behind the tenant's x5c issuer keys, for relying parties and wallets to configure as a trust
+  // anchor (out of band: fetching it over the same channel as the credential proves nothing by itself).
+  app.get('/oid4vci/:tenant/trust-anchor', { schema: trustAnchorSchema }, async (request, reply) => {
+    const pem = await issuerCertificates.trustAnchorPem(request.params.tenant)
+    if (!pem) throw new OAuthError('not_found', `no credential issuer for tenant "${request.params.tenant}"`)
+    return reply.type(PEM_MEDIA_TYPE).send(pem)
+  })
 
   app.post(
     '/oid4vci/:tenant/token',

@@ -170,6 +170,19 @@ export const statusListSchema = {
   },
 }
 
+export const trustAnchorSchema = {
+  tags,
+  summary: "The tenant's test CA certificate: the trust anchor of its x5c issuer keys (HAIP)",
+  params: TenantParams,
+  response: {
+    200: Type.String({
+      description:
+        'application/x-pem-file: the self-signed CA certificate that issues the leaf certificates of SD-JWT VCs signed with issuerKeyBinding x5c.',
+    }),
+    ...errors(404),
+  },
+}
+
 export const tokenStatusListSchema = {
   tags: ['Status lists'],
   summary: 'Token Status List (IETF Token Status List §5, for SD-JWT VCs)',

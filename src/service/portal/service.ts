@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { generateSecret, hashSecret } from '../auth/secrets.ts'
 import type { Principal } from '../auth/tokens.ts'
-import { webhookProblem } from '../config/index.ts'
+import { issuanceTemplateProblem, webhookProblem } from '../config/index.ts'
 import {
   type IssuanceTemplate,
   type Role,
@@ -93,6 +93,16 @@ export class PortalService {
     }
   }
 
+  /** Cross-field rules of an issuance template, as the configuration file has them. */
+  private checkTemplate(kind: TemplateKind, body: object) {
+    const problem = kind === 'issuance' ? issuanceTemplateProblem(body as IssuanceTemplate) : undefined
+    if (problem) {
+      throw new AppError('validation_failed', `body/${problem.field}: ${problem.message}`, {
+        errors: [{ field: `body/${problem.field}`, message: problem.message }],
+      })
+    }
+  }
+
   /** Operators only: a new empty tenant with one administrator key (its secret is shown once). */
   async createTenant(id: string) {
     const now = this.clock.now()
@@ -152,6 +162,7 @@ export class PortalService {
 
   async createTemplate<K extends TemplateKind>(p: Principal, kind: K, body: TemplateBody<K>) {
     this.checkWebhook(body)
+    this.checkTemplate(kind, body)
     const now = this.clock.now()
     const record: TemplateRecord<K> = {
       tenantId: p.tenantId,
@@ -178,6 +189,7 @@ export class PortalService {
     const current = await this.getTemplate(p, kind, id)
     this.refuseConfigManaged(current)
     this.checkWebhook(body)
+    this.checkTemplate(kind, body)
     const record: TemplateRecord<K> = {
       ...current,
       body: resolveTemplate(kind, { ...body, id }),

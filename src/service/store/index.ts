@@ -3,6 +3,8 @@ import type {
   CredentialStatus,
   GrantRecord,
   IssuedCredentialRecord,
+  IssuerCaRecord,
+  IssuerCertificateRecord,
   IssuerKeyRecord,
   ListCursor,
   ProcessRecord,
@@ -80,6 +82,16 @@ export interface IssuerKeyRepository {
   listByTenant(tenantId: string): Promise<IssuerKeyRecord[]>
   /** Inserts; throws ConflictError when the tenant already has a key for the algorithm. */
   create(key: IssuerKeyRecord): Promise<void>
+}
+
+/** X.509 issuer keys: the tenant's CA and its leaf certificates. Rows are written once, never changed. */
+export interface IssuerCertificateRepository {
+  getCa(tenantId: string): Promise<IssuerCaRecord | undefined>
+  /** Inserts; throws ConflictError when the tenant already has a CA (another process created it first). */
+  createCa(ca: IssuerCaRecord): Promise<void>
+  getLeaf(tenantId: string, alg: SigningAlg, issuer: string): Promise<IssuerCertificateRecord | undefined>
+  /** Inserts; throws ConflictError when a certificate for (tenant, alg, issuer) exists. */
+  createLeaf(certificate: IssuerCertificateRecord): Promise<void>
 }
 
 /** Every state change is one conditional UPDATE, so concurrent requests cannot both win. */
@@ -187,6 +199,7 @@ export interface Repositories {
   processes: ProcessRepository
   serviceKeys: ServiceKeyRepository
   issuerKeys: IssuerKeyRepository
+  issuerCertificates: IssuerCertificateRepository
   grants: GrantRepository
   nonces: NonceRepository
   statusLists: StatusListRepository

@@ -248,4 +248,27 @@ export const migrations: Record<string, Migration> = {
         .execute()
     },
   },
+  // X.509 issuer keys (HAIP; issue 15): a test CA per tenant, its certificate the trust anchor relying parties
+  // configure, and the leaf certificates it issued for the tenant's issuer keys (one per algorithm and
+  // credential issuer URL, the leaf's SAN URI). Private keys are stored as the issuer keys are (JWK text).
+  '0005_issuer_x509': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('issuer_cas')
+        .addColumn('tenant_id', 'text', (c) => c.primaryKey().references('tenants.id'))
+        .addColumn('private_jwk', 'text', (c) => c.notNull())
+        .addColumn('certificate', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'integer', (c) => c.notNull())
+        .execute()
+      await db.schema
+        .createTable('issuer_certificates')
+        .addColumn('tenant_id', 'text', (c) => c.notNull().references('tenants.id'))
+        .addColumn('alg', 'text', (c) => c.notNull())
+        .addColumn('issuer', 'text', (c) => c.notNull())
+        .addColumn('certificate', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'integer', (c) => c.notNull())
+        .addPrimaryKeyConstraint('issuer_certificates_pk', ['tenant_id', 'alg', 'issuer'])
+        .execute()
+    },
+  },
 }

@@ -6,6 +6,9 @@ import {
   type GrantRepository,
   type IssuedCredentialRecord,
   type IssuedCredentialRepository,
+  type IssuerCaRecord,
+  type IssuerCertificateRecord,
+  type IssuerCertificateRepository,
   type IssuerKeyRecord,
   type IssuerKeyRepository,
   type NonceRepository,
@@ -22,6 +25,19 @@ export interface IssuerKeysTable {
   alg: string
   kid: string
   private_jwk: string
+  created_at: number
+}
+export interface IssuerCasTable {
+  tenant_id: string
+  private_jwk: string
+  certificate: string
+  created_at: number
+}
+export interface IssuerCertificatesTable {
+  tenant_id: string
+  alg: string
+  issuer: string
+  certificate: string
   created_at: number
 }
 export interface GrantsTable {
@@ -68,6 +84,8 @@ export interface IssuedCredentialsTable {
 }
 export interface IssuanceProtocolSchema {
   issuer_keys: IssuerKeysTable
+  issuer_cas: IssuerCasTable
+  issuer_certificates: IssuerCertificatesTable
   oid4vci_grants: GrantsTable
   nonces: NoncesTable
   status_lists: StatusListsTable
@@ -119,6 +137,72 @@ export class SqliteIssuerKeys implements IssuerKeyRepository {
         })
         .execute(),
       `issuer key ${k.alg} of tenant "${k.tenantId}"`,
+    )
+  }
+}
+
+export class SqliteIssuerCertificates implements IssuerCertificateRepository {
+  constructor(private readonly db: Db) {}
+  async getCa(tenantId: string) {
+    const r = await this.db
+      .selectFrom('issuer_cas')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .executeTakeFirst()
+    return (
+      r && {
+        tenantId: r.tenant_id,
+        privateJwk: JSON.parse(r.private_jwk),
+        certificate: r.certificate,
+        createdAt: r.created_at,
+      }
+    )
+  }
+  async createCa(ca: IssuerCaRecord) {
+    await insertOrConflict(
+      this.db
+        .insertInto('issuer_cas')
+        .values({
+          tenant_id: ca.tenantId,
+          private_jwk: JSON.stringify(ca.privateJwk),
+          certificate: ca.certificate,
+          created_at: ca.createdAt,
+        })
+        .execute(),
+      `CA of tenant "${ca.tenantId}"`,
+    )
+  }
+  async getLeaf(tenantId: string, alg: SigningAlg, issuer: string) {
+    const r = await this.db
+      .selectFrom('issuer_certificates')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .where('alg', '=', alg)
+      .where('issuer', '=', issuer)
+      .executeTakeFirst()
+    return (
+      r && {
+        tenantId: r.tenant_id,
+        alg: r.alg as SigningAlg,
+        issuer: r.issuer,
+        certificate: r.certificate,
+        createdAt: r.created_at,
+      }
+    )
+  }
+  async createLeaf(c: IssuerCertificateRecord) {
+    await insertOrConflict(
+      this.db
+        .insertInto('issuer_certificates')
+        .values({
+          tenant_id: c.tenantId,
+          alg: c.alg,
+          issuer: c.issuer,
+          certificate: c.certificate,
+          created_at: c.createdAt,
+        })
+        .execute(),
+      `${c.alg} certificate of tenant "${c.tenantId}" for ${c.issuer}`,
     )
   }
 }

@@ -118,6 +118,27 @@ export interface IssuerKeyRecord {
   createdAt: number
 }
 
+/** A tenant's test CA (X.509 issuer keys): the trust anchor of its x5c chains. */
+export interface IssuerCaRecord {
+  tenantId: string
+  /** The CA's P-256 private key. */
+  privateJwk: JsonWebKey
+  /** The self-signed CA certificate, standard base64 DER. */
+  certificate: string
+  createdAt: number
+}
+
+/** A leaf certificate the tenant's CA issued for its issuer key of `alg`, naming `issuer` (SAN URI). */
+export interface IssuerCertificateRecord {
+  tenantId: string
+  alg: SigningAlg
+  /** The credential issuer URL the certificate names. */
+  issuer: string
+  /** Standard base64 DER. */
+  certificate: string
+  createdAt: number
+}
+
 export type CodeState = 'live' | 'used' | 'burnt'
 
 /** The OpenID4VCI side of an issuance process: pre-authorized code, access token, transaction. */

@@ -1,0 +1,333 @@
+// The polyfill must be evaluated before @peculiar/x509: its dependency tsyringe throws at import without a
+// Reflect metadata API. ESM evaluates imports in order, so this side-effect import stays first.
+import 'reflect-metadata'
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  type KeyObject,
+  randomBytes,
+  webcrypto,
+} from 'node:crypto'
+import * as x509 from '@peculiar/x509'
+
+// X.509 for both sides of the wire (HAIP asks for x509 issuer keys): a test CA and leaf certificates for the
+// service, `x5c` arrays (RFC 7515 §4.1.6), path validation to configured trust anchors (RFC 5280 §6) for the
+// wallet and the verifier, and the OpenID4VP 1.0 `x509_hash` client identifier value.
+// The service, the wallet and the verifier import this file; it imports nothing of theirs.
+
+x509.cryptoProvider.set(webcrypto as unknown as Crypto)
+
+const P256 = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const
+/** A chain longer than this is refused before any signature is checked (bounded work per credential). */
+const MAX_CHAIN = 8
+const DAY = 86_400_000
+
+export class X509Error extends Error {
+  override name = 'X509Error'
+}
+
+/** A certificate as PEM text, standard base64 DER (an `x5c` entry) or DER bytes. */
+export type CertificateInput = string | Uint8Array
+
+function parse(input: CertificateInput, what: string): x509.X509Certificate {
+  try {
+    // A copy into a plain ArrayBuffer: a Buffer may be a view of Node's shared pool.
+    if (typeof input !== 'string') return new x509.X509Certificate(new Uint8Array(input))
+    const text = input.trim()
+    return new x509.X509Certificate(
+      text.startsWith('-----BEGIN') ? text : new Uint8Array(Buffer.from(text, 'base64')),
+    )
+  } catch (error) {
+    throw new X509Error(`${what} is not a DER or PEM X.509 certificate: ${(error as Error).message}`)
+  }
+}
+
+/** Every certificate of PEM text (a bundle may hold several), or the one DER certificate. */
+export function parseCertificates(input: CertificateInput, what = 'trust anchor'): x509.X509Certificate[] {
+  if (typeof input === 'string' && input.includes('-----BEGIN')) {
+    const blocks = input.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? []
+    if (blocks.length === 0) throw new X509Error(`${what} has no CERTIFICATE block`)
+    return blocks.map((block, i) => parse(block, blocks.length > 1 ? `${what} #${i + 1}` : what))
+  }
+  return [parse(input, what)]
+}
+
+export const certificatePem = (input: CertificateInput): string => parse(input, 'certificate').toString('pem')
+export const certificateDer = (input: CertificateInput): Buffer =>
+  Buffer.from(parse(input, 'certificate').rawData)
+
+/** An `x5c` header value (RFC 7515 §4.1.6): standard base64 (not base64url) DER, the key's certificate first. */
+export function x5cOf(chain: readonly CertificateInput[]): string[] {
+  return chain.map((c) => certificateDer(c).toString('base64'))
+}
+
+/** OpenID4VP 1.0 `x509_hash:` client identifier value: base64url of the SHA-256 of the leaf's DER. */
+export function x509Hash(leaf: CertificateInput): string {
+  return createHash('sha256').update(certificateDer(leaf)).digest('base64url')
+}
+
+const serial = () => {
+  const bytes = randomBytes(16)
+  bytes[0] = (bytes[0] as number) & 0x7f // a positive INTEGER (RFC 5280 §4.1.2.2)
+  return bytes.toString('hex')
+}
+
+const spki = (key: KeyObject) => new Uint8Array(key.export({ type: 'spki', format: 'der' }))
+
+async function signingKeyOf(privateKey: KeyObject): Promise<CryptoKey> {
+  if (privateKey.asymmetricKeyType !== 'ec' || privateKey.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
+    throw new X509Error('a test CA key must be a P-256 key')
+  }
+  const der = privateKey.export({ type: 'pkcs8', format: 'der' })
+  return webcrypto.subtle.importKey('pkcs8', der, P256, false, ['sign']) as Promise<CryptoKey>
+}
+
+export interface TestCa {
+  /** The CA certificate (DER); `certificatePem()` gives the PEM relying parties configure. */
+  certificate: Buffer
+  /** P-256 private key the CA signs certificates with. */
+  privateKey: KeyObject
+}
+
+/**
+ * A self-signed P-256 CA for tests and the service's per-tenant trust anchor: basicConstraints cA (critical,
+ * pathLen 0: it certifies end-entity keys only) and keyUsage keyCertSign | cRLSign (RFC 5280 §4.2.1.3, §4.2.1.9).
+ */
+export async function generateTestCa(
+  options: { name?: string; now?: number; validityDays?: number } = {},
+): Promise<TestCa> {
+  const now = options.now ?? Date.now()
+  const keys = (await webcrypto.subtle.generateKey(P256, true, ['sign', 'verify'])) as CryptoKeyPair
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: serial(),
+    name: options.name ?? 'CN=vc-harness Test CA, O=vc-harness',
+    notBefore: new Date(now - DAY),
+    notAfter: new Date(now + (options.validityDays ?? 3650) * DAY),
+    keys,
+    signingAlgorithm: P256,
+    extensions: [
+      new x509.BasicConstraintsExtension(true, 0, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+    ],
+  })
+  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey))
+  return {
+    certificate: Buffer.from(cert.rawData),
+    privateKey: createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }),
+  }
+}
+
+export interface CertificateRequest {
+  /** The issuing CA (its certificate and private key). */
+  issuer: { certificate: CertificateInput; privateKey: KeyObject }
+  /** The certified public key (any key type WebCrypto knows: P-256, Ed25519, …). */
+  publicKey: KeyObject
+  subject?: string
+  /** subjectAltName dNSName entries (RFC 5280 §4.2.1.6). */
+  dns?: readonly string[]
+  /** subjectAltName uniformResourceIdentifier entries. */
+  uris?: readonly string[]
+  notBefore?: Date
+  notAfter?: Date
+  /** An intermediate CA instead of an end-entity certificate (tests build longer chains with it). */
+  ca?: boolean
+}
+
+/** A certificate for `publicKey` signed by `issuer` (DER). End-entity by default: keyUsage digitalSignature. */
+export async function issueCertificate(request: CertificateRequest): Promise<Buffer> {
+  const issuerCert = parse(request.issuer.certificate, 'issuer certificate')
+  const now = Date.now()
+  const names = [
+    ...(request.dns ?? []).map((value) => ({ type: 'dns' as const, value })),
+    ...(request.uris ?? []).map((value) => ({ type: 'url' as const, value })),
+  ]
+  const extensions: x509.Extension[] = request.ca
+    ? [
+        new x509.BasicConstraintsExtension(true, 0, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true),
+      ]
+    : [
+        new x509.BasicConstraintsExtension(false, undefined, true),
+        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+      ]
+  if (names.length > 0) extensions.push(new x509.SubjectAlternativeNameExtension(names))
+  extensions.push(await x509.AuthorityKeyIdentifierExtension.create(issuerCert.publicKey))
+  extensions.push(await x509.SubjectKeyIdentifierExtension.create(spki(request.publicKey)))
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: serial(),
+    subject: request.subject ?? `CN=${request.dns?.[0] ?? request.uris?.[0] ?? 'vc-harness issuer'}`,
+    issuer: issuerCert.subject,
+    notBefore: request.notBefore ?? new Date(now - DAY),
+    notAfter: request.notAfter ?? new Date(now + 365 * DAY),
+    publicKey: spki(request.publicKey),
+    signingKey: await signingKeyOf(request.issuer.privateKey),
+    signingAlgorithm: P256,
+    extensions,
+  })
+  return Buffer.from(cert.rawData)
+}
+
+export interface VerifiedChain {
+  /** The leaf's public key, for the JWS it signs (SD-JWT VC §3.5: the issuer-signed JWT's key). */
+  publicKey: KeyObject
+  /** subjectAltName dNSName and uniformResourceIdentifier entries of the leaf. */
+  dns: string[]
+  uris: string[]
+  leaf: x509.X509Certificate
+  /** The configured anchor the chain ends in. */
+  anchor: x509.X509Certificate
+}
+
+// Extensions this validation processes; an unknown critical one fails the path (RFC 5280 §6.1.4 (o)).
+const UNDERSTOOD = new Set([
+  '2.5.29.19', // basicConstraints
+  '2.5.29.15', // keyUsage
+  '2.5.29.17', // subjectAltName
+  '2.5.29.14', // subjectKeyIdentifier
+  '2.5.29.35', // authorityKeyIdentifier
+])
+
+const label = (cert: x509.X509Certificate, i: number, count: number) =>
+  `certificate ${i} of the chain (${i === 0 ? 'leaf' : i === count - 1 ? 'last' : 'intermediate'}, ${cert.subject || 'empty subject'})`
+
+function checkDates(cert: x509.X509Certificate, at: Date, what: string) {
+  if (at < cert.notBefore) throw new X509Error(`${what} is not valid before ${cert.notBefore.toISOString()}`)
+  if (at > cert.notAfter) throw new X509Error(`${what} expired at ${cert.notAfter.toISOString()}`)
+}
+
+function checkCriticalExtensions(cert: x509.X509Certificate, what: string) {
+  const unknown = cert.extensions.find((e) => e.critical && !UNDERSTOOD.has(e.type))
+  if (unknown) throw new X509Error(`${what} has an unrecognised critical extension ${unknown.type}`)
+}
+
+/**
+ * A certificate that signs others must be a CA: basicConstraints cA (RFC 5280 §6.1.4 (k)), keyCertSign when
+ * keyUsage is present (§6.1.4 (n)), and its pathLenConstraint must allow the intermediates below it
+ * (§6.1.4 (l), (m)): `below` counts the non-self-issued intermediates between it and the leaf.
+ */
+function checkIssuerConstraints(cert: x509.X509Certificate, below: number, what: string) {
+  const bc = cert.getExtension(x509.BasicConstraintsExtension)
+  if (!bc?.ca)
+    throw new X509Error(`${what} issued a certificate but is not a CA (basicConstraints cA is not set)`)
+  const ku = cert.getExtension(x509.KeyUsagesExtension)
+  if (ku && (ku.usages & x509.KeyUsageFlags.keyCertSign) === 0) {
+    throw new X509Error(`${what} issued a certificate but its keyUsage lacks keyCertSign`)
+  }
+  if (bc.pathLength !== undefined && below > bc.pathLength) {
+    throw new X509Error(
+      `${what} allows ${bc.pathLength} intermediate(s) below it (pathLenConstraint); found ${below}`,
+    )
+  }
+}
+
+async function signedBy(cert: x509.X509Certificate, issuer: x509.X509Certificate): Promise<boolean> {
+  if (cert.issuer !== issuer.subject) return false
+  try {
+    return await cert.verify({ publicKey: issuer.publicKey, signatureOnly: true })
+  } catch {
+    return false
+  }
+}
+
+const isSelfIssued = (cert: x509.X509Certificate) => cert.issuer === cert.subject
+
+/**
+ * Validates an `x5c` chain (RFC 5280 §6.1) to one of `anchors` at `at`, and returns the leaf's key and names.
+ * RFC 7515 §4.1.6 fixes the order (each certificate certifies the one before it), so the path is the array
+ * itself: no search among the certificates. The last one must be an anchor (byte for byte) or be issued by
+ * one. Every certificate's signature, validity period and critical extensions are checked; every issuing
+ * certificate (intermediates and the anchor) must be a CA allowed to issue at that depth; the leaf's keyUsage,
+ * when present, must allow digitalSignature (it signs the JWS). Revocation is not checked (no CRL/OCSP).
+ */
+export async function verifyX5c(
+  x5c: unknown,
+  anchors: readonly CertificateInput[],
+  at: Date | number = Date.now(),
+): Promise<VerifiedChain> {
+  const when = at instanceof Date ? at : new Date(at)
+  if (!Array.isArray(x5c) || x5c.length === 0 || !x5c.every((c) => typeof c === 'string')) {
+    throw new X509Error('x5c must be a non-empty array of base64 DER certificates')
+  }
+  if (x5c.length > MAX_CHAIN)
+    throw new X509Error(`x5c holds ${x5c.length} certificates; at most ${MAX_CHAIN}`)
+  if (anchors.length === 0) throw new X509Error('no trust anchor is configured')
+  const trusted = anchors.flatMap((a, i) => parseCertificates(a, `trust anchor ${i}`))
+  const chain = (x5c as string[]).map((b64, i) => {
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(b64)) {
+      throw new X509Error(`x5c[${i}] is not standard base64 (RFC 7515 §4.1.6; base64url is not allowed)`)
+    }
+    return parse(b64, `x5c[${i}]`)
+  })
+  const count = chain.length
+  const leaf = chain[0] as x509.X509Certificate
+
+  // Where the path meets the anchors: the last certificate is an anchor itself, or an anchor issued it.
+  const last = chain[count - 1] as x509.X509Certificate
+  let anchor = trusted.find((a) => Buffer.from(a.rawData).equals(Buffer.from(last.rawData)))
+  const lastIsAnchor = anchor !== undefined
+  if (!anchor) {
+    for (const candidate of trusted) {
+      if (await signedBy(last, candidate)) {
+        anchor = candidate
+        break
+      }
+    }
+  }
+  if (!anchor) {
+    throw new X509Error(
+      `${label(last, count - 1, count)} is not a configured trust anchor nor issued by one (issuer ${last.issuer || 'empty'})`,
+    )
+  }
+  // The certificates validated as a path: the x5c entries, without the anchor when it is included.
+  const path = lastIsAnchor ? chain.slice(0, -1) : chain
+  // Intermediates below each position, counting non-self-issued ones only (RFC 5280 §6.1.4 (l)).
+  let below = 0
+  for (let i = 0; i < path.length; i++) {
+    const cert = path[i] as x509.X509Certificate
+    const what = label(cert, i, count)
+    checkDates(cert, when, what)
+    checkCriticalExtensions(cert, what)
+    const issuer = (path[i + 1] ?? anchor) as x509.X509Certificate
+    const issuerWhat = i + 1 < path.length ? label(issuer, i + 1, count) : `trust anchor (${anchor.subject})`
+    if (cert.issuer !== issuer.subject) {
+      throw new X509Error(
+        `${what} names issuer "${cert.issuer}", but the next certificate is "${issuer.subject}"`,
+      )
+    }
+    if (!(await signedBy(cert, issuer))) {
+      throw new X509Error(`${what}: its signature does not verify with the key of ${issuerWhat}`)
+    }
+    if (i > 0 && !isSelfIssued(cert)) below++
+    checkIssuerConstraints(issuer, below, issuerWhat)
+  }
+  // The anchor's own validity: a configured but expired anchor no longer vouches for anything.
+  checkDates(anchor, when, `trust anchor (${anchor.subject})`)
+  if (path.length === 0) checkCriticalExtensions(leaf, label(leaf, 0, count))
+  const ku = leaf.getExtension(x509.KeyUsagesExtension)
+  if (ku && (ku.usages & x509.KeyUsageFlags.digitalSignature) === 0) {
+    throw new X509Error(`${label(leaf, 0, count)}: its keyUsage lacks digitalSignature`)
+  }
+  const { dns, uris } = subjectAltNames(leaf)
+  let publicKey: KeyObject
+  try {
+    publicKey = createPublicKey({ key: Buffer.from(leaf.publicKey.rawData), format: 'der', type: 'spki' })
+  } catch (error) {
+    throw new X509Error(`${label(leaf, 0, count)}: its public key is not usable: ${(error as Error).message}`)
+  }
+  return { publicKey, dns, uris, leaf, anchor }
+}
+
+/** The subjectAltName dNSName and uniformResourceIdentifier entries of a certificate. */
+export function subjectAltNames(input: CertificateInput | x509.X509Certificate): {
+  dns: string[]
+  uris: string[]
+} {
+  const cert = input instanceof x509.X509Certificate ? input : parse(input, 'certificate')
+  const items = cert.getExtension(x509.SubjectAlternativeNameExtension)?.names.items ?? []
+  return {
+    dns: items.filter((n) => n.type === 'dns').map((n) => n.value),
+    uris: items.filter((n) => n.type === 'url').map((n) => n.value),
+  }
+}
