@@ -590,12 +590,17 @@ describe('request object (request_uri)', () => {
     assert.throws(() => verifyJws(response.body, newHolder().publicKey, { algorithms: JWS_ALGS }))
   })
 
-  test('claims: client_id_scheme did, response_uri, direct_post, nonce, state, definition, exp', async () => {
+  test('claims: did client_id, response_uri, direct_post, nonce, state, definition, exp; no scope, no client_id_scheme', async () => {
     const created = t.clock.now()
     const s = await createSession(t.app, wide, 'vid-check')
     const { claims } = await fetchRequest(t.app, s.requestPath)
     assert.equal(claims.client_id, s.query.get('client_id'))
-    assert.equal(claims.client_id_scheme, 'did')
+    assert.match(String(claims.client_id), /^did:key:/)
+    // OpenID4VP 1.0 §5.1: one of dcql_query, presentation_definition or scope; client_id_scheme is gone.
+    // The link keeps section 2.7's scope=openid; the signed object wins over it (RFC 9101 §6.3).
+    assert.equal(claims.scope, undefined)
+    assert.equal(claims.client_id_scheme, undefined)
+    assert.equal(s.query.get('scope'), 'openid')
     assert.equal(claims.response_uri, s.query.get('redirect_uri'))
     assert.equal(new URL(claims.response_uri).pathname, s.responsePath)
     assert.equal(claims.response_mode, 'direct_post')

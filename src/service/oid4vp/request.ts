@@ -2,7 +2,7 @@ import { signJws } from '../../shared/jws.ts'
 import { AUTHORIZATION_REQUEST_SCHEME, REQUEST_OBJECT_TYP, SIOP_AUDIENCE } from '../../shared/wire.ts'
 import type { PublicUrls } from '../util/urls.ts'
 import { difDefinition } from '../verification/definition.ts'
-import type { AuthorizationRequests, RequestInput } from '../verification/service.ts'
+import { AUTH_REQUEST_SCOPE, type AuthorizationRequests, type RequestInput } from '../verification/service.ts'
 
 // The authorization request of a verification session, in the profile the interface document shows
 // (section 2.7): OpenID4VP draft 20, client_id scheme `did`, request object by reference (`request_uri`,
@@ -17,12 +17,13 @@ export class PresentationExchangeRequests implements AuthorizationRequests {
     const request = {
       iss: verifier.did,
       aud: SIOP_AUDIENCE,
+      // No client_id_scheme (gone in OpenID4VP 1.0; a did: client_id says it) and no `scope`: the signed
+      // request object wins over the link's parameters (RFC 9101 §6.3), and 1.0 §5.1 allows exactly one of
+      // dcql_query, presentation_definition or a scope naming one. The link keeps section 2.7's scope=openid.
       client_id: verifier.did,
-      client_id_scheme: 'did',
       response_type: 'vp_token',
       response_mode: 'direct_post',
       response_uri: responseUri,
-      scope: 'openid',
       nonce,
       state,
       presentation_definition: difDefinition(definition),
@@ -43,7 +44,7 @@ export class PresentationExchangeRequests implements AuthorizationRequests {
       request_uri: this.urls.verifierRequest(tenantId, sessionId),
       response_mode: 'direct_post',
       response_type: 'vp_token',
-      scope: 'openid',
+      scope: AUTH_REQUEST_SCOPE,
     })
     return {
       request,

@@ -14,6 +14,8 @@ import { sessionChanged, sessionState } from './lifecycle.ts'
 // asks a protocol profile for the authorization request through the AuthorizationRequests interface.
 
 const SIGNING_ALGS = ['EdDSA', 'ES256', 'ES256K'] as const
+/** The `scope` section 2.7's link carries. */
+export const AUTH_REQUEST_SCOPE = 'openid'
 
 /** What a protocol profile needs to build a session's authorization request. */
 export interface RequestInput {
@@ -148,7 +150,10 @@ export function sessionView(session: SessionRecord, now: number) {
       PresentationDefinition: definition,
       AuthRequest: {
         ...session.request,
+        // Section 2.9 shows the request as the wallet sees it: the link's redirect_uri and scope with the
+        // signed request object's claims.
         redirect_uri: session.request.response_uri,
+        scope: AUTH_REQUEST_SCOPE,
         name: definition.name,
         id: definition.id,
         format: definition.format,
