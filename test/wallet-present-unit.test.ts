@@ -30,12 +30,14 @@ import {
   assertPresentationMisbehaviours,
   WRONG_AUDIENCE,
 } from '../src/wallet/misbehaviour.ts'
-import { ACCESS_DENIED_DESCRIPTION, libraryForm } from '../src/wallet/presentation.ts'
+import { ACCESS_DENIED_DESCRIPTION, DcqlNotSupportedError, libraryForm } from '../src/wallet/presentation.ts'
+import { answerFormats, evaluationDefinition } from '../src/wallet/presentation-select.ts'
 import {
   lyingSubmission,
   type PresentationSubmission,
   responseForm,
   tamperCredential,
+  withAnswerFormats,
 } from '../src/wallet/presentation-vp.ts'
 import { walletCli } from './helpers.ts'
 
@@ -641,17 +643,17 @@ describe('credential selection (Presentation Exchange)', () => {
       descriptor_map: [
         {
           id: 'VerifiableId',
-          format: 'jwt_vp',
+          format: 'jwt_vp_json',
           path: '$',
-          path_nested: { id: 'VerifiableId', format: 'jwt_vc', path: '$.vp.verifiableCredential[0]' },
+          path_nested: { id: 'VerifiableId', format: 'jwt_vc_json', path: '$.vp.verifiableCredential[0]' },
         },
         {
           id: 'UniversityDegreeCredential',
-          format: 'jwt_vp',
+          format: 'jwt_vp_json',
           path: '$',
           path_nested: {
             id: 'UniversityDegreeCredential',
-            format: 'jwt_vc',
+            format: 'jwt_vc_json',
             path: '$.vp.verifiableCredential[1]',
           },
         },
@@ -690,6 +692,261 @@ describe('credential selection (Presentation Exchange)', () => {
       assert.deepEqual(e.descriptors, ['DriversLicense', 'Passport'])
       return true
     })
+  })
+})
+
+// --- format identifiers and query languages ----------------------------------------------------------------------
+
+/** The degree descriptor with its own `format` (none: the definition's applies). */
+function degreeDescriptor(format?: Record<string, unknown>) {
+  return { ...descriptor('UniversityDegreeCredential'), ...(format && { format }) }
+}
+
+/** A definition with the given top-level `format` (none: no `format` at all) and descriptors. */
+function formatDefinition(
+  format: Record<string, unknown> | undefined,
+  descriptors: Record<string, unknown>[] = [degreeDescriptor()],
+): Record<string, unknown> {
+  return {
+    id: randomUUID(),
+    ...(format && { format }),
+    submission_requirements: [{ name: 'mandatory', rule: 'all', from: 'mandatory' }],
+    input_descriptors: descriptors,
+  }
+}
+
+const A = { alg: ALGS }
+
+describe('format identifiers: OpenID4VP (jwt_vc_json, jwt_vp_json) and PEX (jwt_vc, jwt_vp)', () => {
+  const cases: {
+    what: string
+    top?: Record<string, unknown>
+    own?: Record<string, unknown>
+    vp: string
+    vc: string
+  }[] = [
+    { what: 'top level jwt_vc_json only', top: { jwt_vc_json: A }, vp: 'jwt_vp_json', vc: 'jwt_vc_json' },
+    {
+      what: 'top level jwt_vc_json + jwt_vp_json',
+      top: { jwt_vc_json: A, jwt_vp_json: A },
+      vp: 'jwt_vp_json',
+      vc: 'jwt_vc_json',
+    },
+    { what: 'descriptor jwt_vc_json only', own: { jwt_vc_json: A }, vp: 'jwt_vp_json', vc: 'jwt_vc_json' },
+    {
+      what: 'descriptor jwt_vc_json, top level jwt_vp_json',
+      top: { jwt_vp_json: A },
+      own: { jwt_vc_json: A },
+      vp: 'jwt_vp_json',
+      vc: 'jwt_vc_json',
+    },
+    { what: 'top level jwt_vc + jwt_vp only', top: { jwt_vc: A, jwt_vp: A }, vp: 'jwt_vp', vc: 'jwt_vc' },
+    { what: 'descriptor jwt_vc only', own: { jwt_vc: A }, vp: 'jwt_vp', vc: 'jwt_vc' },
+    {
+      what: 'both generations named',
+      top: { jwt_vc: A, jwt_vc_json: A, jwt_vp: A, jwt_vp_json: A },
+      vp: 'jwt_vp_json',
+      vc: 'jwt_vc_json',
+    },
+    { what: 'no format at all', vp: 'jwt_vp_json', vc: 'jwt_vc_json' },
+  ]
+  for (const { what, top, own, vp, vc } of cases) {
+    test(`${what}: the held JWT VC matches, descriptor_map says ${vp} / ${vc}`, async () => {
+      const verifier = new FakeVerifier()
+      const wallet = await walletWith(verifier)
+      const [stored] = wallet.credentials()
+      const def = formatDefinition(top, [degreeDescriptor(own)])
+      const session = verifier.open({ definition: def })
+      const presentation = await wallet.startPresentation(session.link)
+      const selection = await presentation.select()
+      assert.deepEqual(
+        selection.matches.map((m) => [m.id, m.candidates.map((c) => c.id)]),
+        [['UniversityDegreeCredential', [stored?.id]]],
+      )
+      const result = await presentation.respond()
+      assert.equal(result.status, 'verified')
+      assert.deepEqual(result.presented, [stored?.id])
+      const [form] = verifier.posts()
+      const posted = read(form as Record<string, string>)
+      assert.deepEqual(posted.credentials, [stored?.credential])
+      assert.deepEqual(withoutId(posted.submission), {
+        definition_id: def.id,
+        descriptor_map: [
+          {
+            id: 'UniversityDegreeCredential',
+            format: vp,
+            path: '$',
+            path_nested: {
+              id: 'UniversityDegreeCredential',
+              format: vc,
+              path: '$.vp.verifiableCredential[0]',
+            },
+          },
+        ],
+      })
+      assert.deepEqual(result.presentationSubmission, posted.submission)
+      // the verifier's definition is what the session shows, untouched
+      assert.deepEqual(presentation.presentationDefinition, def)
+    })
+  }
+
+  test('the format is still evaluated: a descriptor naming no JWT VC format matches nothing', async () => {
+    const verifier = new FakeVerifier()
+    const wallet = await walletWith(verifier)
+    for (const format of [{ ldp_vc: { proof_type: ['Ed25519Signature2018'] } }, { 'vc+sd-jwt': {} }]) {
+      const def = formatDefinition(undefined, [degreeDescriptor(format)])
+      await assert.rejects(wallet.present(verifier.open({ definition: def }).link), (e: Error) => {
+        assert.ok(
+          e instanceof NoMatchingCredentialsError,
+          `${JSON.stringify(format)}: ${e.name}: ${e.message}`,
+        )
+        return true
+      })
+    }
+    assert.deepEqual(verifier.posts(), [], 'nothing was posted')
+  })
+
+  test('two descriptors in different words each get their own identifiers; the misbehaviours keep them', async () => {
+    const verifier = new FakeVerifier()
+    const wallet = await walletWith(verifier, [
+      (did) => credential(did, { type: 'VerifiableId', claims: { familyName: 'Lovelace' } }),
+      (did) => credential(did),
+    ])
+    const def = formatDefinition(undefined, [
+      { ...descriptor('VerifiableId'), format: { jwt_vc: A } },
+      degreeDescriptor({ jwt_vc_json: A }),
+    ])
+    const { good, bad } = await goodAndBad(wallet, verifier, ['lying-submission'], { definition: def })
+    const formats = (s: PresentationSubmission) =>
+      s.descriptor_map.map((d) => [d.id, d.format, d.path_nested?.format])
+    const expected = [
+      ['VerifiableId', 'jwt_vp', 'jwt_vc'],
+      ['UniversityDegreeCredential', 'jwt_vp_json', 'jwt_vc_json'],
+    ]
+    assert.deepEqual(formats(good.submission), expected)
+    assert.deepEqual(formats(bad.submission), expected, 'lying-submission changes the path only')
+  })
+
+  test('evaluationDefinition adds the PEX identifiers to a copy; answerFormats and withAnswerFormats', () => {
+    const def = formatDefinition({ jwt_vp_json: A, ldp_vp: { proof_type: ['x'] } }, [
+      degreeDescriptor({ jwt_vc_json: { alg: ['ES256'] } }),
+      { ...descriptor('Old'), format: { jwt_vc: A } },
+      { ...descriptor('Both'), format: { jwt_vc: { alg: ['EdDSA'] }, jwt_vc_json: { alg: ['ES256'] } } },
+    ])
+    const before = structuredClone(def)
+    const evaluated = evaluationDefinition(def as never) as unknown as typeof def & {
+      format: Record<string, unknown>
+      input_descriptors: { format: Record<string, unknown> }[]
+    }
+    assert.deepEqual(def, before, 'the verifier definition is not changed')
+    assert.deepEqual(evaluated.format, { jwt_vp_json: A, ldp_vp: { proof_type: ['x'] }, jwt_vp: A })
+    assert.deepEqual(
+      evaluated.input_descriptors.map((d) => d.format),
+      [
+        { jwt_vc_json: { alg: ['ES256'] }, jwt_vc: { alg: ['ES256'] } },
+        { jwt_vc: A },
+        { jwt_vc: { alg: ['EdDSA'] }, jwt_vc_json: { alg: ['ES256'] } },
+      ],
+    )
+    const formats = answerFormats(def as never)
+    assert.deepEqual(Object.fromEntries(formats), {
+      UniversityDegreeCredential: { vp: 'jwt_vp_json', vc: 'jwt_vc_json' },
+      Old: { vp: 'jwt_vp_json', vc: 'jwt_vc' },
+      Both: { vp: 'jwt_vp_json', vc: 'jwt_vc_json' },
+    })
+    const laidOut: PresentationSubmission = {
+      id: 's',
+      definition_id: 'd',
+      descriptor_map: [
+        {
+          id: 'Old',
+          format: 'jwt_vp',
+          path: '$',
+          path_nested: { id: 'Old', format: 'jwt_vc', path: '$.vp.verifiableCredential[0]' },
+        },
+        {
+          id: 'Unknown',
+          format: 'jwt_vp',
+          path: '$',
+          path_nested: { id: 'Unknown', format: 'jwt_vc', path: '$.vp.verifiableCredential[1]' },
+        },
+      ],
+    }
+    assert.deepEqual(withAnswerFormats(laidOut, formats).descriptor_map, [
+      {
+        id: 'Old',
+        format: 'jwt_vp_json',
+        path: '$',
+        path_nested: { id: 'Old', format: 'jwt_vc', path: '$.vp.verifiableCredential[0]' },
+      },
+      laidOut.descriptor_map[1],
+    ])
+  })
+})
+
+describe('a DCQL request (OpenID4VP 1.0 §6)', () => {
+  const DCQL = {
+    credentials: [
+      {
+        id: 'degree',
+        format: 'jwt_vc_json',
+        meta: { type_values: [['VerifiableCredential', 'UniversityDegreeCredential']] },
+      },
+    ],
+  }
+
+  test('is refused with a clear DcqlNotSupportedError (a WalletUsageError); nothing is posted', async () => {
+    const verifier = new FakeVerifier()
+    const wallet = await walletWith(verifier)
+    for (const run of [
+      (link: string) => wallet.present(link),
+      (link: string) => wallet.startPresentation(link),
+      (link: string) => wallet.present(link, { misbehave: ['access-denied'] }),
+    ]) {
+      const session = verifier.open({ payload: { presentation_definition: undefined, dcql_query: DCQL } })
+      assert.equal('presentation_definition' in decodeJws(session.jwt).payload, false)
+      await assert.rejects(run(session.link), (e: Error) => {
+        assert.ok(e instanceof DcqlNotSupportedError, `${e.name}: ${e.message}`)
+        assert.ok(e instanceof WalletUsageError)
+        assert.match(e.message, /DCQL/)
+        assert.match(e.message, /OpenID4VP 1\.0 §6/)
+        assert.match(e.message, /does not support DCQL yet/)
+        assert.match(e.message, /Presentation Exchange/)
+        assert.doesNotMatch(e.message, /not valid JSON|\[object Object\]/)
+        assert.equal(e.clientId, verifier.key.did)
+        assert.deepEqual(e.dcqlQuery, DCQL)
+        return true
+      })
+    }
+    assert.deepEqual(verifier.posts(), [], 'nothing was posted')
+    assert.deepEqual(
+      verifier.calls.map((c) => c.method),
+      ['GET', 'GET', 'GET'],
+      'only the request objects were fetched',
+    )
+  })
+
+  test('a DCQL query as a JSON string (draft form) is refused the same way', async () => {
+    const verifier = new FakeVerifier()
+    const wallet = await walletWith(verifier)
+    const session = verifier.open({
+      payload: { presentation_definition: undefined, dcql_query: JSON.stringify(DCQL) },
+    })
+    await assert.rejects(wallet.present(session.link), DcqlNotSupportedError)
+    assert.deepEqual(verifier.posts(), [])
+  })
+
+  test('dcql_query and presentation_definition together: invalid_request_object, nothing posted', async () => {
+    const verifier = new FakeVerifier()
+    const wallet = await walletWith(verifier)
+    const session = verifier.open({ payload: { dcql_query: DCQL } })
+    await rejectsWith(wallet.present(session.link), {
+      step: 'request',
+      status: 200,
+      error: 'invalid_request_object',
+      description: /both dcql_query and presentation_definition/,
+    })
+    assert.deepEqual(verifier.posts(), [])
   })
 })
 

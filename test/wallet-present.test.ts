@@ -214,6 +214,18 @@ describe('a verified presentation, end to end', () => {
       assert.deepEqual(failedChecks(read), [])
       assert.ok(read.RequestedAt, 'the request object was fetched')
       assert.equal(read.PresentationSubmissionFormat, 'jwt_vp')
+      // the service's definition names both generations: the wallet answers with the OpenID4VP identifiers,
+      // and the service accepts them
+      assert.deepEqual(
+        result.presentationSubmission?.descriptor_map.map((d) => [
+          d.format,
+          d.path,
+          d.path_nested?.format,
+          d.path_nested?.path,
+        ]),
+        [['jwt_vp_json', '$', 'jwt_vc_json', '$.vp.verifiableCredential[0]']],
+      )
+      assert.equal(result.form.presentation_submission, JSON.stringify(result.presentationSubmission))
     })
   }
 

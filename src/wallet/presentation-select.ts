@@ -3,6 +3,13 @@
 // it (newest first); then the descriptors the submission_requirements need (all of them when there are
 // none), each answered by its newest candidate; the whole set must then evaluate to `info` (PEX answers
 // `warn` for an unsatisfied submission-requirement group, which is not a pass).
+//
+// Format identifiers: OpenID4VP names a JWT VC `jwt_vc_json` and a JWT VP `jwt_vp_json`; PEX 4.1.0 (like the
+// pre-OpenID4VP drafts) calls the wallet's Veramo JWT VCs `jwt_vc` and filters on an input descriptor's
+// `format`, so a descriptor naming only `jwt_vc_json` would match nothing. The wallet evaluates a copy of
+// the definition in which each `jwt_vc_json` / `jwt_vp_json` also appears as `jwt_vc` / `jwt_vp`
+// (evaluationDefinition); the verifier's own definition is never changed. The presentation_submission then
+// answers in the verifier's words (answerFormats).
 
 import type { IPresentationDefinition } from '@sphereon/pex'
 import { WalletUsageError } from './errors.ts'
@@ -56,6 +63,79 @@ export class NoMatchingCredentialsError extends WalletUsageError {
   }
 }
 
+/** The OpenID4VP format identifier of a JWT VC / VP and the older (PEX, draft) identifier of the same format. */
+const FORMAT_ALIASES = [
+  ['jwt_vc_json', 'jwt_vc'],
+  ['jwt_vp_json', 'jwt_vp'],
+] as const
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+/** A `format` object in which each OpenID4VP identifier also appears under the older one (a copy). */
+function withLegacyAliases(format: unknown): unknown {
+  if (!isRecord(format)) return format
+  const copy = { ...format }
+  for (const [json, legacy] of FORMAT_ALIASES) {
+    if (json in copy && !(legacy in copy)) copy[legacy] = copy[json]
+  }
+  return copy
+}
+
+/**
+ * The definition as the wallet evaluates it with PEX 4.1.0: a copy in which `jwt_vc_json` / `jwt_vp_json` of
+ * the top-level `format` and of each input descriptor's `format` also appear as `jwt_vc` / `jwt_vp` (same
+ * algorithms), so a definition in OpenID4VP's words matches the held JWT VCs as one in PEX's words does.
+ */
+export function evaluationDefinition(definition: IPresentationDefinition): IPresentationDefinition {
+  const copy = structuredClone(definition) as unknown as Record<string, unknown>
+  if (copy.format !== undefined) copy.format = withLegacyAliases(copy.format)
+  if (Array.isArray(copy.input_descriptors)) {
+    copy.input_descriptors = copy.input_descriptors.map((descriptor: unknown) =>
+      isRecord(descriptor) && descriptor.format !== undefined
+        ? { ...descriptor, format: withLegacyAliases(descriptor.format) }
+        : descriptor,
+    )
+  }
+  return copy as unknown as IPresentationDefinition
+}
+
+/** The identifiers one descriptor_map entry uses: `format` (the VP, path `$`) and `path_nested.format` (the VC). */
+export interface AnswerFormats {
+  vp: 'jwt_vp_json' | 'jwt_vp'
+  vc: 'jwt_vc_json' | 'jwt_vc'
+}
+
+function named<J extends string, L extends string>(format: unknown, json: J, legacy: L): J | L | undefined {
+  if (!isRecord(format)) return undefined
+  if (json in format) return json
+  if (legacy in format) return legacy
+  return undefined
+}
+
+/**
+ * The format identifiers of each input descriptor's descriptor_map entry: a wallet answers in the verifier's
+ * words. The OpenID4VP identifiers (`jwt_vp_json`, `jwt_vc_json`) unless the definition names only the older
+ * ones (`jwt_vp`, `jwt_vc`). The VC format is read from the descriptor's `format`, else the definition's; the
+ * VP format from the definition's, else the descriptor's; one that neither names follows the other's
+ * generation.
+ */
+export function answerFormats(definition: IPresentationDefinition): Map<string, AnswerFormats> {
+  const top = (definition as { format?: unknown }).format
+  const formats = new Map<string, AnswerFormats>()
+  for (const descriptor of descriptorsOf(definition)) {
+    const own = (descriptor as { format?: unknown }).format
+    const vc = named(own, 'jwt_vc_json', 'jwt_vc') ?? named(top, 'jwt_vc_json', 'jwt_vc')
+    const vp = named(top, 'jwt_vp_json', 'jwt_vp') ?? named(own, 'jwt_vp_json', 'jwt_vp')
+    formats.set(descriptor.id, {
+      vp: vp ?? (vc === 'jwt_vc' ? 'jwt_vp' : 'jwt_vp_json'),
+      vc: vc ?? (vp === 'jwt_vp' ? 'jwt_vc' : 'jwt_vc_json'),
+    })
+  }
+  return formats
+}
+
 function descriptorsOf(definition: IPresentationDefinition): InputDescriptor[] {
   return definition.input_descriptors as unknown as InputDescriptor[]
 }
@@ -75,8 +155,9 @@ export async function matchDescriptors(
   const pex = new PEX()
   const newestFirst = [...held].reverse()
   const jwts = newestFirst.map((c) => c.credential)
-  return descriptorsOf(definition).map((descriptor) => {
-    const single = { ...definition, input_descriptors: [descriptor] } as IPresentationDefinition
+  const evaluated = evaluationDefinition(definition)
+  return descriptorsOf(evaluated).map((descriptor) => {
+    const single = { ...evaluated, input_descriptors: [descriptor] } as IPresentationDefinition
     delete (single as { submission_requirements?: unknown }).submission_requirements
     const candidates: StoredCredential[] = []
     if (jwts.length > 0) {
@@ -204,7 +285,7 @@ export async function selectCredentials(
   const credentials = [...new Set(chosen.map((c) => c.credential))]
   const { PEX } = await loadPex()
   const check = new PEX().evaluateCredentials(
-    definition,
+    evaluationDefinition(definition),
     credentials.map((c) => c.credential),
     { holderDIDs: [holderDid] },
   )

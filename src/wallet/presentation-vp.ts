@@ -226,6 +226,28 @@ export function selfIssueCopy(jwt: string, issuerKey?: ForeignKey): SelfIssuedCr
 // --- presentation_submission --------------------------------------------------------------------------------
 
 /**
+ * The submission with each descriptor_map entry's `format` (the VP, path `$`) and `path_nested.format` (the
+ * VC) set to the identifiers the verifier's definition uses (presentation-select.ts answerFormats); did-auth-
+ * siop lays the submission out in PEX's words (`jwt_vp` / `jwt_vc`). Paths are kept: for a JWT VP,
+ * `path_nested` is resolved against the decoded JWT payload (`$.vp.verifiableCredential[n]`, as PEX and
+ * OpenID4VP draft 20 lay it out). An entry without `path_nested`, or of a descriptor `formats` does not
+ * name, is left as it is.
+ */
+export function withAnswerFormats(
+  submission: PresentationSubmission,
+  formats: ReadonlyMap<string, { vp: string; vc: string }>,
+): PresentationSubmission {
+  return {
+    ...submission,
+    descriptor_map: submission.descriptor_map.map((entry) => {
+      const format = formats.get(entry.id)
+      if (!format || !entry.path_nested) return entry
+      return { ...entry, format: format.vp, path_nested: { ...entry.path_nested, format: format.vc } }
+    }),
+  }
+}
+
+/**
  * 'lying-submission': `descriptor_map[0]` points at another credential of the VP (index i → i + 1, wrapping;
  * with a single credential, at index 1, which does not exist). Everything else of the submission is kept.
  */

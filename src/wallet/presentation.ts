@@ -32,7 +32,12 @@ import {
   type PresentationMisbehaviour,
 } from './misbehaviour.ts'
 import { parsePresentationLink } from './presentation-link.ts'
-import { type Selection, selectCredentials } from './presentation-select.ts'
+import {
+  answerFormats,
+  evaluationDefinition,
+  type Selection,
+  selectCredentials,
+} from './presentation-select.ts'
 import { revocationEntryOf, StatusListReader } from './presentation-status.ts'
 import {
   buildVpToken,
@@ -43,6 +48,7 @@ import {
   responseForm,
   selfIssueCopy,
   tamperCredential,
+  withAnswerFormats,
 } from './presentation-vp.ts'
 import type { JwtSigner } from './proof.ts'
 import { quietly } from './quiet.ts'
@@ -50,6 +56,24 @@ import type { StoredCredential } from './store.ts'
 
 /** The wallet's answer for the 'access-denied' misbehaviour (also usable as a plain decline). */
 export const ACCESS_DENIED_DESCRIPTION = 'the holder declined to share the requested credentials'
+
+/**
+ * The request asks with a DCQL query (`dcql_query`, OpenID4VP 1.0 §6) instead of a Presentation Exchange
+ * `presentation_definition`: this wallet does not answer DCQL yet. Raised before anything is sent.
+ */
+export class DcqlNotSupportedError extends WalletUsageError {
+  override name = 'DcqlNotSupportedError'
+  constructor(
+    /** the request object's `client_id` */
+    readonly clientId: unknown,
+    /** the query as the request object carries it */
+    readonly dcqlQuery: unknown,
+  ) {
+    super(
+      `the verifier ${typeof clientId === 'string' ? `${clientId} ` : ''}asks with a DCQL query (dcql_query, OpenID4VP 1.0 §6): this wallet does not support DCQL yet — it answers Presentation Exchange requests (presentation_definition) only. Nothing was sent to the verifier.`,
+    )
+  }
+}
 
 /** A presentation the verifier accepted, kept (in memory) for the 'vp-replayed' misbehaviour. */
 export interface RememberedPresentation {
@@ -346,6 +370,22 @@ export class PresentationSession {
     if (header.typ !== undefined && header.typ !== REQUEST_OBJECT_TYP) {
       throw requestError(status, `header typ ${JSON.stringify(header.typ)} is not ${REQUEST_OBJECT_TYP}`)
     }
+    // DCQL before the library: did-auth-siop 0.19.0 wants dcql_query as a JSON string and fails on a 1.0
+    // request's object with '"[object Object]" is not valid JSON'. Refused whatever its signature: nothing
+    // is sent either way.
+    if (payload.dcql_query !== undefined) {
+      if (
+        payload.presentation_definition !== undefined ||
+        payload.presentation_definition_uri !== undefined
+      ) {
+        throw requestError(
+          status,
+          'the request object carries both dcql_query and presentation_definition (a request carries exactly one query)',
+          payload,
+        )
+      }
+      throw new DcqlNotSupportedError(payload.client_id, payload.dcql_query)
+    }
     // the signature first (the library calls verifyRequestObjectJwt), then what the payload says
     const op = await buildOp(wallet.did, status)
     const correlationId = randomUUID()
@@ -362,8 +402,7 @@ export class PresentationSession {
       allowExpired: misbehave.includes('expired-session'),
     })
     if (problem) throw requestError(status, problem, payload)
-    if (verified.dcqlQuery)
-      throw requestError(status, 'a dcql_query request (this wallet speaks Presentation Exchange)')
+    if (verified.dcqlQuery) throw new DcqlNotSupportedError(payload.client_id, verified.dcqlQuery)
     const definitions = verified.presentationDefinitions ?? []
     if (definitions.length !== 1) {
       throw requestError(status, `expected one presentation_definition, found ${definitions.length}`, payload)
@@ -486,7 +525,8 @@ export class PresentationSession {
     try {
       built = await quietly(() =>
         exchange.createVerifiablePresentation(
-          this.presentationDefinition,
+          // PEX's words for the formats (jwt_vc_json also as jwt_vc), as the selection evaluated it
+          evaluationDefinition(this.presentationDefinition),
           jwts,
           async (args) => {
             const presentation = structuredClone(args.presentation) as unknown as Record<string, unknown>
@@ -522,7 +562,12 @@ export class PresentationSession {
     if (typeof vpToken !== 'string' || built.verifiablePresentations.length !== 1) {
       throw new Error('did-auth-siop built no single JWT VP')
     }
-    let submission = built.presentationSubmission as unknown as PresentationSubmission
+    // descriptor_map in the verifier's words: jwt_vp_json / jwt_vc_json, or jwt_vp / jwt_vc for a definition
+    // that names only those. The library lays it out, and checks it, in PEX's words only (its PEX compares
+    // the VP's detected format, jwt_vp, with descriptor_map[i].format): it checks its own layout, the wallet
+    // posts the same submission with the verifier's identifiers.
+    const laidOut = built.presentationSubmission as unknown as PresentationSubmission
+    let submission = withAnswerFormats(laidOut, answerFormats(this.presentationDefinition))
     if (misbehave.includes('lying-submission')) submission = lyingSubmission(submission, presentedJwts.length)
 
     let form: Record<string, string>
@@ -530,15 +575,17 @@ export class PresentationSession {
       form = responseForm({ vpToken, submission, state: this.state })
     } else {
       const response = await quietly(() =>
-        this.op.createAuthorizationResponse(this.verified, {
+        this.op.createAuthorizationResponse(this.checkedRequest(), {
           correlationId: this.correlationId,
           presentationExchange: {
             verifiablePresentations: [vpToken],
-            presentationSubmission: submission as never,
+            presentationSubmission: laidOut as never,
           },
         }),
       )
       form = libraryForm(response.response.payload as unknown as Record<string, unknown>)
+      // same field, same place: only the format identifiers differ from what the library checked
+      form.presentation_submission = JSON.stringify(submission)
     }
     const answer = await this.post(form, step)
     const presented = presentedJwts.map(credentialId)
@@ -551,6 +598,22 @@ export class PresentationSession {
       })
     }
     return this.result('verified', answer, form, presented, { vpToken, presentationSubmission: submission })
+  }
+
+  /**
+   * The verified request as createAuthorizationResponse checks the VP against it: its presentation
+   * definitions in PEX's words for the formats (evaluationDefinition; the library's PEX, like ours, calls a
+   * JWT VC `jwt_vc` and would refuse it for a descriptor that names only `jwt_vc_json`). A plain object from
+   * the library, so a shallow copy keeps everything else.
+   */
+  private checkedRequest(): VerifiedAuthorizationRequest {
+    return {
+      ...this.verified,
+      presentationDefinitions: (this.verified.presentationDefinitions ?? []).map((pd) => ({
+        ...pd,
+        definition: evaluationDefinition(pd.definition as IPresentationDefinition) as never,
+      })),
+    }
   }
 
   private async post(form: Record<string, string>, step: (step: PresentStep, detail?: unknown) => void) {
