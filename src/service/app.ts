@@ -154,7 +154,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const statusSource: StatusListSource = async (url) => {
     const own = urls.ownStatusList(url)
     if (!own) return httpStatusListSource(url)
-    const jwt = await statusLists.credential(own.tenantId, own.listId)
+    const jwt =
+      own.form === 'bitstring'
+        ? await statusLists.credential(own.tenantId, own.listId)
+        : await statusLists.tokenStatusList(own.tenantId, own.listId)
     if (!jwt) throw new Error(`no status list at ${url}`)
     return jwt
   }

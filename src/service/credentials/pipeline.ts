@@ -267,7 +267,7 @@ export async function checkPresentation(token: unknown, ctx: PipelineContext): P
         const verdict =
           entry.kind === 'bitstring'
             ? await ctx.status.check(entry.entry, c.issuer as string, now, memo)
-            : { ok: false as const, reason: 'Token Status List entries are not read yet' }
+            : await ctx.status.token.check(entry, c.issuer as string, now, memo)
         if (verdict.ok) seen.push(verdict.status)
         else failures.push(`${where(c)}: ${verdict.reason}`)
       }

@@ -1,9 +1,15 @@
+import { inflateSync } from 'node:zlib'
 import { request } from 'undici'
 import { getStatus, readStatusList, type StatusList } from '../../shared/bitstring.ts'
 import { JWS_ALGS, resolveDidKey } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { decodeJws, verifyJws } from '../../shared/jws.ts'
-import { JWT_MEDIA_TYPE, STATUS_LIST_JWT_MEDIA_TYPE, VC_JWT_MEDIA_TYPE } from '../../shared/wire.ts'
+import {
+  JWT_MEDIA_TYPE,
+  STATUS_LIST_JWT_MEDIA_TYPE,
+  STATUS_LIST_JWT_TYP,
+  VC_JWT_MEDIA_TYPE,
+} from '../../shared/wire.ts'
 
 // Credential status by Bitstring Status List v1.0, as a verifier checks it: fetch the list credential,
 // verify that the credential's own issuer signed it, read the entry. A list this service publishes is read
@@ -45,7 +51,12 @@ export const httpStatusListSource: StatusListSource = async (url) => {
 }
 
 export class StatusChecker {
-  constructor(private readonly source: StatusListSource) {}
+  /** IETF Token Status Lists (SD-JWT VCs' `status.status_list`), read through the same source. */
+  readonly token: TokenStatusChecker
+
+  constructor(private readonly source: StatusListSource) {
+    this.token = new TokenStatusChecker(source)
+  }
 
   /** Parses and verifies a list credential; `issuerDid` must have signed it. */
   private async load(url: string, issuerDid: string, now: number): Promise<StatusList> {
@@ -120,6 +131,103 @@ export class StatusChecker {
       return { ok: false, reason: `the credential is ${meaning} (status list ${url}, index ${index})` }
     }
     return { ok: true, status: statuses.join(', ') }
+  }
+}
+
+/** An IETF Token Status List as read from its JWT: `bits` per status, LSB first (§4.1). */
+export interface TokenStatusList {
+  bits: 1 | 2 | 4 | 8
+  list: Uint8Array
+}
+
+// Same bound as the bitstring lists (shared/bitstring.ts): a list inflating far beyond is a bomb.
+const MAX_TOKEN_LIST_BYTES = 4 * 1024 * 1024
+
+/** `status_list {bits, lst}` of a Token Status List JWT payload; throws naming what is malformed. */
+export function readTokenStatusList(payload: Record<string, unknown>): TokenStatusList {
+  const statusList = payload.status_list
+  if (!isObject(statusList)) throw new Error('status list JWT has no status_list')
+  const { bits, lst } = statusList
+  if (bits !== 1 && bits !== 2 && bits !== 4 && bits !== 8)
+    throw new Error(`status_list.bits ${JSON.stringify(bits)} is not 1, 2, 4 or 8`)
+  if (typeof lst !== 'string' || !/^[\w-]*$/.test(lst)) throw new Error('status_list.lst is not base64url')
+  let list: Buffer
+  try {
+    list = inflateSync(Buffer.from(lst, 'base64url'), { maxOutputLength: MAX_TOKEN_LIST_BYTES })
+  } catch (error) {
+    throw new Error(`status_list.lst cannot be decompressed (ZLIB): ${(error as Error).message}`)
+  }
+  return { bits, list: new Uint8Array(list) }
+}
+
+/** The status of entry `index` (Token Status List §4.1: the first entry in the lowest bits of byte 0). */
+export function tokenStatusAt(list: TokenStatusList, index: number): number | undefined {
+  const bit = index * list.bits
+  const byte = list.list[bit >> 3]
+  if (byte === undefined) return undefined
+  return (byte >> (bit & 7)) & ((1 << list.bits) - 1)
+}
+
+/**
+ * Token Status List (SD-JWT VC `status.status_list`): the list JWT at `uri`, fetched through the same
+ * source as bitstring lists, must be `typ statuslist+jwt`, signed by the credential's issuer, with `sub`
+ * the uri it was fetched from. 0 VALID, 1 INVALID, 2 SUSPENDED; other values fail as unknown.
+ */
+export class TokenStatusChecker {
+  constructor(private readonly source: StatusListSource) {}
+
+  private async load(uri: string, issuerDid: string, now: number): Promise<TokenStatusList> {
+    const jwt = await this.source(uri)
+    const { header } = decodeJws(jwt)
+    if (header.typ !== STATUS_LIST_JWT_TYP) {
+      throw new Error(`status list JWT typ ${JSON.stringify(header.typ)} is not ${STATUS_LIST_JWT_TYP}`)
+    }
+    if (header.x5c !== undefined) throw new Error('status list JWT names its key by x5c (not read yet)')
+    if (typeof header.kid !== 'string') throw new Error('status list JWT has no kid')
+    const signer = resolveDidKey(header.kid)
+    const { payload } = verifyJws(jwt, signer.publicKey, { algorithms: JWS_ALGS })
+    if (signer.did !== issuerDid) {
+      throw new Error(`status list is signed by ${signer.did}, not by the credential's issuer ${issuerDid}`)
+    }
+    if (payload.sub !== uri) {
+      throw new Error(`status list sub ${JSON.stringify(payload.sub)} is not the uri it was fetched from`)
+    }
+    if (typeof payload.exp === 'number' && payload.exp * 1000 <= now)
+      throw new Error('status list has expired')
+    return readTokenStatusList(payload)
+  }
+
+  /** `memo` shares list fetches per uri between the credentials of one presentation. */
+  async check(
+    reference: { uri: string; index: number },
+    issuerDid: string,
+    now: number,
+    memo: Map<string, Promise<unknown>>,
+  ): Promise<StatusVerdict> {
+    const { uri, index } = reference
+    if (!Number.isSafeInteger(index) || index < 0)
+      return { ok: false, reason: `status_list.idx ${index} is invalid` }
+    const key = `token-status-list ${uri}`
+    let pending = memo.get(key) as Promise<TokenStatusList> | undefined
+    if (!pending) {
+      pending = this.load(uri, issuerDid, now)
+      // a rejection is reported by the await below, for every credential that names this uri
+      pending.catch(() => {})
+      memo.set(key, pending)
+    }
+    let list: TokenStatusList
+    try {
+      list = await pending
+    } catch (error) {
+      return { ok: false, reason: `status list ${uri} cannot be used: ${(error as Error).message}` }
+    }
+    const value = tokenStatusAt(list, index)
+    if (value === undefined)
+      return { ok: false, reason: `status_list.idx ${index} is outside the list ${uri}` }
+    if (value === 0) return { ok: true, status: 'valid' }
+    const meaning =
+      value === 1 ? 'invalid (revoked)' : value === 2 ? 'suspended' : `of status 0x${value.toString(16)}`
+    return { ok: false, reason: `the credential is ${meaning} (Token Status List ${uri}, index ${index})` }
   }
 }
 

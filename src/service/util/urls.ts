@@ -48,17 +48,19 @@ export class PublicUrls {
   }
 
   /**
-   * The reverse of statusList(): the tenant and list id of a URL this service publishes, or undefined
+   * The reverse of statusList() and tokenStatusList(): the tenant, list id and form of a URL this service
+   * publishes, or undefined
    * for any other URL (which a verifier then fetches over HTTP).
    */
-  ownStatusList(url: string): { tenantId: string; listId: string } | undefined {
+  ownStatusList(url: string): { tenantId: string; listId: string; form: 'bitstring' | 'token' } | undefined {
     const prefix = `${this.base()}/oid4vci/`
     if (!url.startsWith(prefix)) return undefined
-    const match = /^([^/?#]+)\/status\/([^/?#]+)$/.exec(url.slice(prefix.length))
+    const match = /^([^/?#]+)\/(status|token-status)\/([^/?#]+)$/.exec(url.slice(prefix.length))
     if (!match) return undefined
     return {
       tenantId: decodeURIComponent(match[1] as string),
-      listId: decodeURIComponent(match[2] as string),
+      listId: decodeURIComponent(match[3] as string),
+      form: match[2] === 'status' ? 'bitstring' : 'token',
     }
   }
 

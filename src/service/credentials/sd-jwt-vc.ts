@@ -1,0 +1,307 @@
+import { createHash, createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto'
+import { digest } from '@sd-jwt/crypto-nodejs'
+import { decodeSdJwtSync, getClaimsSync } from '@sd-jwt/decode'
+import { type DidKey, didKeyFromPublicKey, isJwsAlg } from '../../shared/did-key.ts'
+import { isObject } from '../../shared/json.ts'
+import { type DecodedJws, decodeJws, JwsError, verifyJws } from '../../shared/jws.ts'
+import { splitSdJwt } from '../../shared/sd-jwt.ts'
+import { KB_JWT_TYP, SD_JWT_VC_TYP, SD_JWT_VC_TYP_LEGACY } from '../../shared/wire.ts'
+import type {
+  CredentialFormat,
+  FormatPolicy,
+  PresentationFormat,
+  ReadCredential,
+  ReadPresentation,
+  StatusReference,
+  ValidityBound,
+} from './formats.ts'
+import { resolveKid } from './jwt-vc.ts'
+
+// SD-JWT VC (`dc+sd-jwt`; draft-ietf-oauth-sd-jwt-vc, SD-JWT RFC 9901) for the pipeline. A presentation
+// is `<issuer-signed JWT>~<disclosures>~<KB-JWT>`: the same string is the credential (read by
+// `sdJwtVcCredential`) and its own presentation (`sdJwtVcPresentation`, whose proof is the KB-JWT).
+// The issuer names its key by a did:key `kid`; an `x5c` chain is not accepted yet. The checks are
+// synchronous (the pipeline's interface), so the disclosures are digested here, with the same rule as
+// shared/sd-jwt.ts: every disclosure referenced once by the issuer-signed payload or another disclosure.
+
+/** SD-JWT VC registered claims (draft §3.2.2) and SD-JWT internals: not the subject's claims. */
+const REGISTERED = new Set([
+  'iss',
+  'sub',
+  'iat',
+  'nbf',
+  'exp',
+  'cnf',
+  'vct',
+  'vct#integrity',
+  'status',
+  '_sd',
+  '_sd_alg',
+])
+
+const isoOf = (seconds: number) => new Date(seconds * 1000).toISOString()
+
+/** The disclosures' digests, each referenced exactly once; throws naming what is wrong. */
+function checkDisclosures(payload: Record<string, unknown>, disclosures: readonly string[]): void {
+  if (payload._sd_alg !== undefined && payload._sd_alg !== 'sha-256') {
+    throw new Error(`_sd_alg ${JSON.stringify(payload._sd_alg)} is not sha-256`)
+  }
+  const referenced = new Set<string>()
+  const collect = (value: unknown) => {
+    if (Array.isArray(value)) {
+      for (const item of value) {
+        if (isObject(item) && typeof item['...'] === 'string' && Object.keys(item).length === 1) {
+          referenced.add(item['...'])
+        } else collect(item)
+      }
+    } else if (isObject(value)) {
+      for (const [key, item] of Object.entries(value)) {
+        if (key === '_sd' && Array.isArray(item)) for (const d of item) referenced.add(String(d))
+        else collect(item)
+      }
+    }
+  }
+  collect(payload)
+  for (const disclosure of disclosures) {
+    let value: unknown
+    try {
+      value = JSON.parse(Buffer.from(disclosure, 'base64url').toString('utf8'))
+    } catch {
+      throw new Error('a disclosure is not base64url-encoded JSON')
+    }
+    if (!Array.isArray(value) || value.length < 2 || value.length > 3)
+      throw new Error('a disclosure is not a [salt, (name,) value] array')
+    collect(value.at(-1))
+  }
+  const seen = new Set<string>()
+  for (const disclosure of disclosures) {
+    const hash = createHash('sha256').update(disclosure, 'ascii').digest('base64url')
+    if (!referenced.has(hash))
+      throw new Error('a disclosure is not referenced by the issuer-signed JWT (altered?)')
+    if (seen.has(hash)) throw new Error('a disclosure is presented twice')
+    seen.add(hash)
+  }
+}
+
+function validityOf(payload: Record<string, unknown>): ValidityBound[] {
+  const bounds: ValidityBound[] = []
+  if (typeof payload.nbf === 'number')
+    bounds.push({ kind: 'notBefore', at: payload.nbf * 1000, shown: isoOf(payload.nbf) })
+  if (typeof payload.exp === 'number')
+    bounds.push({ kind: 'notAfter', at: payload.exp * 1000, shown: isoOf(payload.exp) })
+  return bounds
+}
+
+/** `status.status_list {idx, uri}` (Token Status List §6.1); throws when present but malformed. */
+function statusOf(payload: Record<string, unknown>): StatusReference[] {
+  if (payload.status === undefined) return []
+  const list = isObject(payload.status) ? payload.status.status_list : undefined
+  if (!isObject(list)) throw new Error('status has no status_list')
+  const { idx, uri } = list
+  if (typeof idx !== 'number' || !Number.isSafeInteger(idx) || idx < 0)
+    throw new Error(`status_list.idx ${JSON.stringify(idx)} is invalid`)
+  if (typeof uri !== 'string' || uri.length === 0) throw new Error('status_list.uri is missing')
+  return [{ kind: 'token-status-list', uri, index: idx }]
+}
+
+/** The holder key of `cnf.jwk` (public members only), or why there is none. */
+function cnfKey(payload: Record<string, unknown>): { jwk: JsonWebKey; key: KeyObject } | string {
+  const jwk = isObject(payload.cnf) && isObject(payload.cnf.jwk) ? payload.cnf.jwk : undefined
+  if (!jwk) return 'the credential has no cnf.jwk (it is not key-bound)'
+  const { d: _private, ...pub } = jwk as JsonWebKey & { d?: string }
+  try {
+    return { jwk: pub, key: createPublicKey({ key: pub, format: 'jwk' }) }
+  } catch (error) {
+    return `cnf.jwk is not a usable public key: ${(error as Error).message}`
+  }
+}
+
+interface Parsed {
+  compact: string
+  issuerJwt: string
+  decoded: DecodedJws
+  disclosures: string[]
+  kbJwt: string | undefined
+}
+
+function parse(raw: unknown, policy: FormatPolicy, what: string): Parsed {
+  if (typeof raw !== 'string' || !raw.includes('~')) throw new Error(`is not an SD-JWT (${what})`)
+  const { jwt, disclosures, kbJwt } = splitSdJwt(raw)
+  let decoded: DecodedJws
+  try {
+    decoded = decodeJws(jwt)
+  } catch (error) {
+    throw new Error(`has a malformed issuer-signed JWT: ${(error as Error).message}`)
+  }
+  const { header } = decoded
+  if (header.typ !== SD_JWT_VC_TYP && header.typ !== SD_JWT_VC_TYP_LEGACY) {
+    throw new Error(`typ ${JSON.stringify(header.typ)} is not ${SD_JWT_VC_TYP}`)
+  }
+  if (!isJwsAlg(header.alg) || !policy.algorithms.includes(header.alg)) {
+    throw new Error(`alg ${JSON.stringify(header.alg)} is not one of ${policy.algorithms.join(', ')}`)
+  }
+  return { compact: raw, issuerJwt: jwt, decoded, disclosures, kbJwt }
+}
+
+function readSdJwtCredential(raw: unknown, policy: FormatPolicy): ReadCredential {
+  const { compact, issuerJwt, decoded, disclosures } = parse(raw, policy, SD_JWT_VC_TYP)
+  const { header, payload } = decoded
+  if (typeof payload.vct !== 'string') throw new Error('has no vct')
+  let all: Record<string, unknown>
+  try {
+    const sd = decodeSdJwtSync(compact, digest)
+    all = getClaimsSync<Record<string, unknown>>(
+      sd.jwt.payload as Record<string, unknown>,
+      sd.disclosures,
+      digest,
+    )
+  } catch (error) {
+    throw new Error(`disclosures cannot be applied: ${(error as Error).message}`)
+  }
+  const claims: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(all)) if (!REGISTERED.has(k)) claims[k] = v
+  const cnf = cnfKey(payload)
+  const status = statusOf(payload)
+  const withoutKb = `${[issuerJwt, ...disclosures].join('~')}~`
+  return {
+    format: SD_JWT_VC_TYP,
+    alg: header.alg as string,
+    types: [payload.vct],
+    verifyProof(keys) {
+      if (header.x5c !== undefined) {
+        return { ok: false, reason: 'names its issuer key by x5c, which this verifier does not read yet' }
+      }
+      try {
+        // every disclosure's digest is committed to by the issuer-signed payload (RFC 9901 §7.1)
+        checkDisclosures(payload, disclosures)
+      } catch (error) {
+        return { ok: false, reason: (error as Error).message }
+      }
+      try {
+        const issuerKey = resolveKid(header.kid, keys)
+        verifyJws(issuerJwt, issuerKey.publicKey, { algorithms: policy.algorithms })
+        if (payload.iss !== undefined && payload.iss !== issuerKey.did)
+          return { ok: false, reason: 'iss is not the DID of the key that signed it' }
+        return { ok: true, issuer: issuerKey.did }
+      } catch (error) {
+        return {
+          ok: false,
+          reason:
+            error instanceof JwsError && error.reason === 'bad_signature'
+              ? 'signature does not verify with its issuer key (was it altered?)'
+              : `cannot be checked: ${(error as Error).message}`,
+        }
+      }
+    },
+    // An unusable or missing cnf binds nobody: an empty JWK never equals the presenter's key.
+    holderBinding: { kind: 'key', jwk: typeof cnf === 'string' ? {} : cnf.jwk },
+    validity: validityOf(payload),
+    status,
+    claims,
+    sharedView: {
+      '@context': ['https://www.w3.org/2018/credentials/v1'],
+      type: ['VerifiableCredential', payload.vct],
+      issuer: payload.iss,
+      issuanceDate: typeof payload.iat === 'number' ? isoOf(payload.iat) : undefined,
+      ...(typeof payload.exp === 'number' ? { expirationDate: isoOf(payload.exp) } : {}),
+      credentialSubject: { ...(typeof payload.sub === 'string' ? { id: payload.sub } : {}), ...claims },
+      ...(status.length > 0 ? { credentialStatus: payload.status } : {}),
+      proof: { type: 'SdJwtVc', format: SD_JWT_VC_TYP, sdJwt: withoutKb },
+    },
+    // DCQL evaluates dc+sd-jwt credentials on their disclosed claims with vct (dcql's own model).
+    queryInput: { credential_format: SD_JWT_VC_TYP, vct: payload.vct, claims: { ...all } },
+  }
+}
+
+export const sdJwtVcCredential: CredentialFormat = {
+  id: SD_JWT_VC_TYP,
+  aliases: [SD_JWT_VC_TYP_LEGACY],
+  accepts: (raw) => typeof raw === 'string' && /^[\w-]+\.[\w-]+\.[\w-]*~/.test(raw),
+  read: readSdJwtCredential,
+}
+
+/**
+ * An SD-JWT VC presentation: the credential is the whole string; the KB-JWT is the holder's proof
+ * (signature by `cnf.jwk`, `sd_hash` over what precedes it) and carries the session binding.
+ */
+function readSdJwtPresentation(token: unknown, policy: FormatPolicy): ReadPresentation {
+  if (typeof token !== 'string' || token.length === 0) throw new Error('vp_token is missing')
+  let parsed: Parsed
+  try {
+    parsed = parse(token, policy, SD_JWT_VC_TYP)
+  } catch (error) {
+    throw new Error(`vp_token ${(error as Error).message}`)
+  }
+  const { kbJwt, issuerJwt, disclosures, decoded } = parsed
+  let kb: DecodedJws | undefined
+  let kbProblem: string | undefined
+  if (kbJwt === undefined) kbProblem = 'the SD-JWT VC presentation has no key-binding JWT (KB-JWT)'
+  else {
+    try {
+      kb = decodeJws(kbJwt)
+    } catch (error) {
+      kbProblem = `the KB-JWT is malformed: ${(error as Error).message}`
+    }
+  }
+  const p = kb?.payload ?? {}
+  return {
+    format: SD_JWT_VC_TYP,
+    mechanisms: `${SD_JWT_VC_TYP} (${String(decoded.header.alg)}) with ${kb ? `a KB-JWT (${String(kb.header.alg)})` : 'no KB-JWT'}`,
+    binding: {
+      nonce: p.nonce,
+      audiences: Array.isArray(p.aud) ? p.aud : [p.aud],
+      issuedAt: p.iat,
+      expiresAt: p.exp,
+      audienceShown: p.aud,
+      names: {
+        presentation: 'KB-JWT',
+        nonce: 'KB-JWT nonce',
+        audience: 'KB-JWT aud',
+        issuedAt: 'KB-JWT iat',
+        expiresAt: 'KB-JWT exp',
+      },
+    },
+    credentials: [{ index: 0, raw: token }],
+    unreadable: [],
+    async verifyProof() {
+      if (!kb || kbJwt === undefined) return { ok: false, failures: [kbProblem as string] }
+      const failures: string[] = []
+      if (kb.header.typ !== KB_JWT_TYP)
+        failures.push(`KB-JWT typ ${JSON.stringify(kb.header.typ)} is not ${KB_JWT_TYP}`)
+      if (p.iat === undefined) failures.push('KB-JWT iat is missing')
+      const cnf = cnfKey(decoded.payload)
+      let holder: DidKey | undefined
+      if (typeof cnf === 'string') failures.push(`the KB-JWT cannot be checked: ${cnf}`)
+      else {
+        try {
+          verifyJws(kbJwt, cnf.key, { algorithms: policy.algorithms })
+          holder = didKeyFromPublicKey(cnf.key)
+        } catch (error) {
+          failures.push(
+            error instanceof JwsError && error.reason === 'bad_signature'
+              ? 'the KB-JWT signature does not verify with the credential’s cnf key'
+              : `the KB-JWT signature cannot be checked: ${(error as Error).message}`,
+          )
+        }
+      }
+      const presented = `${[issuerJwt, ...disclosures].join('~')}~`
+      const sdHash = createHash('sha256').update(presented, 'ascii').digest('base64url')
+      if (p.sd_hash !== sdHash) failures.push('KB-JWT sd_hash is not the digest of the presented SD-JWT')
+      if (failures.length > 0 || !holder) return { ok: false, failures }
+      return {
+        ok: true,
+        holder,
+        proofEntry: { type: 'SdJwtKeyBinding', format: KB_JWT_TYP, jwt: kbJwt },
+      }
+    },
+  }
+}
+
+export const sdJwtVcPresentation: PresentationFormat = {
+  id: SD_JWT_VC_TYP,
+  aliases: [SD_JWT_VC_TYP_LEGACY],
+  read: readSdJwtPresentation,
+}
+
+/** The format as both roles: `credential` for credentialFormats, `presentation` for presentationFormat. */
+export const sdJwtVc = { credential: sdJwtVcCredential, presentation: sdJwtVcPresentation } as const
