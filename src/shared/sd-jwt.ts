@@ -216,7 +216,7 @@ export async function sdJwtClaims(compact: string): Promise<Record<string, unkno
  * RFC 9901 §7.1: every disclosure must be referenced by a digest in the issuer-signed payload or in another
  * disclosure, once. The library silently drops an unreferenced one (a tampered or foreign disclosure).
  */
-function checkDisclosuresReferenced(payload: Record<string, unknown>, disclosures: readonly string[]) {
+export function checkDisclosuresReferenced(payload: Record<string, unknown>, disclosures: readonly string[]) {
   if (payload._sd_alg !== undefined && payload._sd_alg !== 'sha-256') {
     throw new SdJwtError(`_sd_alg ${JSON.stringify(payload._sd_alg)} is not sha-256`)
   }
@@ -244,7 +244,12 @@ function checkDisclosuresReferenced(payload: Record<string, unknown>, disclosure
       throw new SdJwtError('a disclosure is not base64url-encoded JSON')
     }
   }
-  for (const value of decoded) collect(Array.isArray(value) ? value.at(-1) : undefined)
+  for (const value of decoded) {
+    if (!Array.isArray(value) || value.length < 2 || value.length > 3) {
+      throw new SdJwtError('a disclosure is not a [salt, (name,) value] array')
+    }
+    collect(value.at(-1))
+  }
   const seen = new Set<string>()
   for (const disclosure of disclosures) {
     const hash = createHash('sha256').update(disclosure, 'ascii').digest('base64url')

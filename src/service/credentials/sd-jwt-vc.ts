@@ -4,7 +4,7 @@ import { decodeSdJwtSync, getClaimsSync } from '@sd-jwt/decode'
 import { type DidKey, didKeyFromPublicKey, isJwsAlg } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { type DecodedJws, decodeJws, JwsError, verifyJws } from '../../shared/jws.ts'
-import { splitSdJwt } from '../../shared/sd-jwt.ts'
+import { checkDisclosuresReferenced, splitSdJwt } from '../../shared/sd-jwt.ts'
 import { KB_JWT_TYP, SD_JWT_VC_TYP, SD_JWT_VC_TYP_LEGACY } from '../../shared/wire.ts'
 import type {
   CredentialFormat,
@@ -40,48 +40,6 @@ const REGISTERED = new Set([
 ])
 
 const isoOf = (seconds: number) => new Date(seconds * 1000).toISOString()
-
-/** The disclosures' digests, each referenced exactly once; throws naming what is wrong. */
-function checkDisclosures(payload: Record<string, unknown>, disclosures: readonly string[]): void {
-  if (payload._sd_alg !== undefined && payload._sd_alg !== 'sha-256') {
-    throw new Error(`_sd_alg ${JSON.stringify(payload._sd_alg)} is not sha-256`)
-  }
-  const referenced = new Set<string>()
-  const collect = (value: unknown) => {
-    if (Array.isArray(value)) {
-      for (const item of value) {
-        if (isObject(item) && typeof item['...'] === 'string' && Object.keys(item).length === 1) {
-          referenced.add(item['...'])
-        } else collect(item)
-      }
-    } else if (isObject(value)) {
-      for (const [key, item] of Object.entries(value)) {
-        if (key === '_sd' && Array.isArray(item)) for (const d of item) referenced.add(String(d))
-        else collect(item)
-      }
-    }
-  }
-  collect(payload)
-  for (const disclosure of disclosures) {
-    let value: unknown
-    try {
-      value = JSON.parse(Buffer.from(disclosure, 'base64url').toString('utf8'))
-    } catch {
-      throw new Error('a disclosure is not base64url-encoded JSON')
-    }
-    if (!Array.isArray(value) || value.length < 2 || value.length > 3)
-      throw new Error('a disclosure is not a [salt, (name,) value] array')
-    collect(value.at(-1))
-  }
-  const seen = new Set<string>()
-  for (const disclosure of disclosures) {
-    const hash = createHash('sha256').update(disclosure, 'ascii').digest('base64url')
-    if (!referenced.has(hash))
-      throw new Error('a disclosure is not referenced by the issuer-signed JWT (altered?)')
-    if (seen.has(hash)) throw new Error('a disclosure is presented twice')
-    seen.add(hash)
-  }
-}
 
 function validityOf(payload: Record<string, unknown>): ValidityBound[] {
   const bounds: ValidityBound[] = []
@@ -173,7 +131,7 @@ function readSdJwtCredential(raw: unknown, policy: FormatPolicy): ReadCredential
       }
       try {
         // every disclosure's digest is committed to by the issuer-signed payload (RFC 9901 §7.1)
-        checkDisclosures(payload, disclosures)
+        checkDisclosuresReferenced(payload, disclosures)
       } catch (error) {
         return { ok: false, reason: (error as Error).message }
       }
