@@ -4,11 +4,12 @@ import { readFileSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
 import { clientAuthenticationAnonymous } from '@openid4vc/oauth2'
 import { Openid4vciClient, Openid4vciRetrieveCredentialsError, setGlobalConfig } from '@openid4vc/openid4vci'
+import { Openid4vpClient } from '@openid4vc/openid4vp'
 import { ok, RelyingPartyClient } from '../src/client/index.ts'
 import { DEMO_CONFIG_PATH, parseConfig } from '../src/service/config/index.ts'
 import { type RunningServer, startServer } from '../src/service/server.ts'
 import { didKeyFromPublicKey, generateKeyPair, type JwsAlg, resolveDidKey } from '../src/shared/did-key.ts'
-import { decodeJws, signInput, verifyJws } from '../src/shared/jws.ts'
+import { decodeJws, signInput, signJws, verifyJws } from '../src/shared/jws.ts'
 import { verifySdJwtVc } from '../src/shared/sd-jwt.ts'
 
 // Interoperability with code nobody here wrote: the OpenWallet Foundation's @openid4vc/openid4vci client
@@ -88,7 +89,7 @@ function owfWallet(alg: JwsAlg) {
     did: { method: 'did' as const, didUrl: holder.kid, alg },
     jwk: { method: 'jwk' as const, publicJwk: holder.publicJwk as never, alg },
   }
-  return { client, holder, signers }
+  return { client, holder, signers, privateKey: pair.privateKey }
 }
 
 async function offer(group: string, credentials?: unknown) {
@@ -237,4 +238,99 @@ describe('@openid4vc/openid4vci (OWF) as the wallet against the reference servic
       }
     })
   }
+})
+
+describe('@openid4vc/openid4vp (OWF) as the wallet against the reference verifier, PE profile', () => {
+  /** The OWF client with the one callback a signed request needs: verifying it with the client's did:key. */
+  const vpClient = new Openid4vpClient({
+    callbacks: {
+      hash: (data, algorithm) =>
+        new Uint8Array(createHash(algorithm.replace('-', '').toLowerCase()).update(data).digest()),
+      fetch,
+      verifyJwt: async (signer, jwt) => {
+        if (signer.method !== 'did') return { verified: false }
+        const key = resolveDidKey(signer.didUrl)
+        try {
+          verifyJws(jwt.compact, key.publicKey, { algorithms: ['EdDSA', 'ES256', 'ES256K'] })
+          return { verified: true, signerJwk: key.publicJwk as never }
+        } catch {
+          return { verified: false }
+        }
+      },
+      // Unused by a direct_post PE answer (no JARM, no encryption); the type asks for them.
+      signJwt: async () => {
+        throw new Error('not used')
+      },
+      encryptJwe: async () => {
+        throw new Error('not used')
+      },
+      decryptJwe: async () => {
+        throw new Error('not used')
+      },
+    },
+  })
+
+  test('it resolves our signed request (no scope next to the definition) and its direct_post answer verifies', async () => {
+    // A credential to present, issued to a key the test holds, by the OWF issuance client.
+    const wallet = owfWallet('EdDSA')
+    const issued = await offer('degree', DEGREE)
+    const { result } = await request(wallet, issued.link, 'did')
+    const credential = (result.credentialResponse as { credentials: { credential: string }[] }).credentials[0]
+      ?.credential as string
+
+    const session = ok(await rp.createSession(appToken, 'degree-check'), 'session')
+    const params = Object.fromEntries(new URL(session.authentication_request).searchParams)
+    const resolved = await vpClient.resolveOpenId4vpAuthorizationRequest({
+      authorizationRequestPayload: params as never,
+    })
+    assert.equal(resolved.client.identifier, params.client_id)
+    assert.ok(resolved.pex?.presentation_definition, 'a Presentation Exchange request')
+    assert.equal(resolved.dcql, undefined)
+    const requestPayload = resolved.authorizationRequestPayload as Record<string, unknown>
+    assert.equal(requestPayload.scope, undefined, 'the signed object carries no scope beside the definition')
+
+    // The holder's answer: a jwt_vp of the credential for this nonce and client, mapped in OpenID4VP's words.
+    const definition = resolved.pex?.presentation_definition as {
+      id: string
+      input_descriptors: { id: string }[]
+    }
+    const vp = signJws(
+      { alg: 'EdDSA', typ: 'JWT', kid: wallet.holder.kid },
+      {
+        iss: wallet.holder.did,
+        aud: requestPayload.client_id,
+        nonce: requestPayload.nonce,
+        iat: Math.floor(Date.now() / 1000),
+        vp: {
+          '@context': ['https://www.w3.org/2018/credentials/v1'],
+          type: ['VerifiablePresentation'],
+          holder: wallet.holder.did,
+          verifiableCredential: [credential],
+        },
+      },
+      wallet.privateKey,
+    )
+    const submission = {
+      id: 'owf-submission',
+      definition_id: definition.id,
+      descriptor_map: definition.input_descriptors.map((d) => ({
+        id: d.id,
+        format: 'jwt_vp_json',
+        path: '$',
+        path_nested: { id: d.id, format: 'jwt_vc_json', path: '$.verifiableCredential[0]' },
+      })),
+    }
+    const submitted = await vpClient.submitOpenid4vpAuthorizationResponse({
+      authorizationRequestPayload: requestPayload as never,
+      authorizationResponsePayload: {
+        vp_token: vp,
+        presentation_submission: submission,
+        state: requestPayload.state as string,
+      } as never,
+    })
+    assert.equal(submitted.response.status, 200, await submitted.response.clone().text())
+    const read = await rp.readSession(appToken, params.request_uri?.split('/').at(-1) as string)
+    assert.equal(read.status, 200)
+    assert.equal((read.body as { Status: string }).Status, 'VERIFIED')
+  })
 })
