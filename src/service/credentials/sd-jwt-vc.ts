@@ -15,7 +15,7 @@ import type {
   StatusReference,
   ValidityBound,
 } from './formats.ts'
-import { resolveKid } from './jwt-vc.ts'
+import { verifyIssuerJws } from './jwt-vc.ts'
 
 // SD-JWT VC (`dc+sd-jwt`; draft-ietf-oauth-sd-jwt-vc, SD-JWT RFC 9901) for the pipeline. A presentation
 // is `<issuer-signed JWT>~<disclosures>~<KB-JWT>`: the same string is the credential (read by
@@ -135,21 +135,7 @@ function readSdJwtCredential(raw: unknown, policy: FormatPolicy): ReadCredential
       } catch (error) {
         return { ok: false, reason: (error as Error).message }
       }
-      try {
-        const issuerKey = resolveKid(header.kid, keys)
-        verifyJws(issuerJwt, issuerKey.publicKey, { algorithms: policy.algorithms })
-        if (payload.iss !== undefined && payload.iss !== issuerKey.did)
-          return { ok: false, reason: 'iss is not the DID of the key that signed it' }
-        return { ok: true, issuer: issuerKey.did }
-      } catch (error) {
-        return {
-          ok: false,
-          reason:
-            error instanceof JwsError && error.reason === 'bad_signature'
-              ? 'signature does not verify with its issuer key (was it altered?)'
-              : `cannot be checked: ${(error as Error).message}`,
-        }
-      }
+      return verifyIssuerJws(issuerJwt, header.kid, payload.iss, keys, policy, false)
     },
     // An unusable or missing cnf binds nobody: an empty JWK never equals the presenter's key.
     holderBinding: { kind: 'key', jwk: typeof cnf === 'string' ? {} : cnf.jwk },
