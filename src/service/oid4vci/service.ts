@@ -79,8 +79,18 @@ export class Oid4vciService {
   ) {
     const outcome = transition(process, grant, event, this.deps.clock.now())
     if (outcome.ok) return outcome
-    if (outcome.refusal === 'rejected' && event !== 'retrieve_offer') throw denied(process)
-    throw new OAuthError(code(outcome.refusal), outcome.message)
+    throw this.refusal(process, event, outcome, code(outcome.refusal))
+  }
+
+  /** A lifecycle refusal in OAuth words: REJECTED is credential_request_denied with the issuer's reason. */
+  private refusal(
+    process: ProcessRecord,
+    event: ProcessEvent,
+    outcome: { refusal: ProcessRefusal; message: string },
+    code: OAuthErrorCode,
+  ): OAuthError {
+    if (outcome.refusal === 'rejected' && event !== 'retrieve_offer') return denied(process)
+    return new OAuthError(code, outcome.message)
   }
 
   async offer(tenantId: string, processId: string) {
@@ -295,18 +305,18 @@ export class Oid4vciService {
     const granted = await store.templates.get(tenantId, process.templateId, 'issuance')
     if (!granted) throw new Error(`template ${process.templateId} of process ${process.id} missing`)
     const configurationId = requestedConfiguration(body, granted, this.deps.urls)
-    const configuration = await store.templates.get(tenantId, configurationId, 'issuance')
-    if (!configuration) {
-      throw new OAuthError(
-        'unknown_credential_configuration',
-        `credential configuration "${configurationId}" is not in this issuer's metadata`,
-      )
-    }
-    if (configurationId !== process.templateId) {
-      throw new OAuthError(
-        'invalid_credential_request',
-        `this access token grants "${process.templateId}", not "${configurationId}"`,
-      )
+    if (configurationId !== granted.id) {
+      // Only another configuration than the granted one needs a look-up: unknown, or not this token's.
+      const known = await store.templates.get(tenantId, configurationId, 'issuance')
+      throw known
+        ? new OAuthError(
+            'invalid_credential_request',
+            `this access token grants "${process.templateId}", not "${configurationId}"`,
+          )
+        : new OAuthError(
+            'unknown_credential_configuration',
+            `credential configuration "${configurationId}" is not in this issuer's metadata`,
+          )
     }
     if (grant.credentialRequestedAt !== null) {
       throw new OAuthError(
@@ -314,8 +324,7 @@ export class Oid4vciService {
         'a credential was already requested with this access token; poll the deferred endpoint with its transaction_id',
       )
     }
-    // Checked equal to the process's template above: it is the template.
-    const template = configuration
+    const template = granted
     const proof = await this.verifyProofs(body, this.proofContext(tenantId, template))
     // Content submitted for a named holder is not handed to another one; nothing is consumed then.
     const conflict = process.submitted && holderConflict(process.submitted, proof.holder.did)
@@ -439,7 +448,7 @@ export class Oid4vciService {
         },
       )
     }
-    this.allow(process, grant, 'retrieve_credential', () => 'invalid_transaction_id')
+    if (!outcome.ok) throw this.refusal(process, 'retrieve_credential', outcome, 'invalid_transaction_id')
     const notificationId = randomUUID()
     const redeemed = await this.deps.store.transaction(async (repos) => {
       if (!(await repos.grants.markRedeemed(process.id, this.deps.clock.now()))) return false
