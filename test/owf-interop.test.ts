@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict'
-import { createHash, randomBytes } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
-import { clientAuthenticationAnonymous } from '@openid4vc/oauth2'
-import { Openid4vciClient, Openid4vciRetrieveCredentialsError, setGlobalConfig } from '@openid4vc/openid4vci'
+import { Openid4vciRetrieveCredentialsError, setGlobalConfig } from '@openid4vc/openid4vci'
 import { Openid4vpClient } from '@openid4vc/openid4vp'
 import { ok, RelyingPartyClient } from '../src/client/index.ts'
 import { DEMO_CONFIG_PATH, parseConfig } from '../src/service/config/index.ts'
 import { type RunningServer, startServer } from '../src/service/server.ts'
-import { didKeyFromPublicKey, generateKeyPair, type JwsAlg, resolveDidKey } from '../src/shared/did-key.ts'
-import { decodeJws, signInput, signJws, verifyJws } from '../src/shared/jws.ts'
+import { resolveDidKey } from '../src/shared/did-key.ts'
+import { decodeJws, signJws, verifyJws } from '../src/shared/jws.ts'
 import { verifySdJwtVc } from '../src/shared/sd-jwt.ts'
+import { type OwfHolder, owfHolder, owfReceive } from './fixtures/owf-holder.ts'
 
 // Interoperability with code nobody here wrote: the OpenWallet Foundation's @openid4vc/openid4vci client
 // (the library under credo-ts and the wallets built on it) completes pre-authorized issuance against the
@@ -67,31 +67,6 @@ before(async () => {
 })
 after(() => server?.close())
 
-/** A holder key and the OWF callbacks that sign with it (node:crypto through our JWS primitives). */
-function owfWallet(alg: JwsAlg) {
-  const pair = generateKeyPair(alg)
-  const holder = didKeyFromPublicKey(pair.publicKey)
-  const client = new Openid4vciClient({
-    callbacks: {
-      hash: (data, algorithm) =>
-        new Uint8Array(createHash(algorithm.replace('-', '').toLowerCase()).update(data).digest()),
-      generateRandom: (bytes) => new Uint8Array(randomBytes(bytes)),
-      clientAuthentication: clientAuthenticationAnonymous(),
-      signJwt: async (_signer, { header, payload }) => {
-        const encode = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url')
-        const input = `${encode(header)}.${encode(payload)}`
-        const jwt = `${input}.${signInput(alg, input, pair.privateKey)}`
-        return { jwt, signerJwk: holder.publicJwk as never }
-      },
-    },
-  })
-  const signers = {
-    did: { method: 'did' as const, didUrl: holder.kid, alg },
-    jwk: { method: 'jwk' as const, publicJwk: holder.publicJwk as never, alg },
-  }
-  return { client, holder, signers, privateKey: pair.privateKey }
-}
-
 async function offer(group: string, credentials?: unknown) {
   const body = ok(await rp.createOffer(appToken, group), `offer ${group}`)
   const processId = new URL(
@@ -103,47 +78,13 @@ async function offer(group: string, credentials?: unknown) {
   return { link: body.credential_offer_uri, txCode: body.tx_code, processId }
 }
 
-/** Offer → metadata → token → nonce → proof → credential request, entirely by the OWF client. */
-async function request(
-  wallet: ReturnType<typeof owfWallet>,
-  link: string,
-  signer: 'did' | 'jwk',
-  txCode?: string,
-) {
-  const { client } = wallet
-  const credentialOffer = await client.resolveCredentialOffer(link)
-  const issuerMetadata = await client.resolveIssuerMetadata(credentialOffer.credential_issuer)
-  const [configurationId] = credentialOffer.credential_configuration_ids
-  assert.ok(configurationId)
-  const { accessTokenResponse } = await client.retrievePreAuthorizedCodeAccessTokenFromOffer({
-    credentialOffer,
-    issuerMetadata,
-    ...(txCode ? { txCode } : {}),
-  })
-  const { c_nonce: nonce } = await client.requestNonce({ issuerMetadata })
-  const { jwt } = await client.createCredentialRequestJwtProof({
-    issuerMetadata,
-    credentialConfigurationId: configurationId,
-    signer: wallet.signers[signer],
-    nonce,
-  })
-  const accessToken = accessTokenResponse.access_token
-  const result = await client.retrieveCredentials({
-    issuerMetadata,
-    accessToken,
-    credentialConfigurationId: configurationId,
-    proofs: { jwt: [jwt] },
-  })
-  return { issuerMetadata, accessToken, result }
-}
-
 /**
  * The deferred request. @openid4vc/openid4vci 0.4.6 rejects a spec-valid 200 {credentials, notification_id}
  * (its schema's check is inverted, a known bug): the answer itself is then read from the response.
  */
 async function deferred(
-  wallet: ReturnType<typeof owfWallet>,
-  issuerMetadata: Awaited<ReturnType<typeof request>>['issuerMetadata'],
+  wallet: OwfHolder,
+  issuerMetadata: Awaited<ReturnType<typeof owfReceive>>['issuerMetadata'],
   accessToken: string,
   transactionId: string,
 ): Promise<{ status: number; body: Record<string, unknown> }> {
@@ -161,7 +102,7 @@ const issuerKey = (header: Record<string, unknown>) => resolveDidKey(String(head
 
 describe('@openid4vc/openid4vci (OWF) as the wallet against the reference service', () => {
   test('it reads our metadata as OpenID4VCI 1.0 (credential_metadata), found at the 1.0 location', async () => {
-    const wallet = owfWallet('ES256')
+    const wallet = owfHolder('ES256')
     const { link } = await offer('degree')
     const credentialOffer = await wallet.client.resolveCredentialOffer(link)
     const metadata = await wallet.client.resolveIssuerMetadata(credentialOffer.credential_issuer)
@@ -172,9 +113,9 @@ describe('@openid4vc/openid4vci (OWF) as the wallet against the reference servic
 
   for (const alg of ['EdDSA', 'ES256'] as const) {
     test(`${alg} jwt_vc_json, immediate, with a tx_code: the credential is ours, for the holder`, async () => {
-      const wallet = owfWallet(alg)
+      const wallet = owfHolder(alg)
       const { link, txCode } = await offer('degree-pin', DEGREE)
-      const { result, issuerMetadata, accessToken } = await request(wallet, link, 'did', txCode)
+      const { result, issuerMetadata, accessToken } = await owfReceive(wallet, link, 'did', txCode)
       assert.equal(result.response.status, 200)
       const response = result.credentialResponse as {
         credentials: { credential: string }[]
@@ -192,9 +133,9 @@ describe('@openid4vc/openid4vci (OWF) as the wallet against the reference servic
     })
 
     test(`${alg} dc+sd-jwt, immediate, bound by a bare jwk: verified, cnf is the holder key`, async () => {
-      const wallet = owfWallet(alg)
+      const wallet = owfHolder(alg)
       const { link } = await offer('pid', VERIFIABLE_ID)
-      const { result } = await request(wallet, link, 'jwk')
+      const { result } = await owfReceive(wallet, link, 'jwk')
       assert.equal(result.response.status, 200)
       const compact = (result.credentialResponse as { credentials: { credential: string }[] }).credentials[0]
         ?.credential as string
@@ -210,9 +151,9 @@ describe('@openid4vc/openid4vci (OWF) as the wallet against the reference servic
     ['pid', 'jwk', VERIFIABLE_ID],
   ] as const) {
     test(`${group}: deferred per 1.0 §9.2 — 202, 202 while pending, then 200 once submitted`, async () => {
-      const wallet = owfWallet('ES256')
+      const wallet = owfHolder('ES256')
       const { link, processId } = await offer(group)
-      const { result, issuerMetadata, accessToken } = await request(wallet, link, signer)
+      const { result, issuerMetadata, accessToken } = await owfReceive(wallet, link, signer)
       assert.equal(result.response.status, 202)
       const { transaction_id: transactionId, interval } = result.credentialResponse as {
         transaction_id: string
@@ -272,9 +213,9 @@ describe('@openid4vc/openid4vp (OWF) as the wallet against the reference verifie
 
   test('it resolves our signed request (no scope next to the definition) and its direct_post answer verifies', async () => {
     // A credential to present, issued to a key the test holds, by the OWF issuance client.
-    const wallet = owfWallet('EdDSA')
+    const wallet = owfHolder('EdDSA')
     const issued = await offer('degree', DEGREE)
-    const { result } = await request(wallet, issued.link, 'did')
+    const { result } = await owfReceive(wallet, issued.link, 'did')
     const credential = (result.credentialResponse as { credentials: { credential: string }[] }).credentials[0]
       ?.credential as string
 

@@ -9,7 +9,13 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { ok, parseCredentialOfferUri, RelyingPartyClient, type SessionRead } from '../src/client/index.ts'
+import {
+  ok,
+  parseCredentialOfferUri,
+  RelyingPartyClient,
+  type SessionCreated,
+  type SessionRead,
+} from '../src/client/index.ts'
 import { DEMO_CONFIG_PATH, parseConfig } from '../src/service/config/index.ts'
 import { type RunningServer, startServer } from '../src/service/server.ts'
 import { ShiftedClock } from '../src/service/util/clock.ts'
@@ -129,7 +135,7 @@ interface Opened {
 
 /** 4.6 by the relying party: the link the QR code carries. */
 async function openSession(template = 'degree-check'): Promise<Opened> {
-  const body = ok(await rp.createSession(appToken, template), `session ${template}`)
+  const body = ok(await rp.createSession<SessionCreated>(appToken, template), `session ${template}`)
   const requestUri = new URLSearchParams(body.authentication_request.split('?')[1]).get('request_uri') ?? ''
   const id = decodeURIComponent(new URL(requestUri).pathname.split('/').pop() ?? '')
   return { link: body.authentication_request, id, definitionId: body.presentation_definition.id }

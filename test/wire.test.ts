@@ -26,6 +26,7 @@ test('wire constants are the strings the specs define', () => {
       SIOP_AUDIENCE: 'https://self-issued.me/v2',
       CREDENTIAL_OFFER_SCHEME: 'openid-credential-offer',
       AUTHORIZATION_REQUEST_SCHEME: 'openid-vp',
+      OPENID4VP_SCHEME: 'openid4vp',
     },
   )
 })

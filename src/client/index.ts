@@ -111,11 +111,22 @@ export interface VerificationTemplateInput {
   webhookPreviousSecrets?: string[]
 }
 
-/** Section 2.7. */
+/** Section 2.7 (a `pe` template). */
 export interface SessionCreated {
   authentication_request: string
   presentation_definition: Record<string, unknown> & { id: string }
 }
+
+/** 4.6 for a `dcql` template (OpenID4VP 1.0): the DCQL query and the session id (docs/verification.md). */
+export interface DcqlSessionCreated {
+  authentication_request: string
+  dcql_query: Record<string, unknown> & { credentials: { id: string; format: string }[] }
+  id: string
+}
+
+/** The session id of either answer of 4.6. */
+export const sessionIdOf = (created: SessionCreated | DcqlSessionCreated): string =>
+  'id' in created ? created.id : created.presentation_definition.id
 
 /** Section 2.9 (plus Status); docs/verification.md. */
 export interface SessionRead {
@@ -128,7 +139,8 @@ export interface SessionRead {
     checks: { check: string; result: 'passed' | 'failed' | 'not_run'; message: string }[]
     verificationResult: { checks: string[]; warnings: string[]; errors: string[] }
   } | null
-  PresentationDefinition: Record<string, unknown>
+  /** null for a dcql session. */
+  PresentationDefinition: Record<string, unknown> | null
   AuthRequest: Record<string, unknown>
   RequestedAt: string | null
   CreatedAt: string
@@ -278,8 +290,12 @@ export class RelyingPartyClient {
 
   /** 4.3 */
   /** 4.6: open a verification session for template `ssiConfigId`. */
-  createSession(token: string | undefined, ssiConfigId: string) {
-    return this.request<SessionCreated | Problem>(this.urls.verifierUrl, '/api/v3/sessions', {
+  /** 4.6; name `DcqlSessionCreated` as `T` for a dcql template (or take either and use `sessionIdOf`). */
+  createSession<T extends SessionCreated | DcqlSessionCreated = SessionCreated>(
+    token: string | undefined,
+    ssiConfigId: string,
+  ) {
+    return this.request<T | Problem>(this.urls.verifierUrl, '/api/v3/sessions', {
       method: 'POST',
       body: { ssiConfigId },
       ...(token !== undefined ? { token } : {}),

@@ -23,6 +23,7 @@ import { IssuerMetadata } from './oid4vci/metadata.ts'
 import { oid4vciRoutes } from './oid4vci/routes.ts'
 import { Oid4vciService } from './oid4vci/service.ts'
 import { PresentationExchangeRequests } from './oid4vp/request.ts'
+import { Openid4vp1Requests } from './oid4vp/request-v1.ts'
 import { oid4vpRoutes } from './oid4vp/routes.ts'
 import { Oid4vpService } from './oid4vp/service.ts'
 import { portalRoutes } from './portal/routes.ts'
@@ -175,20 +176,19 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     status,
     ...metrics,
   })
-  const verification = new VerificationService({
-    store,
-    clock,
-    urls,
-    issuerKeys,
-    events,
-    requests: new PresentationExchangeRequests(urls),
-  })
+  // One request builder per OpenID4VP profile a verification template may choose.
+  const requests = {
+    pe: new PresentationExchangeRequests(urls),
+    dcql: new Openid4vp1Requests({ urls, issuerKeys, certificates: issuerCertificates }),
+  }
+  const verification = new VerificationService({ store, clock, urls, issuerKeys, events, requests })
   const oid4vp = new Oid4vpService({
     store,
     clock,
     events,
     webhooks: outbox,
     status,
+    requests,
     ...metrics,
   })
   const services: AppServices = {

@@ -42,3 +42,5 @@ export const SIOP_AUDIENCE = 'https://self-issued.me/v2'
 export const CREDENTIAL_OFFER_SCHEME = 'openid-credential-offer'
 /** Deep-link scheme of an authorization request (OpenID4VP draft 20 §5 era, the interface document's). */
 export const AUTHORIZATION_REQUEST_SCHEME = 'openid-vp'
+/** Deep-link scheme of an OpenID4VP 1.0 authorization request (OpenID4VP 1.0 §13.1.2). */
+export const OPENID4VP_SCHEME = 'openid4vp'

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url'
 import type { ErrorObject } from 'ajv'
 import { newAjv } from '../util/ajv.ts'
 import { forbiddenUrl, type TargetPolicy } from '../util/net-targets.ts'
+import { dcqlQueryProblems } from '../verification/dcql-query.ts'
 import { type ConfigFile, ConfigFile as ConfigFileSchema } from './schema.ts'
 
 export type { ConfigFile, ConfigTenant, IssuanceTemplate, Role, VerificationTemplate } from './schema.ts'
@@ -64,6 +65,11 @@ export function parseConfig(input: unknown, source = 'configuration'): ServiceCo
     tenant.issuanceTemplates.forEach((template, i) => {
       const problem = issuanceTemplateProblem(template)
       if (problem) problems.push(`/tenants/${t}/issuanceTemplates/${i}/${problem.field}: ${problem.message}`)
+    })
+    tenant.verificationTemplates.forEach((template, i) => {
+      const problem = verificationTemplateProblem(template)
+      if (problem)
+        problems.push(`/tenants/${t}/verificationTemplates/${i}/${problem.field}: ${problem.message}`)
     })
     for (const [template, path] of withHooks) {
       const problem = webhookProblem(template, config.webhooks.mode)
@@ -130,6 +136,54 @@ export function issuanceTemplateProblem(template: {
     return { field: 'format', message: 'issuerKeyBinding x5c is offered for format dc+sd-jwt only' }
   }
   return undefined
+}
+
+/**
+ * What is wrong across a verification template's fields, or undefined (config load and portal): the
+ * OpenID4VP 1.0 settings belong to the dcql profile, and a request sent by value cannot be fetched by POST.
+ */
+export function verificationTemplateProblem(template: {
+  profile?: string
+  dcql?: { format?: string; clientIdPrefix?: string; requestUriMethod?: string; vctValues?: object }
+  credentialTypes: readonly string[]
+  optionalGroups?: readonly { name: string; credentialTypes: readonly string[]; min?: number }[]
+  requestedFields?: readonly { path: string; credentialTypes?: readonly string[]; optional?: boolean }[]
+}): { field: string; message: string } | undefined {
+  const { dcql } = template
+  if (template.profile !== 'dcql') {
+    return dcql === undefined
+      ? undefined
+      : { field: 'dcql', message: 'is only meaningful with profile dcql (OpenID4VP 1.0)' }
+  }
+  if (dcql?.clientIdPrefix === 'redirect_uri' && dcql.requestUriMethod === 'post') {
+    return {
+      field: 'dcql/requestUriMethod',
+      message:
+        'post needs a request_uri, and a redirect_uri request goes by value, unsigned (OpenID4VP 1.0 §5.9.3)',
+    }
+  }
+  if (dcql?.vctValues !== undefined) {
+    if ((dcql.format ?? 'dc+sd-jwt') !== 'dc+sd-jwt') {
+      return { field: 'dcql/vctValues', message: 'is only meaningful with format dc+sd-jwt' }
+    }
+    const requested = new Set([
+      ...template.credentialTypes,
+      ...(template.optionalGroups ?? []).flatMap((g) => g.credentialTypes),
+    ])
+    const stray = Object.keys(dcql.vctValues).find((type) => !requested.has(type))
+    if (stray !== undefined) {
+      return { field: `dcql/vctValues/${stray}`, message: `"${stray}" is not a requested credential type` }
+    }
+  }
+  // What DCQL cannot express (e.g. an optional group with too many combinations) is refused now, not per session.
+  const [problem] = dcqlQueryProblems({
+    credentialTypes: template.credentialTypes,
+    optionalGroups: template.optionalGroups?.map((g) => ({ ...g, min: g.min ?? 1 })),
+    requestedFields: template.requestedFields?.map((f) => ({ ...f, optional: f.optional ?? false })),
+    format: dcql?.format === 'jwt_vc_json' ? 'jwt_vc_json' : 'dc+sd-jwt',
+    vctValues: (type) => [`vct:${type}`],
+  })
+  return problem === undefined ? undefined : { field: 'credentialTypes', message: problem }
 }
 
 /** What is wrong with a template's webhook settings under `mode`, or undefined (config load and portal). */

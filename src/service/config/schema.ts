@@ -267,6 +267,60 @@ export const RequestedField = Type.Object(
 )
 export type RequestedField = Static<typeof RequestedField>
 
+/** OpenID4VP 1.0 settings of a `dcql` verification template (docs/verification.md, "Two profiles"). */
+export const DcqlSettings = Type.Object(
+  {
+    format: Type.Optional(
+      Type.Enum(
+        ['dc+sd-jwt', 'jwt_vc_json'],
+        withDefault('dc+sd-jwt', {
+          description:
+            'Credential format every credential query asks for (OpenID4VP 1.0 Appendix B): dc+sd-jwt (SD-JWT VC with key binding) or jwt_vc_json.',
+        }),
+      ),
+    ),
+    vctValues: Type.Optional(
+      Type.Record(
+        Type.String({ pattern: '^[A-Za-z][A-Za-z0-9_-]{0,127}$' }),
+        Type.Array(Type.String({ minLength: 1, maxLength: 512 }), { minItems: 1, maxItems: 20 }),
+        {
+          description:
+            "dc+sd-jwt: the `vct` values accepted per credential type (DCQL meta.vct_values). Default: <this tenant's credential issuer>/vct/<credentialType>, what its issuance templates issue.",
+        },
+      ),
+    ),
+    clientIdPrefix: Type.Optional(
+      Type.Enum(
+        ['decentralized_identifier', 'x509_san_dns', 'x509_hash', 'redirect_uri'],
+        withDefault('decentralized_identifier', {
+          description:
+            "How the wallet authenticates this verifier (OpenID4VP 1.0 §5.9.3): decentralized_identifier (request object signed by the tenant's did:key), x509_san_dns / x509_hash (signed by a P-256 key certified by the tenant's test CA or the configured chain), redirect_uri (unsigned, by value).",
+        }),
+      ),
+    ),
+    responseMode: Type.Optional(
+      Type.Enum(
+        ['direct_post', 'direct_post.jwt'],
+        withDefault('direct_post', {
+          description:
+            "direct_post, or direct_post.jwt: the response encrypted to the session's ephemeral key (ECDH-ES P-256, A128GCM/A256GCM; §8.3, HAIP).",
+        }),
+      ),
+    ),
+    requestUriMethod: Type.Optional(
+      Type.Enum(
+        ['get', 'post'],
+        withDefault('get', {
+          description:
+            'get, or post: the wallet posts its metadata and a wallet_nonce to request_uri (§5.10). Not with redirect_uri (its request goes by value).',
+        }),
+      ),
+    ),
+  },
+  { additionalProperties: false, description: 'OpenID4VP 1.0 settings; only with profile dcql.' },
+)
+export type DcqlSettings = Static<typeof DcqlSettings>
+
 export const VerificationTemplate = Type.Object(
   {
     id: TemplateId,
@@ -275,12 +329,22 @@ export const VerificationTemplate = Type.Object(
       maxLength: 200,
       description: 'Shown to the holder as the request name.',
     }),
+    profile: Type.Optional(
+      Type.Enum(
+        ['pe', 'dcql'],
+        withDefault('pe', {
+          description:
+            "pe: the interface document's profile (OpenID4VP draft 20, Presentation Exchange, jwt_vc_json). dcql: OpenID4VP 1.0 (DCQL, client identifier prefixes, dc+sd-jwt or jwt_vc_json, optional encrypted response), set up by `dcql`.",
+        }),
+      ),
+    ),
+    dcql: Type.Optional(DcqlSettings),
     credentialTypes: Type.Array(CredentialTypeName, {
       minItems: 1,
       maxItems: 20,
       uniqueItems: true,
       description:
-        'Credential types the holder must share, one input descriptor each, in the group "mandatory" (rule all).',
+        'Credential types the holder must share, one input descriptor (pe) or credential query (dcql) each, in the group "mandatory" (rule all).',
     }),
     optionalGroups: Type.Optional(
       Type.Array(
@@ -371,9 +435,14 @@ export type ResolvedIssuanceTemplate = Omit<
 }
 /** A verification template as stored and read. */
 export type ResolvedVerificationTemplate = Omit<
-  WithDefaults<VerificationTemplate, 'requireStatus' | 'sessionLifetimeSeconds' | 'consentDurationDays'>,
-  'requestedFields' | 'optionalGroups'
+  WithDefaults<
+    VerificationTemplate,
+    'profile' | 'requireStatus' | 'sessionLifetimeSeconds' | 'consentDurationDays'
+  >,
+  'requestedFields' | 'optionalGroups' | 'dcql'
 > & {
+  /** Set (with its defaults) exactly when `profile` is `dcql`. */
+  dcql?: WithDefaults<DcqlSettings, 'format' | 'clientIdPrefix' | 'responseMode' | 'requestUriMethod'>
   requestedFields?: WithDefaults<RequestedField, 'sensitive' | 'optional'>[]
   optionalGroups?: WithDefaults<NonNullable<VerificationTemplate['optionalGroups']>[number], 'min'>[]
 }
@@ -387,9 +456,10 @@ export function resolveTemplate<K extends 'issuance' | 'verification'>(
   body: K extends 'issuance' ? IssuanceTemplate : VerificationTemplate,
 ): K extends 'issuance' ? ResolvedIssuanceTemplate : ResolvedVerificationTemplate {
   const schema = kind === 'issuance' ? IssuanceTemplate : VerificationTemplate
-  return Value.Default(schema, Value.Clone(body)) as K extends 'issuance'
-    ? ResolvedIssuanceTemplate
-    : ResolvedVerificationTemplate
+  const resolved = Value.Default(schema, Value.Clone(body)) as Record<string, unknown>
+  // The dcql settings exist exactly for a dcql template, so their defaults apply only there.
+  if (resolved.profile === 'dcql') resolved.dcql = Value.Default(DcqlSettings, resolved.dcql ?? {})
+  return resolved as K extends 'issuance' ? ResolvedIssuanceTemplate : ResolvedVerificationTemplate
 }
 
 export const ConfigApiKey = Type.Object(

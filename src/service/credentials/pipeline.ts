@@ -48,12 +48,22 @@ export interface CheckMetrics {
   checks(source: 'issuance' | 'verification', timings: CheckTimings): void
 }
 
-export interface PipelineContext {
-  session: SessionExpectation
+/** How one presentation of a response is read: its format and the credential formats it may carry. */
+export interface PresentationPart {
+  token: unknown
   presentationFormat: PresentationFormat
   presentationPolicy: FormatPolicy
   credentialFormats: readonly CredentialFormat[]
   credentialPolicy: FormatPolicy
+  /** DCQL: the credential query id the wallet answered with this presentation (its vp_token key). */
+  queryId?: string
+  /** Names the presentation in messages (`vp_token.pid[0]`); unset for a response's one presentation. */
+  label?: string
+}
+
+/** What every presentation of one response is checked against. */
+export interface SharedContext {
+  session: SessionExpectation
   /** Issuer key resolution; did:key by default. */
   keys?: KeyResolver
   /** The issuers trusted for this credential, or undefined when any issuer is accepted. */
@@ -70,11 +80,18 @@ export interface PipelineContext {
   query?: { language: QueryLanguage; query: unknown; mapping?: { value: unknown } }
 }
 
+/** One presentation (a PE vp_token, an OpenID4VCI di_vp proof): the shared context and its formats. */
+export type PipelineContext = SharedContext & Omit<PresentationPart, 'token' | 'queryId' | 'label'>
+
 /** A credential of the presentation, read, and its issuer once its proof verified. */
 export interface CheckedCredential {
   index: number
+  /** How messages name it: `verifiableCredential[n]`, or under its presentation's label. */
+  label: string
   credential: ReadCredential
   issuer: string | undefined
+  /** The credential query id of its presentation (DCQL). */
+  queryId?: string
 }
 
 export interface PipelineResult {
@@ -87,7 +104,7 @@ export interface PipelineResult {
   timings: CheckTimings
 }
 
-const where = (c: { index: number }) => `verifiableCredential[${c.index}]`
+const where = (c: { label: string }) => c.label
 
 function sessionBinding(binding: PresentationBinding, expect: SessionExpectation): string[] {
   const failures: string[] = []
@@ -137,7 +154,31 @@ function holderBinding(c: CheckedCredential, holder: DidKey): string | undefined
 }
 
 /** Runs every check on a presentation in `token`, read with `ctx.presentationFormat`. */
-export async function checkPresentation(token: unknown, ctx: PipelineContext): Promise<PipelineResult> {
+export function checkPresentation(token: unknown, ctx: PipelineContext): Promise<PipelineResult> {
+  return checkPresentations([{ ...ctx, token }], ctx)
+}
+
+/** A presentation as its format read it, with its part and the holder its proof established. */
+interface ReadPart {
+  part: PresentationPart
+  presentation: ReturnType<PresentationFormat['read']>
+  holder: DidKey | null
+  credentials: CheckedCredential[]
+}
+
+const prefixed = (part: PresentationPart, failures: readonly string[]) =>
+  part.label === undefined ? [...failures] : failures.map((f) => `${part.label}: ${f}`)
+
+/**
+ * Runs every check on the presentations of one response: one for Presentation Exchange and OpenID4VCI,
+ * one per credential query answer for a DCQL vp_token (OpenID4VP 1.0 §8.1). Each presentation is read,
+ * proven and bound on its own; credentials are bound to their own presentation's holder; the query is
+ * evaluated once over every credential.
+ */
+export async function checkPresentations(
+  parts: readonly PresentationPart[],
+  ctx: SharedContext,
+): Promise<PipelineResult> {
   const begun = performance.now()
   const out = new Outcomes()
   const timings: CheckTimings = { totalMs: 0, signaturesMs: 0, queryMs: 0, statusMs: 0 }
@@ -147,67 +188,116 @@ export async function checkPresentation(token: unknown, ctx: PipelineContext): P
   }
 
   // securityMechanisms: the formats, algorithms and key references the query and this service allow.
-  let presentation: ReturnType<PresentationFormat['read']>
-  try {
-    presentation = ctx.presentationFormat.read(token, ctx.presentationPolicy)
-  } catch (error) {
-    out.record('securityMechanisms', [(error as Error).message], '')
+  const unreadable: string[] = []
+  const read: ReadPart[] = []
+  let index = 0
+  for (const part of parts) {
+    try {
+      read.push({
+        part,
+        presentation: part.presentationFormat.read(part.token, part.presentationPolicy),
+        holder: null,
+        credentials: [],
+      })
+    } catch (error) {
+      unreadable.push(...prefixed(part, [(error as Error).message]))
+    }
+  }
+  if (read.length === 0) {
+    out.record(
+      'securityMechanisms',
+      unreadable.length ? unreadable : ['the response carries no presentation'],
+      '',
+    )
     for (const check of CHECKS.slice(1)) out.notRun(check, 'the presentation could not be read')
     return done({ holder: null, proofEntry: null, credentials: [] })
   }
-  const unreadable = [...presentation.unreadable]
-  const credentials: CheckedCredential[] = []
-  for (const { index, raw } of presentation.credentials) {
-    // No format recognises it: the first (the one the query expects) says why it cannot read it.
-    const format = ctx.credentialFormats.find((f) => f.accepts(raw)) ?? ctx.credentialFormats[0]
-    try {
-      if (!format) throw new Error('is of no supported credential format')
-      credentials.push({ index, credential: format.read(raw, ctx.credentialPolicy), issuer: undefined })
-    } catch (error) {
-      unreadable.push(`${where({ index })} ${(error as Error).message}`)
+  for (const r of read) {
+    const { part, presentation } = r
+    unreadable.push(...prefixed(part, presentation.unreadable))
+    for (const { index: n, raw } of presentation.credentials) {
+      // No format recognises it: the first (the one the query expects) says why it cannot read it.
+      const format = part.credentialFormats.find((f) => f.accepts(raw)) ?? part.credentialFormats[0]
+      const label =
+        part.label === undefined
+          ? `verifiableCredential[${n}]`
+          : raw === part.token
+            ? part.label
+            : `${part.label}.verifiableCredential[${n}]`
+      try {
+        if (!format) throw new Error('is of no supported credential format')
+        r.credentials.push({
+          index: part.label === undefined ? n : index,
+          label,
+          credential: format.read(raw, part.credentialPolicy),
+          issuer: undefined,
+          ...(part.queryId !== undefined && { queryId: part.queryId }),
+        })
+      } catch (error) {
+        unreadable.push(`${label} ${(error as Error).message}`)
+      }
+      index++
     }
   }
+  const credentials = read.flatMap((r) => r.credentials)
   const formats = [...new Set(credentials.map((c) => c.credential.format))].join(', ') || 'no'
+  const mechanisms = [...new Set(read.map((r) => r.presentation.mechanisms))].join('; ')
   out.record(
     'securityMechanisms',
     unreadable,
-    `${presentation.mechanisms} carrying ${credentials.length} ${formats} credential(s)`,
+    `${mechanisms} carrying ${credentials.length} ${formats} credential(s)`,
   )
 
-  // presentationProof: the holder's signature over the presentation.
+  // presentationProof: the holder's signature over each presentation.
   let started = performance.now()
-  const proof = await presentation.verifyProof()
+  const proofFailures: string[] = []
+  let proofEntry: Record<string, unknown> | null = null
+  for (const r of read) {
+    const proof = await r.presentation.verifyProof()
+    if (proof.ok) {
+      r.holder = proof.holder
+      proofEntry ??= proof.proofEntry
+    } else proofFailures.push(...prefixed(r.part, proof.failures))
+  }
+  const holders = [...new Set(read.flatMap((r) => (r.holder ? [r.holder.kid] : [])))]
   out.record(
     'presentationProof',
-    proof.ok ? [] : proof.failures,
-    proof.ok ? `signed by the holder ${proof.holder.kid}` : '',
+    proofFailures,
+    read.length === 1
+      ? `signed by the holder ${holders[0]}`
+      : `every presentation signed by its holder (${holders.join(', ')})`,
   )
-  const holder = proof.ok ? proof.holder : null
+  const holder = read.find((r) => r.holder)?.holder ?? null
 
   // sessionBinding: made for this exchange and this audience, now.
   out.record(
     'sessionBinding',
-    sessionBinding(presentation.binding, ctx.session),
+    read.flatMap((r) => prefixed(r.part, sessionBinding(r.presentation.binding, ctx.session))),
     "nonce and audience are this exchange's",
   )
 
   // credentialProof: each credential's signature by its issuer's key.
   const keys = ctx.keys ?? resolveDidKey
-  const proofFailures: string[] = []
+  const signatureFailures: string[] = []
   for (const c of credentials) {
     const result = c.credential.verifyProof(keys)
     if (result.ok) c.issuer = result.issuer
-    else proofFailures.push(`${where(c)} ${result.reason}`)
+    else signatureFailures.push(`${where(c)} ${result.reason}`)
   }
   timings.signaturesMs = performance.now() - started
-  out.record('credentialProof', proofFailures, `${credentials.length} credential signature(s) verified`)
+  out.record('credentialProof', signatureFailures, `${credentials.length} credential signature(s) verified`)
 
-  // holderBinding: the presenter is the one every credential was issued to.
-  if (!holder) out.notRun('holderBinding', 'the presentation proof failed, so the holder is unproven')
-  else {
-    const failures = credentials
-      .map((c) => holderBinding(c, holder))
-      .filter((f): f is string => f !== undefined)
+  // holderBinding: the presenter is the one every credential was issued to (each presentation's own).
+  if (read.every((r) => !r.holder)) {
+    out.notRun('holderBinding', 'the presentation proof failed, so the holder is unproven')
+  } else {
+    const failures = read.flatMap((r) =>
+      r.holder
+        ? r.credentials
+            .map((c) => holderBinding(c, r.holder as DidKey))
+            .filter((f): f is string => f !== undefined)
+        : r.credentials.map((c) => `${where(c)}: its presentation's proof failed, so its holder is unproven`),
+    )
     out.record('holderBinding', failures, 'the presenter is the subject of every credential')
   }
 
@@ -286,16 +376,27 @@ export async function checkPresentation(token: unknown, ctx: PipelineContext): P
     if (evaluation.outcome === 'error') {
       failures.push(`the credentials cannot be evaluated against the query: ${evaluation.detail}`)
     } else if (evaluation.outcome === 'unsatisfied') {
+      const asked = language.id === 'dcql' ? "this session's dcql_query" : 'the presentation definition'
       failures.push(
-        `the shared credentials do not satisfy the presentation definition${evaluation.detail ? ` (${evaluation.detail})` : ''}`,
+        `the shared credentials do not satisfy ${asked}${evaluation.detail ? ` (${evaluation.detail})` : ''}`,
       )
     }
     timings.queryMs = performance.now() - started
+    out.warnings.push(...(evaluation.warnings ?? []).map((w) => `matchingIds: ${w}`))
     if (mapping) {
-      const presented = presentation.credentials.length + presentation.unreadable.length
+      const presented = read.reduce(
+        (n, r) => n + r.presentation.credentials.length + r.presentation.unreadable.length,
+        0,
+      )
       failures.push(...language.checkMapping(mapping.value, query, evaluation, presented))
     }
-    out.record('matchingIds', failures, 'the credentials satisfy the definition as the submission maps them')
+    out.record(
+      'matchingIds',
+      failures,
+      language.id === 'dcql'
+        ? 'the credentials satisfy the dcql_query under the credential query ids the vp_token names'
+        : 'the credentials satisfy the definition as the submission maps them',
+    )
   }
-  return done({ holder, proofEntry: proof.ok ? proof.proofEntry : null, credentials })
+  return done({ holder, proofEntry, credentials })
 }

@@ -10,6 +10,11 @@ export interface QueryCandidate {
   /** Position in the presentation (`verifiableCredential[n]`; a DCQL vp_token's entry order). */
   index: number
   credential: ReadCredential
+  /**
+   * DCQL: the credential query id under which the wallet put this presentation in the vp_token object
+   * (OpenID4VP 1.0 §8.1); undefined for Presentation Exchange, whose mapping is the submission.
+   */
+  queryId?: string
 }
 
 export interface QueryEvaluation {
@@ -18,6 +23,8 @@ export interface QueryEvaluation {
   detail: string
   /** Every (query id, presentation index) pair that matched: PE input descriptor ids, DCQL credential query ids. */
   matches: { queryId: string; index: number }[]
+  /** What does not fail the check but a tester should see, e.g. claims disclosed beyond the query (DCQL). */
+  warnings?: string[]
 }
 
 export interface QueryLanguage {

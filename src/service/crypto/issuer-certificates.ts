@@ -1,6 +1,6 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
 import { isIP } from 'node:net'
-import { certificatePem, generateTestCa, issueCertificate, x5cOf } from '../../shared/x509.ts'
+import { certificatePem, generateTestCa, issueCertificate, x5cOf, x509Hash } from '../../shared/x509.ts'
 import { ConflictError, type Store } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
@@ -23,6 +23,18 @@ export interface X5cBinding {
   issuer: string
 }
 
+/**
+ * A verifier's signing chain for the x509 client identifier prefixes of OpenID4VP 1.0 §5.9.3: the leaf names
+ * the service's host as a dNSName SAN (`x509_san_dns:<host>`) and is named by its hash (`x509_hash:<hash>`).
+ */
+export interface VerifierChain {
+  /** Standard base64 DER, the leaf first (the request object's `x5c` header). */
+  x5c: string[]
+  dnsName: string
+  /** base64url SHA-256 of the leaf's DER (the `x509_hash` client identifier). */
+  hash: string
+}
+
 /** An issuer key as a template signs with it: did:key, or with an x5c chain. */
 export type SigningKey = IssuerKey & { x5c?: X5cBinding }
 
@@ -34,6 +46,7 @@ interface Ca {
 export class IssuerCertificates {
   private readonly cas = new Map<string, Promise<Ca>>()
   private readonly leaves = new Map<string, Promise<X5cBinding>>()
+  private readonly verifierLeaves = new Map<string, Promise<VerifierChain>>()
 
   constructor(
     private readonly store: Store,
@@ -58,6 +71,70 @@ export class IssuerCertificates {
       this.leaves.set(cacheKey, binding)
     }
     return { ...key, x5c: await binding }
+  }
+
+  /**
+   * The chain the tenant's verifier signs request objects with, for a P-256 `key`: a leaf of the tenant's
+   * test CA naming the public host as dNSName (an IP literal too: wallets compare it with the response_uri's
+   * host as text, §5.9.3), issued and persisted on first use.
+   */
+  verifierChain(tenantId: string, key: IssuerKey): Promise<VerifierChain> {
+    const origin = new URL(this.urls.absolute('/')).origin
+    const cacheKey = `${tenantId}\u0000${key.alg}\u0000${origin}`
+    let chain = this.verifierLeaves.get(cacheKey)
+    if (!chain) {
+      chain = this.verifierLeaf(tenantId, key, origin)
+      chain.catch(() => this.verifierLeaves.delete(cacheKey))
+      this.verifierLeaves.set(cacheKey, chain)
+    }
+    return chain
+  }
+
+  private async verifierLeaf(tenantId: string, key: IssuerKey, origin: string): Promise<VerifierChain> {
+    const dnsName = new URL(origin).hostname.replace(/^\[|\]$/g, '')
+    // Stored beside the issuer leaves; the "verifier " prefix keeps the two kinds apart in one table.
+    const record = await this.persistedLeaf(tenantId, key.alg, `verifier ${origin}`, async (ca, now) =>
+      issueCertificate({
+        issuer: ca,
+        publicKey: createPublicKey(key.privateKey),
+        subject: `CN=vc-harness verifier ${tenantId} (${key.alg})`,
+        uris: [origin],
+        dns: [dnsName],
+        notBefore: new Date(now - DAY),
+        notAfter: new Date(now + VALIDITY_DAYS * DAY),
+      }),
+    )
+    return { x5c: x5cOf([record]), dnsName, hash: x509Hash(record) }
+  }
+
+  /** The stored leaf under (tenant, alg, name), issued by `issue` with the tenant's CA when there is none. */
+  private async persistedLeaf(
+    tenantId: string,
+    alg: IssuerKey['alg'],
+    name: string,
+    issue: (ca: Ca, now: number) => Promise<Buffer>,
+  ): Promise<string> {
+    let record = await this.store.issuerCertificates.getLeaf(tenantId, alg, name)
+    if (!record) {
+      const now = this.clock.now()
+      const der = await issue(await this.ca(tenantId), now)
+      try {
+        await this.store.issuerCertificates.createLeaf({
+          tenantId,
+          alg,
+          issuer: name,
+          certificate: der.toString('base64'),
+          createdAt: now,
+        })
+      } catch (error) {
+        // Another process created it first: use theirs.
+        if (!(error instanceof ConflictError)) throw error
+      }
+      record = await this.store.issuerCertificates.getLeaf(tenantId, alg, name)
+      if (!record)
+        throw new Error(`${alg} certificate "${name}" of tenant ${tenantId} missing after creation`)
+    }
+    return record.certificate
   }
 
   private ca(tenantId: string): Promise<Ca> {
@@ -102,13 +179,10 @@ export class IssuerCertificates {
   }
 
   private async leaf(tenantId: string, key: IssuerKey, issuer: string): Promise<X5cBinding> {
-    let record = await this.store.issuerCertificates.getLeaf(tenantId, key.alg, issuer)
-    if (!record) {
-      const ca = await this.ca(tenantId)
-      const now = this.clock.now()
-      const host = new URL(issuer).hostname
+    const host = new URL(issuer).hostname
+    const record = await this.persistedLeaf(tenantId, key.alg, issuer, (ca, now) =>
       // SD-JWT VC §3.5: a verifier matches `iss` to a SAN URI, or its host to a dNSName (not an IP literal).
-      const der = await issueCertificate({
+      issueCertificate({
         issuer: ca,
         publicKey: createPublicKey(key.privateKey),
         subject: `CN=vc-harness issuer ${tenantId} (${key.alg})`,
@@ -116,21 +190,8 @@ export class IssuerCertificates {
         dns: isIP(host.replace(/^\[|\]$/g, '')) === 0 ? [host] : [],
         notBefore: new Date(now - DAY),
         notAfter: new Date(now + VALIDITY_DAYS * DAY),
-      })
-      try {
-        await this.store.issuerCertificates.createLeaf({
-          tenantId,
-          alg: key.alg,
-          issuer,
-          certificate: der.toString('base64'),
-          createdAt: now,
-        })
-      } catch (error) {
-        if (!(error instanceof ConflictError)) throw error
-      }
-      record = await this.store.issuerCertificates.getLeaf(tenantId, key.alg, issuer)
-      if (!record) throw new Error(`${key.alg} certificate of tenant ${tenantId} missing after creation`)
-    }
-    return { x5c: x5cOf([record.certificate]), issuer }
+      }),
+    )
+    return { x5c: x5cOf([record]), issuer }
   }
 }

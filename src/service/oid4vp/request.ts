@@ -12,7 +12,8 @@ import { AUTH_REQUEST_SCOPE, type AuthorizationRequests, type RequestInput } fro
 export class PresentationExchangeRequests implements AuthorizationRequests {
   constructor(private readonly urls: PublicUrls) {}
 
-  build({ tenantId, sessionId, definition, nonce, state, verifier, now, expiresAt }: RequestInput) {
+  async build({ tenantId, sessionId, definition, nonce, state, verifier, now, expiresAt }: RequestInput) {
+    if (!definition) throw new Error('a pe session needs its presentation definition')
     const responseUri = this.urls.verifierResponse(tenantId, sessionId)
     const request = {
       iss: verifier.did,
@@ -49,6 +50,7 @@ export class PresentationExchangeRequests implements AuthorizationRequests {
     return {
       request,
       requestJwt,
+      responseKey: null,
       link: `${AUTHORIZATION_REQUEST_SCHEME}://?${link.toString().replaceAll('+', '%20')}`,
     }
   }

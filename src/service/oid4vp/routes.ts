@@ -2,7 +2,7 @@ import formbody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { FORM_MEDIA_TYPE, REQUEST_OBJECT_MEDIA_TYPE } from '../../shared/wire.ts'
 import { installOAuthErrors, isForm, OAuthError } from '../errors/oauth.ts'
-import { authorizationResponseSchema, requestObjectSchema } from './schemas.ts'
+import { authorizationResponseSchema, requestObjectPostSchema, requestObjectSchema } from './schemas.ts'
 import type { Oid4vpService } from './service.ts'
 
 /** The wallet-facing verifier (docs/verification.md). Encapsulated: form parser and OAuth errors. */
@@ -16,6 +16,23 @@ export const oid4vpRoutes: FastifyPluginAsyncTypebox<{ oid4vp: Oid4vpService }> 
       .send(await oid4vp.requestObject(request.params.tenant, request.params.id)),
   )
 
+  // request_uri_method=post (OpenID4VP 1.0 §5.10): wallet_metadata and wallet_nonce, form-encoded.
+  app.post(
+    '/oid4vp/:tenant/requests/:id',
+    {
+      schema: requestObjectPostSchema,
+      preValidation: async (request) => {
+        if (!isForm(request.headers['content-type'])) {
+          throw new OAuthError('invalid_request', `the request_uri POST must be ${FORM_MEDIA_TYPE}`)
+        }
+      },
+    },
+    async (request, reply) =>
+      reply
+        .type(REQUEST_OBJECT_MEDIA_TYPE)
+        .send(await oid4vp.requestObjectByPost(request.params.tenant, request.params.id, request.body)),
+  )
+
   app.post(
     '/oid4vp/:tenant/responses/:id',
     {
@@ -23,7 +40,10 @@ export const oid4vpRoutes: FastifyPluginAsyncTypebox<{ oid4vp: Oid4vpService }> 
       // Before the body schema: a JSON body is refused for its type, whatever its shape.
       preValidation: async (request) => {
         if (!isForm(request.headers['content-type'])) {
-          throw new OAuthError('invalid_request', `the response must be ${FORM_MEDIA_TYPE} (direct_post)`)
+          throw new OAuthError(
+            'invalid_request',
+            `the response must be ${FORM_MEDIA_TYPE} (direct_post, direct_post.jwt)`,
+          )
         }
       },
     },

@@ -1,16 +1,23 @@
+import { createPrivateKey } from 'node:crypto'
+import { compactDecrypt } from 'jose'
+import type { VerificationStep } from '../../shared/flow.ts'
+import { isObject } from '../../shared/json.ts'
 import type { CheckMetrics } from '../credentials/pipeline.ts'
 import type { StatusChecker } from '../credentials/status.ts'
 import { OAuthError } from '../errors/oauth.ts'
 import type { ServiceEvents, WebhookBody } from '../events.ts'
 import type { SessionRecord, Store, Validations } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
-import { verifyResponse } from '../verification/checks.ts'
+import { type Verdict, verifyDcqlResponse, verifyResponse } from '../verification/checks.ts'
 import { sessionChanged, transition } from '../verification/lifecycle.ts'
+import type { AuthorizationRequests } from '../verification/service.ts'
 import type { WebhookOutbox } from '../webhooks/outbox.ts'
+import { RESPONSE_ALG, RESPONSE_ENC_VALUES } from './request-v1.ts'
 
-// The wallet-facing verifier (OpenID4VP draft 20 as section 2.7 shows it; docs/verification.md): serves the
-// signed request object and takes the direct_post response. OAuth-style errors only. Each step asks the
-// session lifecycle (verification/lifecycle.ts), writes conditionally, then announces.
+// The wallet-facing verifier (docs/verification.md), for both profiles: `pe` (OpenID4VP draft 20 as section
+// 2.7 shows it) and `dcql` (OpenID4VP 1.0: request_uri_method post, direct_post.jwt, a vp_token object).
+// Serves the request object and takes the response. OAuth-style errors only. Each step asks the session
+// lifecycle (verification/lifecycle.ts), writes conditionally, then announces.
 
 const MAX_DESCRIPTION = 300
 const clip = (text: string) => (text.length > MAX_DESCRIPTION ? `${text.slice(0, MAX_DESCRIPTION)}…` : text)
@@ -21,6 +28,8 @@ export interface Oid4vpDeps {
   events: ServiceEvents
   webhooks: WebhookOutbox
   status: StatusChecker
+  /** The request builders of each profile (request_uri_method=post signs the request object anew). */
+  requests: Record<SessionRecord['profile'], AuthorizationRequests>
   /** Told where the time of each response's checks went (the bench sets it); none by default. */
   metrics?: CheckMetrics
 }
@@ -51,17 +60,104 @@ export class Oid4vpService {
   async requestObject(tenantId: string, id: string): Promise<string> {
     const session = await this.session(tenantId, id)
     const { step } = this.allow(session, 'retrieve_request')
-    const now = this.deps.clock.now()
-    // Written (and announced) the first time only: the relying party's RequestedAt is that moment.
-    if (await this.deps.store.sessions.markRequested(id, now)) {
-      this.deps.events.emit(sessionChanged({ ...session, requestedAt: now, updatedAt: now }, step))
+    if (session.requestJwt === '') {
+      throw new OAuthError(
+        'not_found',
+        `verification session "${id}" sends its request by value (client identifier prefix redirect_uri, OpenID4VP 1.0 §5.9.3): it has no request object`,
+      )
     }
+    await this.markRequested(session, step)
     return session.requestJwt
   }
 
   /**
-   * The wallet's direct_post. A response that cannot be attributed (bad state, missing vp_token) is a
-   * 400 that leaves the session open; a presentation that fails any check closes it as REJECTED.
+   * request_uri_method=post (OpenID4VP 1.0 §5.10): the wallet posts its metadata and a nonce; the answer is
+   * the request object signed anew with that `wallet_nonce`. Only a dcql session offers it.
+   */
+  async requestObjectByPost(tenantId: string, id: string, body: Record<string, unknown>): Promise<string> {
+    const session = await this.session(tenantId, id)
+    const { step } = this.allow(session, 'retrieve_request')
+    const builder = this.deps.requests[session.profile]
+    if (session.profile !== 'dcql' || session.requestJwt === '' || !builder.requestObjectFor) {
+      throw new OAuthError(
+        'invalid_request',
+        session.profile === 'dcql'
+          ? `verification session "${id}" sends its request by value: there is no request_uri to post to`
+          : `verification session "${id}" speaks the draft 20 profile (pe): fetch its request object with GET`,
+      )
+    }
+    const walletNonce = body.wallet_nonce
+    if (walletNonce !== undefined && (typeof walletNonce !== 'string' || walletNonce.length === 0)) {
+      throw new OAuthError('invalid_request', 'wallet_nonce must be a non-empty string')
+    }
+    if (body.wallet_metadata !== undefined) {
+      let metadata: unknown
+      try {
+        metadata = typeof body.wallet_metadata === 'string' ? JSON.parse(body.wallet_metadata) : undefined
+      } catch {
+        // reported below
+      }
+      if (!isObject(metadata)) throw new OAuthError('invalid_request', 'wallet_metadata is not a JSON object')
+      // §5.10.1: a wallet that names the algorithms it verifies gets a request object it can verify, or none.
+      const algs = metadata.request_object_signing_alg_values_supported
+      const alg = JSON.parse(
+        Buffer.from(session.requestJwt.split('.')[0] as string, 'base64url').toString(),
+      ).alg
+      if (Array.isArray(algs) && !algs.includes(alg)) {
+        throw new OAuthError(
+          'invalid_request',
+          `wallet_metadata.request_object_signing_alg_values_supported ${JSON.stringify(algs)} does not include ${alg}, the algorithm of this verifier's key`,
+        )
+      }
+    }
+    const jwt = await builder.requestObjectFor(session, walletNonce)
+    await this.markRequested(session, step)
+    return jwt
+  }
+
+  private async markRequested(session: SessionRecord, step: VerificationStep) {
+    const now = this.deps.clock.now()
+    // Written (and announced) the first time only: the relying party's RequestedAt is that moment.
+    if (await this.deps.store.sessions.markRequested(session.id, now)) {
+      this.deps.events.emit(sessionChanged({ ...session, requestedAt: now, updatedAt: now }, step))
+    }
+  }
+
+  /**
+   * direct_post.jwt (OpenID4VP 1.0 §8.3): the response parameters from the JWE in `response`, decrypted
+   * with the session's ephemeral key. A JWE that cannot be decrypted cannot be attributed: a 400.
+   */
+  private async decrypt(session: SessionRecord, jwe: unknown): Promise<Record<string, unknown>> {
+    if (typeof jwe !== 'string' || jwe.length === 0 || !session.responseKey) {
+      throw new OAuthError(
+        'invalid_request',
+        'response must be a compact JWE (response_mode direct_post.jwt)',
+      )
+    }
+    try {
+      const { plaintext, protectedHeader } = await compactDecrypt(
+        jwe,
+        createPrivateKey({ key: session.responseKey, format: 'jwk' }),
+        { keyManagementAlgorithms: [RESPONSE_ALG], contentEncryptionAlgorithms: [...RESPONSE_ENC_VALUES] },
+      )
+      if (protectedHeader.kid !== undefined && protectedHeader.kid !== session.responseKey.kid) {
+        throw new Error(`kid ${JSON.stringify(protectedHeader.kid)} is not this session's key`)
+      }
+      const params: unknown = JSON.parse(new TextDecoder().decode(plaintext))
+      if (!isObject(params)) throw new Error('its payload is not a JSON object')
+      return params
+    } catch (error) {
+      throw new OAuthError(
+        'invalid_request',
+        `the response JWE cannot be decrypted with this session's key (${RESPONSE_ALG}; ${RESPONSE_ENC_VALUES.join(' or ')}): ${clip((error as Error).message)}`,
+      )
+    }
+  }
+
+  /**
+   * The wallet's direct_post (or direct_post.jwt). A response that cannot be attributed (bad state, missing
+   * vp_token, a JWE that does not decrypt) is a 400 that leaves the session open; a presentation that fails
+   * any check closes it as REJECTED.
    */
   async respond(
     tenantId: string,
@@ -71,57 +167,62 @@ export class Oid4vpService {
   ): Promise<Record<string, never>> {
     const session = await this.session(tenantId, id)
     this.allow(session, 'verify')
-    const { state, nonce, client_id: clientId, presentation_definition: definition } = session.request
-    if (body.state !== state) {
+    const encryptedMode = session.request.response_mode === 'direct_post.jwt'
+    const encrypted = encryptedMode && body.response !== undefined
+    const params = encrypted ? await this.decrypt(session, body.response) : body
+    const { state, nonce, client_id: clientId } = session.request
+    if (params.state !== state) {
       throw new OAuthError(
         'invalid_request',
-        body.state === undefined ? 'state is missing' : "state does not match this session's request",
+        params.state === undefined ? 'state is missing' : "state does not match this session's request",
       )
     }
     const now = this.deps.clock.now()
     const base = { ...session, updatedAt: now, sourceWallet: userAgent ? clip(userAgent) : null }
-    if (body.error !== undefined) {
-      const error = String(body.error)
+    if (params.error !== undefined) {
+      const error = String(params.error)
       const description =
-        body.error_description === undefined ? '' : `: ${clip(String(body.error_description))}`
+        params.error_description === undefined ? '' : `: ${clip(String(params.error_description))}`
       const message = `the wallet answered with error ${clip(error)}${description}`
-      const validations: Validations = {
-        status: 'REJECT',
-        checks: [{ check: 'walletResponse', result: 'failed', message }],
-        verificationResult: {
-          checks: ['walletResponse'],
-          warnings: [],
-          errors: [`walletResponse: ${message}`],
-        },
-      }
-      await this.complete({ ...base, status: 'REJECTED', validations })
+      await this.complete({ ...base, status: 'REJECTED', validations: single('walletResponse', message) })
       return {}
     }
-    if (typeof body.vp_token !== 'string' || body.vp_token.length === 0) {
+    if (params.vp_token === undefined || params.vp_token === '') {
       throw new OAuthError('invalid_request', 'vp_token is missing (or send error for a refusal)')
     }
-    // Draft 20 requires the submission with a vp_token: without it the answer cannot be read, like a missing vp_token.
-    let submission: unknown
-    try {
-      submission =
-        typeof body.presentation_submission === 'string'
-          ? JSON.parse(body.presentation_submission)
-          : undefined
-    } catch {
-      throw new OAuthError('invalid_request', 'presentation_submission is not valid JSON')
+    if (encryptedMode && !encrypted) {
+      // The holder's data crossed the wire in the clear although this verifier asked for encryption.
+      const message = `the response is not encrypted: this session's response_mode is direct_post.jwt, so vp_token must arrive inside the JWE in \`response\` (OpenID4VP 1.0 §8.3)`
+      await this.complete({ ...base, status: 'REJECTED', validations: single('securityMechanisms', message) })
+      throw new OAuthError('invalid_request', message)
     }
-    if (typeof submission !== 'object' || submission === null || Array.isArray(submission)) {
-      throw new OAuthError('invalid_request', 'presentation_submission is missing or not a JSON object')
-    }
-    const verdict = await verifyResponse(body.vp_token, submission, {
-      definition,
+    const context = {
       nonce,
       clientId,
       now,
       trustedIssuers: session.policy.trustedIssuers,
       requireStatus: session.policy.requireStatus,
       status: this.deps.status,
-    })
+    }
+    let verdict: Verdict
+    let mapping: Record<string, unknown>
+    if (session.profile === 'dcql') {
+      const vpToken = dcqlVpToken(params.vp_token)
+      verdict = await verifyDcqlResponse(vpToken, {
+        ...context,
+        dcqlQuery: session.request.dcql_query as Record<string, unknown>,
+      })
+      mapping = { credential_query_ids: Object.keys(vpToken) }
+    } else {
+      if (typeof params.vp_token !== 'string') {
+        throw new OAuthError('invalid_request', 'vp_token must be the JWT of the presentation')
+      }
+      mapping = peSubmission(params.presentation_submission)
+      verdict = await verifyResponse(params.vp_token, mapping, {
+        ...context,
+        definition: session.request.presentation_definition as Record<string, unknown>,
+      })
+    }
     this.deps.metrics?.checks('verification', verdict.timings)
     const verified = verdict.validations.status === 'SUCCESS'
     await this.complete(
@@ -130,13 +231,9 @@ export class Oid4vpService {
         status: verified ? 'VERIFIED' : 'REJECTED',
         validations: verdict.validations,
         subject: verdict.holder,
-        submissionFormat: verified ? 'jwt_vp' : '',
+        submissionFormat: verified ? (session.profile === 'dcql' ? 'dcql' : 'jwt_vp') : '',
         submission: verified
-          ? {
-              ...submission,
-              holder: verdict.holder,
-              verifiableCredential: verdict.credentials,
-            }
+          ? { ...mapping, holder: verdict.holder, verifiableCredential: verdict.credentials }
           : null,
       },
       verified ? verdict.claims : undefined,
@@ -180,4 +277,46 @@ export class Oid4vpService {
       sessionChanged(session, session.status === 'VERIFIED' ? 'verified' : 'rejected', webhook),
     )
   }
+}
+
+/** Validations of a response that failed one check before any presentation could be read. */
+function single(check: 'walletResponse' | 'securityMechanisms', message: string): Validations {
+  return {
+    status: 'REJECT',
+    checks: [{ check, result: 'failed', message }],
+    verificationResult: { checks: [check], warnings: [], errors: [`${check}: ${message}`] },
+  }
+}
+
+/** Draft 20 requires the submission with a vp_token: without it the answer cannot be read. */
+function peSubmission(text: unknown): Record<string, unknown> {
+  let submission: unknown
+  try {
+    submission = typeof text === 'string' ? JSON.parse(text) : undefined
+  } catch {
+    throw new OAuthError('invalid_request', 'presentation_submission is not valid JSON')
+  }
+  if (!isObject(submission)) {
+    throw new OAuthError('invalid_request', 'presentation_submission is missing or not a JSON object')
+  }
+  return submission
+}
+
+/** OpenID4VP 1.0 §8.1: a JSON object keyed by credential query id (JSON text in a direct_post form). */
+function dcqlVpToken(value: unknown): Record<string, unknown> {
+  let token = value
+  if (typeof value === 'string') {
+    try {
+      token = JSON.parse(value)
+    } catch {
+      token = undefined
+    }
+  }
+  if (!isObject(token) || Object.keys(token).length === 0) {
+    throw new OAuthError(
+      'invalid_request',
+      'vp_token must be a JSON object keyed by the credential query ids of the dcql_query (OpenID4VP 1.0 §8.1)',
+    )
+  }
+  return token
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { generateSecret, hashSecret } from '../auth/secrets.ts'
 import type { Principal } from '../auth/tokens.ts'
-import { issuanceTemplateProblem, webhookProblem } from '../config/index.ts'
+import { issuanceTemplateProblem, verificationTemplateProblem, webhookProblem } from '../config/index.ts'
 import {
   type IssuanceTemplate,
   type Role,
@@ -93,9 +93,12 @@ export class PortalService {
     }
   }
 
-  /** Cross-field rules of an issuance template, as the configuration file has them. */
+  /** Cross-field rules of a template, as the configuration file has them. */
   private checkTemplate(kind: TemplateKind, body: object) {
-    const problem = kind === 'issuance' ? issuanceTemplateProblem(body as IssuanceTemplate) : undefined
+    const problem =
+      kind === 'issuance'
+        ? issuanceTemplateProblem(body as IssuanceTemplate)
+        : verificationTemplateProblem(body as VerificationTemplate)
     if (problem) {
       throw new AppError('validation_failed', `body/${problem.field}: ${problem.message}`, {
         errors: [{ field: `body/${problem.field}`, message: problem.message }],

@@ -271,4 +271,16 @@ export const migrations: Record<string, Migration> = {
         .execute()
     },
   },
+  // OpenID4VP 1.0 sessions (issue 16): the profile a session speaks (`pe`, the interface document's draft-20
+  // profile, or `dcql`) and, for response_mode direct_post.jwt, the private half of the session's ephemeral
+  // ECDH-ES key (JWK text) that decrypts the wallet's response. PE sessions keep their rows as they were.
+  '0006_openid4vp_1': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .alterTable('verification_sessions')
+        .addColumn('profile', 'text', (c) => c.notNull().defaultTo('pe'))
+        .execute()
+      await db.schema.alterTable('verification_sessions').addColumn('response_key', 'text').execute()
+    },
+  },
 }

@@ -24,6 +24,8 @@ export interface SessionsTable {
   subject: string | null
   source_wallet: string | null
   callback: string | null
+  profile: string
+  response_key: string | null
 }
 export interface VerificationSchema {
   verification_sessions: SessionsTable
@@ -50,6 +52,8 @@ const toSession = (r: Selectable<SessionsTable>): SessionRecord => ({
   subject: r.subject,
   sourceWallet: r.source_wallet,
   callback: r.callback,
+  profile: r.profile as SessionRecord['profile'],
+  responseKey: r.response_key === null ? null : JSON.parse(r.response_key),
 })
 
 const json = (value: unknown) => (value === null ? null : JSON.stringify(value))
@@ -81,6 +85,8 @@ export class SqliteSessions implements SessionRepository {
           subject: s.subject,
           source_wallet: s.sourceWallet,
           callback: s.callback,
+          profile: s.profile,
+          response_key: json(s.responseKey),
         })
         .execute(),
       `verification session "${s.id}"`,

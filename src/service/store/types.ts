@@ -210,8 +210,11 @@ export interface RequestObjectClaims {
   nonce: string
   state: string
   response_uri: string
-  /** The DIF-only form of the session's definition (no `dataAgreement`, no `proof`). */
-  presentation_definition: Record<string, unknown>
+  response_mode: string
+  /** PE profile: the DIF-only form of the session's definition (no `dataAgreement`, no `proof`). */
+  presentation_definition?: Record<string, unknown>
+  /** DCQL profile (OpenID4VP 1.0 §6): the query. */
+  dcql_query?: Record<string, unknown>
   [claim: string]: unknown
 }
 
@@ -222,12 +225,16 @@ export interface SessionRecord {
   templateId: string
   createdByKey: string
   status: SessionStatus
-  /** The presentation definition of section 2.8, with `dataAgreement` and `proof`. */
-  definition: Record<string, unknown>
+  /** `pe`: the interface document's profile (draft 20, Presentation Exchange); `dcql`: OpenID4VP 1.0. */
+  profile: 'pe' | 'dcql'
+  /** The presentation definition of section 2.8, with `dataAgreement` and `proof`; null for `dcql`. */
+  definition: Record<string, unknown> | null
   /** Claims of the signed request object (nonce, state, the DIF-only presentation_definition, …). */
   request: RequestObjectClaims
-  /** The signed request object served at request_uri. */
+  /** The request object served at request_uri (signed; '' when the request goes by value, unsigned). */
   requestJwt: string
+  /** direct_post.jwt: the private JWK of the session's ephemeral ECDH-ES key (OpenID4VP 1.0 §8.3). */
+  responseKey: import('node:crypto').JsonWebKey | null
   /** What the checks hold the response to, fixed when the session opens. */
   policy: { trustedIssuers: string[]; requireStatus: boolean }
   createdAt: number

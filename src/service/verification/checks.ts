@@ -1,9 +1,17 @@
-import { isJwsAlg } from '../../shared/did-key.ts'
+import { isJwsAlg, JWS_ALGS } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
+import { dcql } from '../credentials/dcql.ts'
 import { jwtVcJson, jwtVpJson } from '../credentials/jwt-vc.ts'
 import { CHECKS, type CheckName } from '../credentials/outcomes.ts'
-import { type CheckTimings, checkPresentation } from '../credentials/pipeline.ts'
+import {
+  type CheckTimings,
+  checkPresentation,
+  checkPresentations,
+  type PipelineResult,
+  type PresentationPart,
+} from '../credentials/pipeline.ts'
 import { presentationExchange } from '../credentials/presentation-exchange.ts'
+import { sdJwtVcCredential, sdJwtVcPresentation } from '../credentials/sd-jwt-vc.ts'
 import type { StatusChecker } from '../credentials/status.ts'
 import type { Validations } from '../store/index.ts'
 
@@ -14,7 +22,6 @@ import type { Validations } from '../store/index.ts'
 export { CHECKS, type CheckName }
 
 export interface ResponseContext {
-  definition: Record<string, unknown>
   nonce: string
   /** The verifier's client_id (its DID): the VP's `aud`. */
   clientId: string
@@ -47,7 +54,7 @@ function algsOf(definition: Record<string, unknown>, format: string) {
 export async function verifyResponse(
   vpToken: unknown,
   submission: unknown,
-  ctx: ResponseContext,
+  ctx: ResponseContext & { definition: Record<string, unknown> },
 ): Promise<Verdict> {
   const result = await checkPresentation(vpToken, {
     session: {
@@ -66,6 +73,11 @@ export async function verifyResponse(
     status: ctx.status,
     query: { language: presentationExchange, query: ctx.definition, mapping: { value: submission } },
   })
+  return verdictOf(result)
+}
+
+/** The verdict of a pipeline run: the validations, and what a VERIFIED session reports. */
+function verdictOf(result: PipelineResult): Verdict {
   const validations = result.outcomes.validations()
   const claims: Record<string, unknown> = {}
   if (validations.status === 'SUCCESS') {
@@ -80,4 +92,59 @@ export async function verifyResponse(
     claims,
     timings: result.timings,
   }
+}
+
+/**
+ * How a DCQL answer is read per credential format (OpenID4VP 1.0 Appendix B): an SD-JWT VC is its own
+ * presentation (KB-JWT); a jwt_vc_json credential travels in a jwt_vp_json presentation.
+ */
+const DCQL_FORMATS = {
+  'dc+sd-jwt': { presentationFormat: sdJwtVcPresentation, credentialFormats: [sdJwtVcCredential] },
+  jwt_vc_json: { presentationFormat: jwtVpJson, credentialFormats: [jwtVcJson] },
+} as const
+const ALL_ALGS = { algorithms: JWS_ALGS }
+/** How old a KB-JWT or VP may be (its `iat`): a presentation is made for one exchange, now. */
+export const PRESENTATION_MAX_AGE_SECONDS = 300
+
+/**
+ * Verifies an OpenID4VP 1.0 response to a DCQL query: `vpToken` is the object keyed by credential query id
+ * whose values are arrays of presentations (§8.1). Every presentation runs the same named checks as the PE
+ * profile; dcql (credentials/dcql.ts) judges the answer as the wallet keyed it.
+ */
+export async function verifyDcqlResponse(
+  vpToken: Record<string, unknown>,
+  ctx: ResponseContext & { dcqlQuery: Record<string, unknown> },
+): Promise<Verdict> {
+  const queries = Array.isArray(ctx.dcqlQuery.credentials) ? ctx.dcqlQuery.credentials : []
+  const formatOf = (id: string) => {
+    const query = queries.find((q) => isObject(q) && q.id === id) ?? queries[0]
+    const format = isObject(query) ? query.format : undefined
+    return format === 'jwt_vc_json' ? DCQL_FORMATS.jwt_vc_json : DCQL_FORMATS['dc+sd-jwt']
+  }
+  const parts: PresentationPart[] = Object.entries(vpToken).flatMap(([queryId, value]) =>
+    // A bare presentation instead of an array is read anyway; dcql's mapping check names the mistake.
+    (Array.isArray(value) ? value : [value]).map((token, i) => ({
+      token,
+      queryId,
+      label: `vp_token.${queryId}[${i}]`,
+      ...formatOf(queryId),
+      presentationPolicy: ALL_ALGS,
+      credentialPolicy: ALL_ALGS,
+    })),
+  )
+  const result = await checkPresentations(parts, {
+    session: {
+      nonce: ctx.nonce,
+      nonceRole: "the nonce of this session's request",
+      audience: ctx.clientId,
+      audienceRole: "this verifier's client_id",
+      now: ctx.now,
+      maxAgeSeconds: PRESENTATION_MAX_AGE_SECONDS,
+    },
+    trustedIssuers: () => ctx.trustedIssuers,
+    requireStatus: ctx.requireStatus,
+    status: ctx.status,
+    query: { language: dcql, query: ctx.dcqlQuery, mapping: { value: vpToken } },
+  })
+  return verdictOf(result)
 }

@@ -8,19 +8,29 @@ export const createSessionSchema = {
   tags: ['Verification'],
   summary: 'Create a verification session (interface 4.6)',
   description:
-    'Opens a session for the verification template `ssiConfigId`: the OpenID4VP authentication request (encode it as the QR code) and its presentation definition.',
+    'Opens a session for the verification template `ssiConfigId`: the OpenID4VP authentication request (encode it as the QR code) and what it asks for: the presentation definition (profile pe), or the DCQL query and the session id (profile dcql, OpenID4VP 1.0).',
   body: Type.Object(
     { ssiConfigId: Type.String({ minLength: 1, maxLength: 128, description: 'Verification template id.' }) },
     { additionalProperties: false },
   ),
   response: {
-    201: Type.Object({
-      authentication_request: Type.String({
-        description:
-          'openid-vp://?client_id=…&redirect_uri=…&request_uri=…&response_mode=direct_post&response_type=vp_token&scope=openid',
+    201: Type.Union([
+      Type.Object({
+        authentication_request: Type.String({
+          description:
+            'openid-vp://?client_id=…&redirect_uri=…&request_uri=…&response_mode=direct_post&response_type=vp_token&scope=openid',
+        }),
+        presentation_definition: Open('Section 2.8; its id is the session id.'),
       }),
-      presentation_definition: Open('Section 2.8; its id is the session id.'),
-    }),
+      Type.Object({
+        authentication_request: Type.String({
+          description:
+            'profile dcql: openid4vp://?client_id=<prefix>:…&request_uri=…[&request_uri_method=post], or every parameter by value for the redirect_uri prefix.',
+        }),
+        dcql_query: Open('profile dcql: the DCQL query of the request (OpenID4VP 1.0 §6).'),
+        id: Type.String({ description: 'profile dcql: the session id (4.7).' }),
+      }),
+    ]),
     ...problems(400, 401, 403, 404, 413, 415),
   },
 }
@@ -31,10 +41,14 @@ const SessionBody = Type.Object({
     description: 'Extension: the session state (docs/verification.md).',
   }),
   PresentationSubmission: Type.Union([Type.Null(), Open('What the holder shared; set only when VERIFIED.')]),
-  PresentationSubmissionFormat: Type.String({ description: '"jwt_vp" when VERIFIED, else empty.' }),
+  PresentationSubmissionFormat: Type.String({
+    description: '"jwt_vp" (pe) or "dcql" (dcql: the vp_token object) when VERIFIED, else empty.',
+  }),
   Validations: Type.Union([Type.Null(), Open('Per-check outcome once the wallet answered.')]),
-  PresentationDefinition: Open('Section 2.8.'),
-  AuthRequest: Open('The signed request object claims, plus redirect_uri and the definition members.'),
+  PresentationDefinition: Type.Union([Type.Null(), Open('Section 2.8; null for a dcql session.')]),
+  AuthRequest: Open(
+    'The request object claims, plus redirect_uri and (pe) the definition members; a dcql session carries dcql_query.',
+  ),
   RequestedAt: Type.Union([Type.Null(), IsoTime]),
   CreatedAt: IsoTime,
   UpdatedAt: IsoTime,

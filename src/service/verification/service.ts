@@ -1,11 +1,13 @@
-import { randomBytes, randomUUID } from 'node:crypto'
+import { type JsonWebKey, randomBytes, randomUUID } from 'node:crypto'
 import type { Principal } from '../auth/tokens.ts'
+import type { ResolvedVerificationTemplate } from '../config/schema.ts'
 import type { IssuerKey, IssuerKeys } from '../crypto/issuer-keys.ts'
 import { AppError } from '../errors/problem.ts'
 import type { ServiceEvents } from '../events.ts'
 import type { RequestObjectClaims, SessionRecord, Store } from '../store/index.ts'
 import { type Clock, isoTime } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
+import { buildDcqlQuery } from './dcql-query.ts'
 import { buildDefinition } from './definition.ts'
 import { sessionChanged, sessionState } from './lifecycle.ts'
 
@@ -21,17 +23,34 @@ export const AUTH_REQUEST_SCOPE = 'openid'
 export interface RequestInput {
   tenantId: string
   sessionId: string
-  definition: Record<string, unknown>
+  /** `pe`: the section 2.8 definition. */
+  definition?: Record<string, unknown>
+  /** `dcql`: the DCQL query (OpenID4VP 1.0 §6) and the template's OpenID4VP settings. */
+  dcqlQuery?: Record<string, unknown>
+  settings?: NonNullable<ResolvedVerificationTemplate['dcql']>
   nonce: string
   state: string
+  /** The tenant's EdDSA key (did:key): the PE profile's and decentralized_identifier's signer. */
   verifier: IssuerKey
   now: number
   expiresAt: number
 }
 
-/** A protocol profile's request builder (oid4vp/request.ts): the request object, signed, and the deep link. */
+/** What a profile built: the request object's claims, the signed request object, the deep link. */
+export interface BuiltRequest {
+  request: RequestObjectClaims
+  /** '' when the request goes by value, unsigned (OpenID4VP 1.0 redirect_uri prefix). */
+  requestJwt: string
+  link: string
+  /** direct_post.jwt: the private JWK that decrypts the response. */
+  responseKey: JsonWebKey | null
+}
+
+/** A protocol profile's request builder (oid4vp/request.ts, oid4vp/request-v1.ts). */
 export interface AuthorizationRequests {
-  build(input: RequestInput): { request: RequestObjectClaims; requestJwt: string; link: string }
+  build(input: RequestInput): Promise<BuiltRequest>
+  /** request_uri_method=post (OpenID4VP 1.0 §5.10): the request object signed with the wallet's nonce. */
+  requestObjectFor?(session: SessionRecord, walletNonce: string | undefined): Promise<string>
 }
 
 export interface VerificationDeps {
@@ -40,7 +59,8 @@ export interface VerificationDeps {
   urls: PublicUrls
   issuerKeys: IssuerKeys
   events: ServiceEvents
-  requests: AuthorizationRequests
+  /** One request builder per profile a template may choose. */
+  requests: Record<SessionRecord['profile'], AuthorizationRequests>
 }
 
 const b64 = (bytes: number) => randomBytes(bytes).toString('base64url')
@@ -69,21 +89,37 @@ export class VerificationService {
     const id = randomUUID()
     const nonce = b64(32)
     const state = b64(16)
-    const definition = buildDefinition({
-      sessionId: id,
-      template: template.body,
-      templateUpdatedAt: template.updatedAt,
-      trustedIssuers,
-      verifier,
-      nonce,
-      receiverUrl: urls.absolute(''),
-      now,
-    })
+    const profile = template.body.profile
+    const settings = template.body.dcql
+    const definition =
+      profile === 'pe'
+        ? buildDefinition({
+            sessionId: id,
+            template: template.body,
+            templateUpdatedAt: template.updatedAt,
+            trustedIssuers,
+            verifier,
+            nonce,
+            receiverUrl: urls.absolute(''),
+            now,
+          })
+        : null
+    const dcqlQuery =
+      profile === 'dcql' && settings
+        ? buildDcqlQuery({
+            credentialTypes: template.body.credentialTypes,
+            optionalGroups: template.body.optionalGroups,
+            requestedFields: template.body.requestedFields,
+            format: settings.format,
+            vctValues: (type) => settings.vctValues?.[type] ?? [urls.defaultVct(principal.tenantId, type)],
+          })
+        : undefined
     const expiresAt = now + template.body.sessionLifetimeSeconds * 1000
-    const { request, requestJwt, link } = this.deps.requests.build({
+    const { request, requestJwt, link, responseKey } = await this.deps.requests[profile].build({
       tenantId: principal.tenantId,
       sessionId: id,
-      definition,
+      ...(definition && { definition }),
+      ...(dcqlQuery && { dcqlQuery: dcqlQuery as unknown as Record<string, unknown>, settings }),
       nonce,
       state,
       verifier,
@@ -96,9 +132,11 @@ export class VerificationService {
       templateId: ssiConfigId,
       createdByKey: principal.keyId,
       status: 'PENDING',
+      profile,
       definition,
       request,
       requestJwt,
+      responseKey,
       policy: { trustedIssuers: [...trustedIssuers], requireStatus: template.body.requireStatus },
       createdAt: now,
       updatedAt: now,
@@ -113,7 +151,11 @@ export class VerificationService {
     }
     await store.sessions.create(session)
     this.deps.events.emit(sessionChanged(session, 'session_created'))
-    return { authentication_request: link, presentation_definition: definition }
+    // Section 2.7's answer; a dcql session names its query instead, and its id (a PE session's id is its
+    // definition's).
+    return definition
+      ? { authentication_request: link, presentation_definition: definition }
+      : { authentication_request: link, dcql_query: request.dcql_query as Record<string, unknown>, id }
   }
 
   /**
@@ -151,15 +193,17 @@ export function sessionView(session: SessionRecord, now: number) {
       AuthRequest: {
         ...session.request,
         // Section 2.9 shows the request as the wallet sees it: the link's redirect_uri and scope with the
-        // signed request object's claims.
+        // signed request object's claims (a dcql request carries its dcql_query and no scope: 1.0 §5.1).
         redirect_uri: session.request.response_uri,
-        scope: AUTH_REQUEST_SCOPE,
-        name: definition.name,
-        id: definition.id,
-        format: definition.format,
-        submission_requirements: definition.submission_requirements,
-        input_descriptors: definition.input_descriptors,
-        proof: definition.proof,
+        ...(definition && {
+          scope: AUTH_REQUEST_SCOPE,
+          name: definition.name,
+          id: definition.id,
+          format: definition.format,
+          submission_requirements: definition.submission_requirements,
+          input_descriptors: definition.input_descriptors,
+          proof: definition.proof,
+        }),
       },
       RequestedAt: session.requestedAt === null ? null : isoTime(session.requestedAt),
       CreatedAt: isoTime(session.createdAt),

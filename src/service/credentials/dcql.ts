@@ -1,0 +1,346 @@
+import { digest } from '@sd-jwt/crypto-nodejs'
+import { decodeSdJwtSync, unpackSync } from '@sd-jwt/decode'
+import {
+  type DcqlCredential,
+  type DcqlCredentialPresentation,
+  DcqlPresentationResult,
+  DcqlQuery,
+  type DcqlW3cVcCredential,
+  runDcqlQuery,
+} from 'dcql'
+import { isObject } from '../../shared/json.ts'
+import type { ReadCredential } from './formats.ts'
+import type { QueryCandidate, QueryEvaluation, QueryLanguage } from './query.ts'
+
+// DCQL (OpenID4VP 1.0 Final §6) as a query language of the pipeline: the dcql_query is the query, the
+// vp_token object (§8.1, credential query id → presentations) the wallet's mapping. Matching is the
+// `dcql` package's; this module turns our credentials into its model, judges each presentation under
+// the key the wallet put it (a credential under key K must satisfy credential query K), and says in
+// plain words which requirement broke. Over-disclosure (§6.4) is a warning, never a failure.
+
+type Query = DcqlQuery
+type CredentialQuery = Query['credentials'][number]
+type ClaimQuery = NonNullable<CredentialQuery['claims']>[number]
+type Path = (string | number | null)[]
+type PresentationResult = ReturnType<typeof DcqlPresentationResult.fromDcqlPresentation>
+type Match = PresentationResult['credential_matches'][string]
+type FailedCredential = NonNullable<Match['failed_credentials']>[number]
+
+// ---- messages (stable: tests and testers match on them) ----
+
+const unknownKey = (key: string) =>
+  `vp_token key ${JSON.stringify(key)} names no credential query of this session's dcql_query`
+const tooMany = (key: string, n: number) =>
+  `vp_token ${JSON.stringify(key)} holds ${n} presentations but credential query ${JSON.stringify(key)} does not allow multiple (OpenID4VP 1.0 §6.1)`
+const showOptions = (options: readonly (readonly string[])[]) =>
+  options.map((option) => option.map((id) => JSON.stringify(id)).join(' + ')).join(' | ')
+const showPath = (path: Path) =>
+  `[${path.map((p) => (typeof p === 'string' ? `'${p}'` : String(p))).join(', ')}]`
+const showValues = (values: readonly unknown[]) => values.map((v) => JSON.stringify(v)).join(', ')
+
+/** `credential query "pid"`, with the position when the wallet put several presentations under it. */
+const labelOf = (queryId: string, position: number, count: number) =>
+  `credential query ${JSON.stringify(queryId)}${count > 1 ? `[${position}]` : ''}`
+
+/** The query, parsed and checked by dcql (ids unique, credential_sets and claim_sets name known ids). */
+function parseQuery(query: unknown): Query | string {
+  try {
+    const parsed = DcqlQuery.parse(query as DcqlQuery.Input)
+    DcqlQuery.validate(parsed)
+    return parsed
+  } catch (error) {
+    // valibot's error carries the failing member's path; dcql's own errors only a message.
+    const issue = (error as { issues?: { path?: { key: unknown }[]; message: string }[] }).issues?.[0]
+    const at = issue?.path?.map((p) => String(p.key)).join('.')
+    const message = issue ? `${at ? `${at}: ` : ''}${issue.message}` : (error as Error).message
+    return `dcql_query is not a valid DCQL query: ${message}`
+  }
+}
+
+const json = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T
+
+/**
+ * Our credential in dcql's model, or why it has none. Holder binding is declared true: the pipeline
+ * checks the holder's proof itself (KB-JWT, the jwt_vp signed by the subject), never on dcql's word.
+ */
+function toDcql(credential: ReadCredential): DcqlCredential | string {
+  if (credential.format === 'dc+sd-jwt' && isObject(credential.queryInput)) {
+    // sd-jwt-vc.ts already reads it as dcql's model: {credential_format, vct, claims}
+    return json({ ...credential.queryInput, cryptographic_holder_binding: true }) as DcqlCredential
+  }
+  if (credential.format === 'jwt_vc_json') {
+    // Appendix B.1.2: W3C claims paths start at the credential's root (`credentialSubject`, `type`, …).
+    const { proof: _proof, ...vc } = credential.sharedView
+    return {
+      credential_format: 'jwt_vc_json',
+      type: [...credential.types],
+      claims: json(vc) as DcqlW3cVcCredential['claims'],
+      cryptographic_holder_binding: true,
+    }
+  }
+  return `format ${JSON.stringify(credential.format)} cannot be evaluated with DCQL`
+}
+
+const pathOf = (claim: ClaimQuery): Path =>
+  'path' in claim ? claim.path : [claim.namespace, claim.claim_name]
+
+/** Whether the claim exists at all (dcql's verdict on the path without `values`). */
+function claimPresent(cq: CredentialQuery, claim: ClaimQuery, credential: DcqlCredential): boolean {
+  const probe = {
+    ...cq,
+    claims: [{ path: pathOf(claim) }],
+    claim_sets: undefined,
+    trusted_authorities: undefined,
+  }
+  const result = runDcqlQuery({ credentials: [probe] } as unknown as Query, {
+    credentials: [credential],
+    presentation: true,
+  })
+  const match = result.credential_matches[cq.id]
+  const item = match?.valid_credentials?.[0] ?? match?.failed_credentials?.[0]
+  return item?.claims.success === true
+}
+
+function claimReason(cq: CredentialQuery, claim: ClaimQuery | undefined, credential: DcqlCredential): string {
+  if (!claim) return 'a claim does not match'
+  const shown = showPath(pathOf(claim))
+  if (claim.values && claimPresent(cq, claim, credential)) {
+    return `claim ${shown} is not one of ${showValues(claim.values)}`
+  }
+  return `claim ${shown} is missing`
+}
+
+/** Why one presentation does not satisfy its credential query, in the order a tester would fix them. */
+function failureReasons(cq: CredentialQuery, credential: DcqlCredential, failed: FailedCredential): string[] {
+  const reasons: string[] = []
+  if (!failed.meta.success) {
+    const issues = failed.meta.issues
+    if ('credential_format' in issues) {
+      // Nothing else about a credential of another format is worth reading.
+      return [`format ${JSON.stringify(credential.credential_format)} is not ${JSON.stringify(cq.format)}`]
+    }
+    if ('vct' in issues) {
+      const vct = 'vct' in credential ? credential.vct : undefined
+      const allowed = cq.meta && 'vct_values' in cq.meta ? cq.meta.vct_values : undefined
+      reasons.push(
+        allowed ? `vct ${JSON.stringify(vct)} is not one of ${showValues(allowed)}` : 'vct is missing',
+      )
+    }
+    if ('type' in issues) {
+      const type = 'type' in credential ? credential.type : []
+      const wanted = cq.meta && 'type_values' in cq.meta ? cq.meta.type_values : []
+      reasons.push(
+        `type ${JSON.stringify(type)} does not include all of ${wanted.map((w) => JSON.stringify(w)).join(' or ')}`,
+      )
+    }
+    if ('doctype' in issues) reasons.push('doctype does not match')
+    if ('cryptographic_holder_binding' in issues) {
+      reasons.push('it has no cryptographic holder binding, which the query requires')
+    }
+  }
+  if (!failed.trusted_authorities.success) reasons.push('its issuer matches none of the trusted_authorities')
+  const claims = failed.claims
+  if (!claims.success) {
+    const all = cq.claims ?? []
+    if (!cq.claim_sets) {
+      for (const c of claims.failed_claims) reasons.push(claimReason(cq, all[c.claim_index], credential))
+    } else {
+      // §6.4.1: one satisfied claim set is enough; name every claim that kept a set from being satisfied.
+      const indexes = [...new Set(claims.failed_claim_sets.flatMap((s) => s.failed_claim_indexes))].sort(
+        (a, b) => a - b,
+      )
+      const why = indexes.map((i) => claimReason(cq, all[i], credential)).join(', ')
+      reasons.push(`none of its claim_sets is satisfied: ${why}`)
+    }
+  }
+  return reasons.length > 0 ? reasons : ['it does not match']
+}
+
+// ---- over-disclosure (OpenID4VP 1.0 §6.4: wallets MUST NOT send selectively disclosable claims that
+// were not selected) ----
+
+/**
+ * The claim paths an SD-JWT VC disclosed, from the compact SD-JWT kept in its shared view's `proof`
+ * (sd-jwt-vc.ts). Without it, every claim outside the SD-JWT VC registered ones counts as disclosed:
+ * `ReadCredential.claims` cannot tell a disclosed claim from an always-visible one.
+ */
+function disclosedPaths(credential: ReadCredential): string[][] {
+  const proof = credential.sharedView.proof
+  const compact = isObject(proof) && typeof proof.sdJwt === 'string' ? proof.sdJwt : undefined
+  if (compact) {
+    try {
+      const sd = decodeSdJwtSync(compact, digest)
+      const { disclosureKeymap } = unpackSync(sd.jwt.payload, sd.disclosures, digest)
+      // keys are dotted paths, array elements by index: `address.street`, `nationalities.0`
+      return Object.keys(disclosureKeymap).map((key) => key.split('.'))
+    } catch {
+      // unreadable here means unreadable for the format too, which reports it; fall through
+    }
+  }
+  return Object.keys(credential.claims).map((name) => [name])
+}
+
+/** A query path asks for a disclosed claim when one leads to the other (a parent opens its children). */
+function asks(queryPath: Path, disclosed: string[]): boolean {
+  const n = Math.min(queryPath.length, disclosed.length)
+  for (let i = 0; i < n; i++) {
+    const q = queryPath[i]
+    const d = disclosed[i] as string
+    if (q === null ? !/^\d+$/.test(d) : String(q) !== d) return false
+  }
+  return true
+}
+
+function overDisclosure(cq: CredentialQuery, credential: ReadCredential): string[] {
+  if (credential.format !== 'dc+sd-jwt') return []
+  // §6.4.1: without `claims` the verifier asks for no selectively disclosable claim at all.
+  const wanted = (cq.claims ?? []).map(pathOf)
+  const extra = disclosedPaths(credential).filter((d) => !wanted.some((q) => asks(q, d)))
+  // Name a disclosed object once, not each of its disclosed members as well.
+  const shown = extra
+    .filter((d) => !extra.some((e) => e.length < d.length && e.every((s, i) => s === d[i])))
+    .map((d) => d.join('.'))
+  return [...new Set(shown)].sort() // disclosure order is the digests' order: random
+}
+
+// ---- the query language ----
+
+interface Keyed {
+  candidate: QueryCandidate
+  model: DcqlCredential | string
+}
+
+export const dcql: QueryLanguage = {
+  id: 'dcql',
+
+  evaluate(query, candidates): QueryEvaluation {
+    const parsed = parseQuery(query)
+    if (typeof parsed === 'string') return { outcome: 'error', detail: parsed, matches: [] }
+    const problems: string[] = []
+    const warnings: string[] = []
+    const known = new Set(parsed.credentials.map((cq) => cq.id))
+    const keyed = new Map<string, Keyed[]>()
+    // Keys naming no credential query and too many presentations are the mapping's mistakes: checkMapping
+    // names them once; evaluation judges the credentials under known keys.
+    for (const candidate of candidates) {
+      const key = candidate.queryId
+      if (key === undefined) problems.push(`credential ${candidate.index} is under no vp_token key`)
+      else if (known.has(key)) {
+        keyed.set(key, [...(keyed.get(key) ?? []), { candidate, model: toDcql(candidate.credential) }])
+      }
+    }
+
+    // What dcql gets: the readable presentations under each known key. `multiple` is judged here (dcql
+    // throws on it), so dcql sees every query as multiple and judges each presentation.
+    const presented: Record<string, DcqlCredentialPresentation[]> = {}
+    for (const cq of parsed.credentials) {
+      const entries = keyed.get(cq.id) ?? []
+      const models = entries.flatMap((e) => (typeof e.model === 'string' ? [] : [e.model]))
+      if (models.length > 0) presented[cq.id] = models
+    }
+    let result: PresentationResult
+    try {
+      result = DcqlPresentationResult.fromDcqlPresentation(presented, {
+        dcqlQuery: {
+          ...parsed,
+          credentials: parsed.credentials.map((cq) => ({ ...cq, multiple: true })) as Query['credentials'],
+        },
+      })
+    } catch (error) {
+      return { outcome: 'error', detail: `DCQL evaluation failed: ${(error as Error).message}`, matches: [] }
+    }
+
+    const matches: QueryEvaluation['matches'] = []
+    for (const cq of parsed.credentials) {
+      const entries = keyed.get(cq.id) ?? []
+      if (entries.length === 0) {
+        if (!parsed.credential_sets) problems.push(`credential query "${cq.id}" has no readable presentation`)
+        continue
+      }
+      // dcql indexes the models it was given; map them back to the wallet's entries.
+      const judged = entries.filter((e) => typeof e.model !== 'string')
+      const match = result.credential_matches[cq.id]
+      for (const [position, entry] of entries.entries()) {
+        const label = labelOf(cq.id, position, entries.length)
+        if (typeof entry.model === 'string') problems.push(`${label}: ${entry.model}`)
+        const extra = overDisclosure(cq, entry.candidate.credential)
+        if (extra.length > 0) {
+          warnings.push(
+            `${label}: claims disclosed beyond the query: ${extra.join(', ')} (OpenID4VP 1.0 §6.4 data minimisation)`,
+          )
+        }
+      }
+      for (const valid of match?.valid_credentials ?? []) {
+        const entry = judged[valid.input_credential_index]
+        if (entry) matches.push({ queryId: cq.id, index: entry.candidate.index })
+      }
+      for (const failed of match?.failed_credentials ?? []) {
+        const entry = judged[failed.input_credential_index]
+        if (!entry || typeof entry.model === 'string') continue
+        const label = labelOf(cq.id, entries.indexOf(entry), entries.length)
+        for (const reason of failureReasons(cq, entry.model, failed)) problems.push(`${label}: ${reason}`)
+      }
+    }
+    for (const [i, set] of (result.credential_sets ?? []).entries()) {
+      if (!set.required || set.matching_options) continue
+      const [only, ...others] = set.options
+      if (others.length === 0 && only) {
+        // A one-option set (a mandatory type): name what is missing; a failed presentation said why already.
+        for (const id of only) {
+          if (!keyed.has(id)) problems.push(`credential query "${id}" has no readable presentation`)
+        }
+      } else {
+        problems.push(
+          `no option of required credential_sets[${i}] (${showOptions(set.options)}) is satisfied`,
+        )
+      }
+    }
+
+    const satisfied = problems.length === 0 && result.can_be_satisfied
+    return {
+      outcome: satisfied ? 'satisfied' : 'unsatisfied',
+      detail: satisfied ? '' : problems.join('; ') || 'the vp_token does not satisfy the dcql_query',
+      matches,
+      ...(warnings.length > 0 ? { warnings } : {}),
+    }
+  },
+
+  checkMapping(mapping, query) {
+    const parsed = parseQuery(query)
+    if (typeof parsed === 'string') return [] // evaluate() already reports an unreadable query
+    if (!isObject(mapping)) {
+      return ['vp_token is not a JSON object keyed by credential query ids (OpenID4VP 1.0 §8.1)']
+    }
+    const failures: string[] = []
+    const answered = new Set<string>()
+    for (const [key, value] of Object.entries(mapping)) {
+      const cq = parsed.credentials.find((c) => c.id === key)
+      if (!cq) failures.push(unknownKey(key))
+      else if (!Array.isArray(value) || value.length === 0) {
+        failures.push(`vp_token ${JSON.stringify(key)} is not a non-empty array of presentations`)
+      } else {
+        answered.add(key)
+        if (value.length > 1 && !cq.multiple) failures.push(tooMany(key, value.length))
+      }
+    }
+    const missing = (id: string) =>
+      `vp_token has no entry for required credential query ${JSON.stringify(id)}`
+    // §6.4.2: without credential_sets every credential query is required; with them, one option of each
+    // required set.
+    if (!parsed.credential_sets) {
+      for (const cq of parsed.credentials) if (!answered.has(cq.id)) failures.push(missing(cq.id))
+      return failures
+    }
+    for (const [i, set] of parsed.credential_sets.entries()) {
+      if (!set.required || set.options.some((option) => option.every((id) => answered.has(id)))) continue
+      const [only, ...others] = set.options
+      if (others.length === 0 && only) failures.push(...only.filter((id) => !answered.has(id)).map(missing))
+      else {
+        failures.push(
+          `vp_token answers no option of required credential_sets[${i}] (${showOptions(set.options)})`,
+        )
+      }
+    }
+    return failures
+  },
+}

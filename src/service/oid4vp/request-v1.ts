@@ -1,0 +1,154 @@
+import { generateKeyPairSync, type JsonWebKey, randomBytes } from 'node:crypto'
+import { JWS_ALGS } from '../../shared/did-key.ts'
+import { signJws } from '../../shared/jws.ts'
+import { OPENID4VP_SCHEME, REQUEST_OBJECT_TYP, SD_JWT_VC_TYP, SIOP_AUDIENCE } from '../../shared/wire.ts'
+import type { ResolvedVerificationTemplate } from '../config/schema.ts'
+import type { IssuerCertificates } from '../crypto/issuer-certificates.ts'
+import type { IssuerKey, IssuerKeys } from '../crypto/issuer-keys.ts'
+import type { RequestObjectClaims, SessionRecord } from '../store/index.ts'
+import type { PublicUrls } from '../util/urls.ts'
+import type { AuthorizationRequests, BuiltRequest, RequestInput } from '../verification/service.ts'
+
+// The authorization request of a `dcql` session: OpenID4VP 1.0 Final. The verifier names itself with a
+// client identifier prefix (§5.9.3): `decentralized_identifier:` (request object signed by the tenant's
+// did:key), `x509_san_dns:` / `x509_hash:` (signed by the tenant's P-256 key, its x5c chain from the tenant's
+// test CA), or `redirect_uri:` (unsigned, every parameter in the link). The request object goes by reference
+// (§5.7, RFC 9101 §5.2), fetched by GET or, with request_uri_method=post, by a POST carrying the wallet's
+// nonce (§5.10). response_mode direct_post or direct_post.jwt (§8.3): the latter publishes a fresh ephemeral
+// P-256 key per session in client_metadata.jwks, whose private half decrypts the wallet's JWE.
+
+/** Content encryption the verifier accepts for direct_post.jwt (HAIP §5: A128GCM and A256GCM). */
+export const RESPONSE_ENC_VALUES = ['A128GCM', 'A256GCM'] as const
+/** The JWE key management algorithm of direct_post.jwt (HAIP: ECDH-ES on P-256). */
+export const RESPONSE_ALG = 'ECDH-ES'
+
+type Settings = NonNullable<ResolvedVerificationTemplate['dcql']>
+type Prefix = Settings['clientIdPrefix']
+
+/** How a request object is signed: the key and the JOSE header naming it. */
+interface Signer {
+  key: IssuerKey
+  header: Record<string, unknown>
+}
+
+/** Appendix B: the algorithms this verifier accepts, per format it asks for. */
+function vpFormatsSupported(format: Settings['format']) {
+  const algs = [...JWS_ALGS]
+  return format === SD_JWT_VC_TYP
+    ? { [SD_JWT_VC_TYP]: { 'sd-jwt_alg_values': algs, 'kb-jwt_alg_values': algs } }
+    : { jwt_vc_json: { alg_values: algs } }
+}
+
+/** A fresh ECDH-ES key for one session's encrypted response; the private JWK is kept with the session. */
+function ephemeralKey(): { publicJwk: JsonWebKey; privateJwk: JsonWebKey } {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+  const kid = randomBytes(12).toString('base64url')
+  const pub = publicKey.export({ format: 'jwk' })
+  return {
+    publicJwk: { ...pub, kid, use: 'enc', alg: RESPONSE_ALG },
+    privateJwk: { ...privateKey.export({ format: 'jwk' }), kid },
+  }
+}
+
+/** The prefix a stored client_id was built with (its text up to the first ':'). */
+function prefixOf(clientId: string): Prefix {
+  return clientId.slice(0, clientId.indexOf(':')) as Prefix
+}
+
+export class Openid4vp1Requests implements AuthorizationRequests {
+  constructor(
+    private readonly deps: { urls: PublicUrls; issuerKeys: IssuerKeys; certificates: IssuerCertificates },
+  ) {}
+
+  /** The client identifier and the signer of `prefix` for this tenant (none for redirect_uri). */
+  private async identity(
+    prefix: Prefix,
+    tenantId: string,
+    responseUri: string,
+    verifier: IssuerKey,
+  ): Promise<{ clientId: string; signer?: Signer }> {
+    if (prefix === 'redirect_uri') return { clientId: `redirect_uri:${responseUri}` }
+    if (prefix === 'decentralized_identifier') {
+      return {
+        clientId: `decentralized_identifier:${verifier.did}`,
+        signer: { key: verifier, header: { kid: verifier.kid } },
+      }
+    }
+    // HAIP: x509 request objects are ES256, by the tenant's P-256 key under its test CA's leaf.
+    const key = await this.deps.issuerKeys.forTenant(tenantId, 'ES256')
+    const chain = await this.deps.certificates.verifierChain(tenantId, key)
+    const clientId = prefix === 'x509_san_dns' ? `x509_san_dns:${chain.dnsName}` : `x509_hash:${chain.hash}`
+    return { clientId, signer: { key, header: { x5c: chain.x5c } } }
+  }
+
+  private sign(signer: Signer, claims: Record<string, unknown>): string {
+    return signJws(
+      { alg: signer.key.alg, typ: REQUEST_OBJECT_TYP, ...signer.header },
+      claims,
+      signer.key.privateKey,
+    )
+  }
+
+  async build(input: RequestInput): Promise<BuiltRequest> {
+    const { tenantId, sessionId, nonce, state, verifier, now, expiresAt, dcqlQuery, settings } = input
+    if (!dcqlQuery || !settings) throw new Error('a dcql session needs its dcql_query and settings')
+    const responseUri = this.deps.urls.verifierResponse(tenantId, sessionId)
+    const { clientId, signer } = await this.identity(settings.clientIdPrefix, tenantId, responseUri, verifier)
+    const encrypted = settings.responseMode === 'direct_post.jwt'
+    const responseKey = encrypted ? ephemeralKey() : undefined
+    const clientMetadata = {
+      vp_formats_supported: vpFormatsSupported(settings.format),
+      ...(responseKey && {
+        jwks: { keys: [responseKey.publicJwk] },
+        encrypted_response_enc_values_supported: [...RESPONSE_ENC_VALUES],
+      }),
+    }
+    const request: RequestObjectClaims = {
+      client_id: clientId,
+      response_type: 'vp_token',
+      response_mode: settings.responseMode,
+      response_uri: responseUri,
+      nonce,
+      state,
+      dcql_query: dcqlQuery,
+      client_metadata: clientMetadata,
+      ...(signer && {
+        aud: SIOP_AUDIENCE,
+        iat: Math.floor(now / 1000),
+        exp: Math.floor(expiresAt / 1000),
+        jti: sessionId,
+      }),
+    }
+    const link = new URLSearchParams({ client_id: clientId })
+    if (signer) {
+      link.set('request_uri', this.deps.urls.verifierRequest(tenantId, sessionId))
+      if (settings.requestUriMethod === 'post') link.set('request_uri_method', 'post')
+    } else {
+      // redirect_uri: no request object (it could not be signed); every parameter travels in the link.
+      for (const [name, value] of Object.entries(request)) {
+        if (name !== 'client_id') link.set(name, typeof value === 'string' ? value : JSON.stringify(value))
+      }
+    }
+    return {
+      request,
+      requestJwt: signer ? this.sign(signer, request) : '',
+      link: `${OPENID4VP_SCHEME}://?${link.toString().replaceAll('+', '%20')}`,
+      responseKey: responseKey?.privateJwk ?? null,
+    }
+  }
+
+  /**
+   * request_uri_method=post (§5.10): the request object signed anew with the wallet's nonce, so the wallet
+   * knows it is fresh. Only for sessions whose request goes by reference.
+   */
+  async requestObjectFor(session: SessionRecord, walletNonce: string | undefined): Promise<string> {
+    const prefix = prefixOf(session.request.client_id)
+    const verifier = await this.deps.issuerKeys.forTenant(session.tenantId, 'EdDSA')
+    const { signer } = await this.identity(prefix, session.tenantId, session.request.response_uri, verifier)
+    if (!signer) throw new Error('a redirect_uri request has no request object')
+    return this.sign(signer, {
+      ...session.request,
+      ...(walletNonce !== undefined && { wallet_nonce: walletNonce }),
+    })
+  }
+}

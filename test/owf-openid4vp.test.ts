@@ -1,0 +1,303 @@
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { after, before, describe, test } from 'node:test'
+import { setGlobalConfig } from '@openid4vc/openid4vci'
+import { type DcqlSessionCreated, ok, RelyingPartyClient, type SessionRead } from '../src/client/index.ts'
+import { DEMO_CONFIG_PATH, parseConfig } from '../src/service/config/index.ts'
+import { type RunningServer, startServer } from '../src/service/server.ts'
+import {
+  jwtVpPresentation,
+  type OwfHolder,
+  owfHolder,
+  owfPresenter,
+  owfReceive,
+  sdJwtPresentation,
+} from './fixtures/owf-holder.ts'
+
+// OpenID4VP 1.0 Final against the reference verifier's `dcql` profile, answered by a wallet built from code
+// nobody here wrote (test/fixtures/owf-holder.ts: the OWF @openid4vc/openid4vp client resolves and answers,
+// @sd-jwt/sd-jwt-vc presents, jose encrypts). Every client identifier prefix, both request_uri methods,
+// direct_post and direct_post.jwt (A128GCM, A256GCM), dc+sd-jwt and jwt_vc_json; the session must read
+// VERIFIED with the shared claims, exactly as the PE profile reports them.
+
+setGlobalConfig({ allowInsecureUrls: true })
+
+const TENANT = 'demo'
+const APP_KEY = {
+  id: '0b7e4d2c-1a3f-4e5d-8c6b-9a0f1e2d3c4b',
+  secret: 'owf-openid4vp-test-secret-0123456789abcdef',
+  role: 'app',
+}
+const PID_FIELDS = [{ path: '$.credentialSubject.familyName' }]
+const pid = (id: string, dcql: Record<string, unknown> = {}) => ({
+  id,
+  name: `PID ${id}`,
+  profile: 'dcql',
+  credentialTypes: ['VerifiableId'],
+  requestedFields: PID_FIELDS,
+  dcql,
+})
+const VERIFICATION_TEMPLATES = [
+  pid('pid-dcql'),
+  pid('pid-dcql-post-jwe', { requestUriMethod: 'post', responseMode: 'direct_post.jwt' }),
+  pid('pid-x509-dns', { clientIdPrefix: 'x509_san_dns', responseMode: 'direct_post.jwt' }),
+  pid('pid-x509-hash', { clientIdPrefix: 'x509_hash', requestUriMethod: 'post' }),
+  pid('pid-redirect', { clientIdPrefix: 'redirect_uri' }),
+  {
+    id: 'degree-dcql',
+    name: 'Degree (DCQL, jwt_vc_json)',
+    profile: 'dcql',
+    credentialTypes: ['UniversityDegreeCredential'],
+    requestedFields: [{ path: '$.credentialSubject.degree.name' }],
+    dcql: { format: 'jwt_vc_json', responseMode: 'direct_post.jwt' },
+  },
+]
+const ISSUANCE_TEMPLATES = [
+  {
+    id: 'pid',
+    credentialType: 'VerifiableId',
+    format: 'dc+sd-jwt',
+    selectivelyDisclosable: ['familyName', 'firstName'],
+  },
+]
+const VERIFIABLE_ID = [
+  {
+    type: ['VerifiableCredential', 'VerifiableId'],
+    credentialSubject: { familyName: 'Hopper', firstName: 'Grace' },
+  },
+]
+const DEGREE = [
+  {
+    type: ['VerifiableCredential', 'UniversityDegreeCredential'],
+    credentialSubject: { degree: { type: 'BachelorDegree', name: 'Bachelor of Science' } },
+  },
+]
+
+let server: RunningServer
+let rp: RelyingPartyClient
+let appToken: string
+let trustAnchor: string
+
+before(async () => {
+  const raw = JSON.parse(readFileSync(DEMO_CONFIG_PATH, 'utf8'))
+  const tenant = raw.tenants.find((t: { id: string }) => t.id === TENANT)
+  tenant.issuanceTemplates.push(...ISSUANCE_TEMPLATES)
+  tenant.verificationTemplates.push(...VERIFICATION_TEMPLATES)
+  tenant.apiKeys.push(APP_KEY)
+  server = await startServer({
+    config: parseConfig(raw, 'owf-openid4vp.test.ts configuration'),
+    host: '127.0.0.1',
+    port: 0,
+    dataDir: ':memory:',
+  })
+  rp = new RelyingPartyClient(server.url)
+  appToken = await rp.token({ keyId: APP_KEY.id, secret: APP_KEY.secret, tenant: TENANT })
+  trustAnchor = await (await fetch(`${server.url}/oid4vci/${TENANT}/trust-anchor`)).text()
+})
+after(() => server?.close())
+
+/** A credential issued by the reference service to the OWF holder over OpenID4VCI 1.0. */
+async function issue(wallet: OwfHolder, group: string, content: unknown): Promise<string> {
+  const body = ok(await rp.createOffer(appToken, group), `offer ${group}`)
+  const processId = new URL(
+    decodeURIComponent(body.credential_offer_uri.split('credential_offer_uri=')[1] ?? ''),
+  ).pathname
+    .split('/')
+    .at(-1) as string
+  ok(await rp.submitCredentials(appToken, processId, content), 'submit')
+  const { result } = await owfReceive(wallet, body.credential_offer_uri, group === 'pid' ? 'jwk' : 'did')
+  return (result.credentialResponse as { credentials: { credential: string }[] }).credentials[0]
+    ?.credential as string
+}
+
+interface Answer {
+  /** What the holder puts under each credential query id; gets the resolved request's nonce and client_id. */
+  present(
+    request: { nonce: string; client_id: string },
+    queryIds: string[],
+  ): Promise<Record<string, string[]>>
+  enc?: 'A128GCM' | 'A256GCM'
+}
+
+/** 4.6 → the OWF client resolves the link → the holder answers → 4.7. */
+async function run(templateId: string, answer: Answer) {
+  const created = ok(
+    await rp.createSession<DcqlSessionCreated>(appToken, templateId),
+    `session ${templateId}`,
+  )
+  const params = Object.fromEntries(new URL(created.authentication_request).searchParams)
+  const presenter = owfPresenter([trustAnchor])
+  const walletNonce = randomBytes(16).toString('base64url')
+  const resolved = await presenter.resolveOpenId4vpAuthorizationRequest({
+    authorizationRequestPayload: params as never,
+    wallet: {
+      metadata: { request_object_signing_alg_values_supported: ['EdDSA', 'ES256'] } as never,
+    },
+  })
+  const request = resolved.authorizationRequestPayload as Record<string, unknown> & {
+    nonce: string
+    client_id: string
+    response_mode: string
+  }
+  // By value (redirect_uri), OWF 0.4.6 hands the dcql_query back as the link's JSON text.
+  const query = resolved.dcql?.query
+  const { credentials } = (typeof query === 'string' ? JSON.parse(query) : query) as {
+    credentials: { id: string }[]
+  }
+  const queryIds = credentials.map((c) => c.id)
+  const vpToken = await answer.present(request, queryIds)
+  const encrypted = request.response_mode === 'direct_post.jwt'
+  const response = await presenter.createOpenid4vpAuthorizationResponse({
+    authorizationRequestPayload: request as never,
+    authorizationResponsePayload: { vp_token: vpToken } as never,
+    ...(encrypted && {
+      jarm: {
+        encryption: { nonce: walletNonce },
+        serverMetadata: {
+          authorization_signing_alg_values_supported: ['ES256'],
+          authorization_encryption_alg_values_supported: ['ECDH-ES'],
+          authorization_encryption_enc_values_supported: [answer.enc ?? 'A128GCM'],
+        },
+      },
+    }),
+  })
+  const submitted = await presenter.submitOpenid4vpAuthorizationResponse({
+    authorizationRequestPayload: request as never,
+    authorizationResponsePayload: response.authorizationResponsePayload,
+    ...(response.jarm && { jarm: { responseJwt: response.jarm.responseJwt } }),
+  })
+  const read = ok(await rp.readSession(appToken, created.id), 'read session') as SessionRead
+  return { created, params, resolved, request, submitted, read, walletNonce }
+}
+
+describe('OpenID4VP 1.0 (dcql profile) answered by the OWF @openid4vc/openid4vp client', () => {
+  let sdHolder: OwfHolder
+  let sdCredential: string
+  let vcHolder: OwfHolder
+  let vcCredential: string
+  before(async () => {
+    sdHolder = owfHolder('ES256')
+    sdCredential = await issue(sdHolder, 'pid', VERIFIABLE_ID)
+    vcHolder = owfHolder('EdDSA')
+    vcCredential = await issue(vcHolder, 'degree', DEGREE)
+  })
+  const sdJwtAnswer = (disclose = ['familyName'], enc?: Answer['enc']): Answer => ({
+    enc,
+    present: async (req, [id]) => ({
+      [id as string]: [
+        await sdJwtPresentation(sdHolder, sdCredential, disclose, { nonce: req.nonce, aud: req.client_id }),
+      ],
+    }),
+  })
+
+  test('dc+sd-jwt, decentralized_identifier, GET, direct_post: VERIFIED with only the requested claim', async () => {
+    const { created, params, resolved, submitted, read } = await run('pid-dcql', sdJwtAnswer())
+    assert.match(
+      created.authentication_request,
+      /^openid4vp:\/\/\?client_id=decentralized_identifier%3Adid%3Akey%3A/,
+    )
+    assert.equal(params.request_uri_method, undefined)
+    assert.equal(resolved.client.prefix, 'decentralized_identifier')
+    assert.equal(resolved.version, 100, 'the OWF client reads our request as OpenID4VP 1.0 Final')
+    assert.deepEqual(created.dcql_query.credentials[0]?.format, 'dc+sd-jwt')
+    assert.equal(submitted.response.status, 200, await submitted.response.clone().text())
+    assert.equal(read.Status, 'VERIFIED', JSON.stringify(read.Validations))
+    assert.equal(read.PresentationDefinition, null)
+    assert.equal(read.PresentationSubmissionFormat, 'dcql')
+    assert.deepEqual((read.AuthRequest as { dcql_query: unknown }).dcql_query, created.dcql_query)
+    const shared = (
+      read.PresentationSubmission as {
+        verifiableCredential: { credentialSubject: Record<string, unknown> }[]
+      }
+    ).verifiableCredential[0]?.credentialSubject
+    assert.equal(shared?.familyName, 'Hopper')
+    assert.equal(shared?.firstName, undefined, 'firstName was not disclosed')
+    assert.ok(read.Subject.startsWith('did:key:'), read.Subject)
+    assert.deepEqual(read.Validations?.verificationResult.warnings, [])
+  })
+
+  test('request_uri_method=post and direct_post.jwt (A256GCM): the wallet_nonce is echoed, the JWE decrypts', async () => {
+    const { params, request, submitted, read } = await run(
+      'pid-dcql-post-jwe',
+      sdJwtAnswer(['familyName'], 'A256GCM'),
+    )
+    assert.equal(params.request_uri_method, 'post')
+    assert.equal(request.wallet_nonce, undefined, 'OWF 0.4.6 sends none, so none is echoed')
+    assert.equal(request.response_mode, 'direct_post.jwt')
+    assert.equal(submitted.response.status, 200, await submitted.response.clone().text())
+    assert.equal(read.Status, 'VERIFIED', JSON.stringify(read.Validations))
+  })
+
+  test('x509_san_dns with direct_post.jwt (A128GCM): the chain ends in the tenant trust anchor', async () => {
+    const { resolved, request, submitted, read } = await run(
+      'pid-x509-dns',
+      sdJwtAnswer(['familyName'], 'A128GCM'),
+    )
+    assert.equal(resolved.client.prefix, 'x509_san_dns')
+    assert.equal(resolved.client.identifier, '127.0.0.1')
+    assert.equal(request.client_id, 'x509_san_dns:127.0.0.1')
+    assert.equal(submitted.response.status, 200, await submitted.response.clone().text())
+    assert.equal(read.Status, 'VERIFIED', JSON.stringify(read.Validations))
+  })
+
+  test('x509_hash with request_uri_method=post', async () => {
+    const { resolved, read } = await run('pid-x509-hash', sdJwtAnswer())
+    assert.equal(resolved.client.prefix, 'x509_hash')
+    assert.equal(read.Status, 'VERIFIED', JSON.stringify(read.Validations))
+  })
+
+  test('redirect_uri: every parameter by value, unsigned; the KB-JWT aud is redirect_uri:<response_uri>', async () => {
+    const { params, request, read } = await run('pid-redirect', sdJwtAnswer())
+    assert.equal(params.request_uri, undefined)
+    assert.equal(request.client_id, `redirect_uri:${request.response_uri}`)
+    assert.equal(read.Status, 'VERIFIED', JSON.stringify(read.Validations))
+    assert.equal(read.RequestedAt, null, 'nothing was fetched: the request went by value')
+  })
+
+  test('jwt_vc_json in a jwt_vp_json, direct_post.jwt: VERIFIED with the degree', async () => {
+    const { read } = await run('degree-dcql', {
+      present: async (req, [id]) => ({
+        [id as string]: [
+          await jwtVpPresentation(vcHolder, [vcCredential], { nonce: req.nonce, aud: req.client_id }),
+        ],
+      }),
+    })
+    assert.equal(read.Status, 'VERIFIED', JSON.stringify(read.Validations))
+    const subject = (
+      read.PresentationSubmission as {
+        verifiableCredential: { credentialSubject: { degree: { name: string } } }[]
+      }
+    ).verifiableCredential[0]?.credentialSubject
+    assert.equal(subject?.degree.name, 'Bachelor of Science')
+  })
+
+  test('over-disclosure passes with a named warning (OpenID4VP 1.0 §6.4 data minimisation)', async () => {
+    const { read } = await run('pid-dcql', sdJwtAnswer(['familyName', 'firstName']))
+    assert.equal(read.Status, 'VERIFIED')
+    assert.deepEqual(read.Validations?.verificationResult.warnings, [
+      'matchingIds: credential query "VerifiableId": claims disclosed beyond the query: firstName (OpenID4VP 1.0 §6.4 data minimisation)',
+    ])
+  })
+
+  test('a KB-JWT for another nonce is REJECTED, sessionBinding names it', async () => {
+    const { submitted, read } = await run('pid-dcql', {
+      present: async (_req, [id]) => ({
+        [id as string]: [
+          await sdJwtPresentation(sdHolder, sdCredential, ['familyName'], {
+            nonce: 'another-nonce',
+            aud: _req.client_id,
+          }),
+        ],
+      }),
+    })
+    assert.equal(submitted.response.status, 400)
+    assert.equal(read.Status, 'REJECTED')
+    const failed = read.Validations?.checks.filter((c) => c.result === 'failed').map((c) => c.check)
+    assert.deepEqual(failed, ['sessionBinding'])
+    assert.match(
+      read.Validations?.verificationResult.errors.join(' ') ?? '',
+      /KB-JWT nonce "another-nonce" is not the nonce of this session's request/,
+    )
+  })
+})
