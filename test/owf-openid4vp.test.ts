@@ -1,17 +1,19 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { readFileSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
 import { setGlobalConfig } from '@openid4vc/openid4vci'
-import { type DcqlSessionCreated, ok, RelyingPartyClient, type SessionRead } from '../src/client/index.ts'
-import { DEMO_CONFIG_PATH, parseConfig } from '../src/service/config/index.ts'
-import { type RunningServer, startServer } from '../src/service/server.ts'
+import {
+  type DcqlSessionCreated,
+  ok,
+  type RelyingPartyClient,
+  type SessionRead,
+} from '../src/client/index.ts'
+import { type DcqlService, DEGREE, startDcqlService, VERIFIABLE_ID } from './fixtures/dcql-service.ts'
 import {
   jwtVpPresentation,
   type OwfHolder,
   owfHolder,
   owfPresenter,
-  owfReceive,
   sdJwtPresentation,
 } from './fixtures/owf-holder.ts'
 
@@ -23,93 +25,15 @@ import {
 
 setGlobalConfig({ allowInsecureUrls: true })
 
-const TENANT = 'demo'
-const APP_KEY = {
-  id: '0b7e4d2c-1a3f-4e5d-8c6b-9a0f1e2d3c4b',
-  secret: 'owf-openid4vp-test-secret-0123456789abcdef',
-  role: 'app',
-}
-const PID_FIELDS = [{ path: '$.credentialSubject.familyName' }]
-const pid = (id: string, dcql: Record<string, unknown> = {}) => ({
-  id,
-  name: `PID ${id}`,
-  profile: 'dcql',
-  credentialTypes: ['VerifiableId'],
-  requestedFields: PID_FIELDS,
-  dcql,
-})
-const VERIFICATION_TEMPLATES = [
-  pid('pid-dcql'),
-  pid('pid-dcql-post-jwe', { requestUriMethod: 'post', responseMode: 'direct_post.jwt' }),
-  pid('pid-x509-dns', { clientIdPrefix: 'x509_san_dns', responseMode: 'direct_post.jwt' }),
-  pid('pid-x509-hash', { clientIdPrefix: 'x509_hash', requestUriMethod: 'post' }),
-  pid('pid-redirect', { clientIdPrefix: 'redirect_uri' }),
-  {
-    id: 'degree-dcql',
-    name: 'Degree (DCQL, jwt_vc_json)',
-    profile: 'dcql',
-    credentialTypes: ['UniversityDegreeCredential'],
-    requestedFields: [{ path: '$.credentialSubject.degree.name' }],
-    dcql: { format: 'jwt_vc_json', responseMode: 'direct_post.jwt' },
-  },
-]
-const ISSUANCE_TEMPLATES = [
-  {
-    id: 'pid',
-    credentialType: 'VerifiableId',
-    format: 'dc+sd-jwt',
-    selectivelyDisclosable: ['familyName', 'firstName'],
-  },
-]
-const VERIFIABLE_ID = [
-  {
-    type: ['VerifiableCredential', 'VerifiableId'],
-    credentialSubject: { familyName: 'Hopper', firstName: 'Grace' },
-  },
-]
-const DEGREE = [
-  {
-    type: ['VerifiableCredential', 'UniversityDegreeCredential'],
-    credentialSubject: { degree: { type: 'BachelorDegree', name: 'Bachelor of Science' } },
-  },
-]
-
-let server: RunningServer
+let service: DcqlService
 let rp: RelyingPartyClient
 let appToken: string
-let trustAnchor: string
 
 before(async () => {
-  const raw = JSON.parse(readFileSync(DEMO_CONFIG_PATH, 'utf8'))
-  const tenant = raw.tenants.find((t: { id: string }) => t.id === TENANT)
-  tenant.issuanceTemplates.push(...ISSUANCE_TEMPLATES)
-  tenant.verificationTemplates.push(...VERIFICATION_TEMPLATES)
-  tenant.apiKeys.push(APP_KEY)
-  server = await startServer({
-    config: parseConfig(raw, 'owf-openid4vp.test.ts configuration'),
-    host: '127.0.0.1',
-    port: 0,
-    dataDir: ':memory:',
-  })
-  rp = new RelyingPartyClient(server.url)
-  appToken = await rp.token({ keyId: APP_KEY.id, secret: APP_KEY.secret, tenant: TENANT })
-  trustAnchor = await (await fetch(`${server.url}/oid4vci/${TENANT}/trust-anchor`)).text()
+  service = await startDcqlService()
+  ;({ rp, appToken } = service)
 })
-after(() => server?.close())
-
-/** A credential issued by the reference service to the OWF holder over OpenID4VCI 1.0. */
-async function issue(wallet: OwfHolder, group: string, content: unknown): Promise<string> {
-  const body = ok(await rp.createOffer(appToken, group), `offer ${group}`)
-  const processId = new URL(
-    decodeURIComponent(body.credential_offer_uri.split('credential_offer_uri=')[1] ?? ''),
-  ).pathname
-    .split('/')
-    .at(-1) as string
-  ok(await rp.submitCredentials(appToken, processId, content), 'submit')
-  const { result } = await owfReceive(wallet, body.credential_offer_uri, group === 'pid' ? 'jwk' : 'did')
-  return (result.credentialResponse as { credentials: { credential: string }[] }).credentials[0]
-    ?.credential as string
-}
+after(() => service?.server.close())
 
 interface Answer {
   /** What the holder puts under each credential query id; gets the resolved request's nonce and client_id. */
@@ -127,7 +51,7 @@ async function run(templateId: string, answer: Answer) {
     `session ${templateId}`,
   )
   const params = Object.fromEntries(new URL(created.authentication_request).searchParams)
-  const presenter = owfPresenter([trustAnchor])
+  const presenter = owfPresenter([service.trustAnchor])
   const walletNonce = randomBytes(16).toString('base64url')
   const resolved = await presenter.resolveOpenId4vpAuthorizationRequest({
     authorizationRequestPayload: params as never,
@@ -178,9 +102,9 @@ describe('OpenID4VP 1.0 (dcql profile) answered by the OWF @openid4vc/openid4vp 
   let vcCredential: string
   before(async () => {
     sdHolder = owfHolder('ES256')
-    sdCredential = await issue(sdHolder, 'pid', VERIFIABLE_ID)
+    sdCredential = await service.issue(sdHolder, 'pid', VERIFIABLE_ID)
     vcHolder = owfHolder('EdDSA')
-    vcCredential = await issue(vcHolder, 'degree', DEGREE)
+    vcCredential = await service.issue(vcHolder, 'degree', DEGREE)
   })
   const sdJwtAnswer = (disclose = ['familyName'], enc?: Answer['enc']): Answer => ({
     enc,

@@ -1,0 +1,307 @@
+import assert from 'node:assert/strict'
+import { generateKeyPairSync } from 'node:crypto'
+import { after, before, describe, test } from 'node:test'
+import { CompactEncrypt, importJWK } from 'jose'
+import { type DcqlSessionCreated, ok, type SessionRead } from '../src/client/index.ts'
+import { verificationTemplateProblem } from '../src/service/config/index.ts'
+import { decodeJws } from '../src/shared/jws.ts'
+import { type DcqlService, startDcqlService, VERIFIABLE_ID } from './fixtures/dcql-service.ts'
+import { type OwfHolder, owfHolder, sdJwtPresentation } from './fixtures/owf-holder.ts'
+
+// The dcql profile's protocol edges, by hand over HTTP (the happy paths with an independent wallet are in
+// owf-openid4vp.test.ts): request_uri_method=post (OpenID4VP 1.0 §5.10), direct_post.jwt (§8.3), the
+// vp_token object (§8.1), SD-JWT VC presentations that break one rule each, and the template rules.
+
+let service: DcqlService
+let holder: OwfHolder
+let credential: string
+
+before(async () => {
+  service = await startDcqlService()
+  holder = owfHolder('ES256')
+  credential = await service.issue(holder, 'pid', VERIFIABLE_ID)
+})
+after(() => service?.server.close())
+
+interface Opened {
+  id: string
+  created: DcqlSessionCreated
+  params: Record<string, string>
+  /** The request object's claims (fetched by GET), or the link's parameters for redirect_uri. */
+  request: Record<string, unknown> & { nonce: string; client_id: string; state: string; response_uri: string }
+}
+
+async function open(templateId: string): Promise<Opened> {
+  const created = ok(
+    await service.rp.createSession<DcqlSessionCreated>(service.appToken, templateId),
+    templateId,
+  )
+  const params = Object.fromEntries(new URL(created.authentication_request).searchParams)
+  const request = params.request_uri
+    ? decodeJws(await (await fetch(params.request_uri)).text()).payload
+    : (params as Record<string, unknown>)
+  return { id: created.id, created, params, request: request as Opened['request'] }
+}
+
+const form = (url: string, fields: Record<string, string>) =>
+  fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields),
+  })
+
+async function read(id: string): Promise<SessionRead> {
+  return (await service.rp.readSession(service.appToken, id)).body as SessionRead
+}
+
+/** A correct SD-JWT VC presentation for this session, unless `change` breaks it. */
+const present = (
+  o: Opened,
+  disclose = ['familyName'],
+  binding: Partial<{ nonce: string; aud: string; iat: number }> = {},
+) =>
+  sdJwtPresentation(holder, credential, disclose, {
+    nonce: o.request.nonce,
+    aud: o.request.client_id,
+    ...binding,
+  })
+
+async function encryptTo(o: Opened, payload: unknown, enc = 'A128GCM', jwk?: Record<string, unknown>) {
+  const metadata = o.request.client_metadata as { jwks: { keys: Record<string, unknown>[] } }
+  const key = jwk ?? (metadata.jwks.keys[0] as Record<string, unknown>)
+  return new CompactEncrypt(new TextEncoder().encode(JSON.stringify(payload)))
+    .setProtectedHeader({ alg: 'ECDH-ES', enc, kid: String(key.kid) })
+    .encrypt(await importJWK(key as never, 'ECDH-ES'))
+}
+
+const failedChecks = (s: SessionRead) =>
+  s.Validations?.checks.filter((c) => c.result === 'failed').map((c) => c.check)
+const errors = (s: SessionRead) => s.Validations?.verificationResult.errors.join(' | ') ?? ''
+
+describe('request_uri_method=post (OpenID4VP 1.0 §5.10)', () => {
+  test('the request object is signed anew with the wallet_nonce; GET still serves it without one', async () => {
+    const o = await open('pid-x509-hash')
+    assert.equal(o.params.request_uri_method, 'post')
+    const response = await form(o.params.request_uri as string, {
+      wallet_nonce: 'wallet-nonce-1',
+      wallet_metadata: JSON.stringify({ request_object_signing_alg_values_supported: ['ES256'] }),
+    })
+    assert.equal(response.status, 200)
+    assert.equal(response.headers.get('content-type'), 'application/oauth-authz-req+jwt')
+    const { header, payload } = decodeJws(await response.text())
+    assert.equal(payload.wallet_nonce, 'wallet-nonce-1')
+    assert.equal(header.alg, 'ES256')
+    assert.ok(Array.isArray(header.x5c), 'x509_hash signs with an x5c chain')
+    assert.equal(o.request.wallet_nonce, undefined)
+    assert.equal((await read(o.id)).RequestedAt !== null, true)
+  })
+
+  test('a wallet that cannot verify our algorithm, or sends unreadable metadata, gets a 400 naming it', async () => {
+    const o = await open('pid-x509-hash')
+    const unsupported = await form(o.params.request_uri as string, {
+      wallet_metadata: JSON.stringify({ request_object_signing_alg_values_supported: ['EdDSA'] }),
+    })
+    assert.equal(unsupported.status, 400)
+    assert.match((await unsupported.json()).error_description, /does not include ES256/)
+    const garbled = await form(o.params.request_uri as string, { wallet_metadata: '{not json' })
+    assert.equal(garbled.status, 400)
+    assert.match((await garbled.json()).error_description, /wallet_metadata is not a JSON object/)
+  })
+
+  test('a PE session refuses the POST; a redirect_uri session has no request object', async () => {
+    const pe = ok(await service.rp.createSession(service.appToken, 'degree-check'), 'pe session')
+    const requestUri = new URL(pe.authentication_request).searchParams.get('request_uri') as string
+    const posted = await form(requestUri, { wallet_nonce: 'x' })
+    assert.equal(posted.status, 400)
+    assert.match(
+      (await posted.json()).error_description,
+      /draft 20 profile \(pe\): fetch its request object with GET/,
+    )
+    const byValue = await open('pid-redirect')
+    const fetched = await fetch(byValue.request.response_uri.replace('/responses/', '/requests/'))
+    assert.equal(fetched.status, 404)
+    assert.match((await fetched.json()).error_description, /sends its request by value/)
+  })
+})
+
+describe('direct_post.jwt (OpenID4VP 1.0 §8.3)', () => {
+  test('client_metadata offers an ephemeral P-256 ECDH-ES key and A128GCM/A256GCM; each session its own', async () => {
+    const [a, b] = [await open('pid-dcql-post-jwe'), await open('pid-dcql-post-jwe')]
+    const metadata = a.request.client_metadata as Record<
+      string,
+      { keys?: Record<string, unknown>[] } & unknown
+    >
+    const key = (metadata.jwks as { keys: Record<string, unknown>[] }).keys[0] as Record<string, unknown>
+    assert.deepEqual(
+      [key.kty, key.crv, key.use, key.alg, key.d],
+      ['EC', 'P-256', 'enc', 'ECDH-ES', undefined],
+    )
+    assert.deepEqual(metadata.encrypted_response_enc_values_supported, ['A128GCM', 'A256GCM'])
+    const other = (b.request.client_metadata as { jwks: { keys: { x: string }[] } }).jwks.keys[0]
+    assert.notEqual(other?.x, key.x)
+  })
+
+  test('a plain vp_token where encryption was asked is REJECTED under securityMechanisms', async () => {
+    const o = await open('pid-dcql-post-jwe')
+    const response = await form(o.request.response_uri, {
+      state: o.request.state,
+      vp_token: JSON.stringify({ VerifiableId: [await present(o)] }),
+    })
+    assert.equal(response.status, 400)
+    const session = await read(o.id)
+    assert.equal(session.Status, 'REJECTED')
+    assert.deepEqual(failedChecks(session), ['securityMechanisms'])
+    assert.match(
+      errors(session),
+      /the response is not encrypted: this session's response_mode is direct_post\.jwt/,
+    )
+  })
+
+  test('a JWE for another key, or an enc outside A128GCM/A256GCM, is a 400 and the session stays open', async () => {
+    const o = await open('pid-dcql-post-jwe')
+    const stranger = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({ format: 'jwk' })
+    const payload = { state: o.request.state, vp_token: { VerifiableId: [await present(o)] } }
+    for (const jwe of [
+      await encryptTo(o, payload, 'A128GCM', { ...stranger, kid: 'stranger' }),
+      await encryptTo(o, payload, 'A192GCM'),
+    ]) {
+      const response = await form(o.request.response_uri, { response: jwe })
+      assert.equal(response.status, 400)
+      assert.match((await response.json()).error_description, /cannot be decrypted with this session's key/)
+    }
+    assert.equal((await read(o.id)).Status, 'PENDING')
+    const good = await form(o.request.response_uri, { response: await encryptTo(o, payload, 'A256GCM') })
+    assert.equal(good.status, 200, await good.clone().text())
+    assert.equal((await read(o.id)).Status, 'VERIFIED')
+  })
+})
+
+describe('the vp_token object (§8.1) and SD-JWT VC presentations that break one rule', () => {
+  /** Posts `vpToken` (direct_post) and answers the session read. */
+  async function answer(o: Opened, vpToken: unknown) {
+    const response = await form(o.request.response_uri, {
+      state: o.request.state,
+      vp_token: typeof vpToken === 'string' ? vpToken : JSON.stringify(vpToken),
+    })
+    return { status: response.status, session: await read(o.id) }
+  }
+
+  test('vp_token that is no object is a 400; the session stays open', async () => {
+    const o = await open('pid-dcql')
+    const { status, session } = await answer(o, await present(o))
+    assert.equal(status, 400)
+    assert.equal(session.Status, 'PENDING')
+  })
+
+  test('the presentation under another credential query id: matchingIds names both mistakes', async () => {
+    const o = await open('pid-dcql')
+    const { status, session } = await answer(o, { pid: [await present(o)] })
+    assert.equal(status, 400)
+    assert.equal(session.Status, 'REJECTED')
+    assert.deepEqual(failedChecks(session), ['matchingIds'])
+    assert.match(errors(session), /vp_token key "pid" names no credential query of this session's dcql_query/)
+    assert.match(errors(session), /vp_token has no entry for required credential query "VerifiableId"/)
+  })
+
+  test('a bare string instead of an array of presentations is read but named (§8.1)', async () => {
+    const o = await open('pid-dcql')
+    const { session } = await answer(o, { VerifiableId: await present(o) })
+    assert.equal(session.Status, 'REJECTED')
+    assert.deepEqual(failedChecks(session), ['matchingIds'])
+    assert.match(errors(session), /vp_token "VerifiableId" is not a non-empty array of presentations/)
+  })
+
+  for (const [name, tamper, check, reason] of [
+    [
+      'a tampered disclosure',
+      (p: string) => {
+        const parts = p.split('~')
+        const disclosure = JSON.parse(Buffer.from(parts[1] as string, 'base64url').toString())
+        disclosure[2] = 'Turing'
+        parts[1] = Buffer.from(JSON.stringify(disclosure)).toString('base64url')
+        return parts.join('~')
+      },
+      'credentialProof',
+      /disclosure/,
+    ],
+    [
+      'no KB-JWT',
+      (p: string) => `${p.slice(0, p.lastIndexOf('~') + 1)}`,
+      'presentationProof',
+      /no key-binding JWT/,
+    ],
+  ] as const) {
+    test(`${name} is REJECTED under ${check}`, async () => {
+      const o = await open('pid-dcql')
+      const { session } = await answer(o, { VerifiableId: [tamper(await present(o))] })
+      assert.equal(session.Status, 'REJECTED')
+      assert.ok(failedChecks(session)?.includes(check), JSON.stringify(session.Validations))
+      assert.match(errors(session), reason)
+    })
+  }
+
+  for (const [name, binding, reason] of [
+    [
+      'a KB-JWT for another audience',
+      { aud: 'https://other.example' },
+      /KB-JWT aud "https:\/\/other\.example" is not this verifier's client_id/,
+    ],
+    [
+      'a stale KB-JWT',
+      { iat: Math.floor(Date.now() / 1000) - 3600 },
+      /KB-JWT iat is 3\d{3} s old; at most 300 s is accepted/,
+    ],
+  ] as const) {
+    test(`${name} is REJECTED under sessionBinding`, async () => {
+      const o = await open('pid-dcql')
+      const { session } = await answer(o, { VerifiableId: [await present(o, ['familyName'], binding)] })
+      assert.deepEqual(failedChecks(session), ['sessionBinding'])
+      assert.match(errors(session), reason)
+    })
+  }
+
+  test('a wrong sd_hash is REJECTED under presentationProof', async () => {
+    const o = await open('pid-dcql')
+    // A KB-JWT made for the presentation with both disclosures, sent with one of them dropped.
+    const both = await present(o, ['familyName', 'firstName'])
+    const parts = both.split('~')
+    const withoutOne = [parts[0], ...parts.slice(1, -2), parts.at(-1)].join('~')
+    const { session } = await answer(o, { VerifiableId: [withoutOne] })
+    assert.ok(failedChecks(session)?.includes('presentationProof'), JSON.stringify(session.Validations))
+    assert.match(errors(session), /KB-JWT sd_hash is not the digest of the presented SD-JWT/)
+  })
+})
+
+describe('dcql template rules (config load and portal)', () => {
+  const base = { credentialTypes: ['VerifiableId'] }
+  test('each rule names its field', () => {
+    assert.deepEqual(verificationTemplateProblem({ ...base, dcql: {} }), {
+      field: 'dcql',
+      message: 'is only meaningful with profile dcql (OpenID4VP 1.0)',
+    })
+    assert.equal(
+      verificationTemplateProblem({
+        ...base,
+        profile: 'dcql',
+        dcql: { clientIdPrefix: 'redirect_uri', requestUriMethod: 'post' },
+      })?.field,
+      'dcql/requestUriMethod',
+    )
+    assert.deepEqual(
+      verificationTemplateProblem({ ...base, profile: 'dcql', dcql: { vctValues: { Other: ['x'] } } }),
+      { field: 'dcql/vctValues/Other', message: '"Other" is not a requested credential type' },
+    )
+    assert.match(
+      verificationTemplateProblem({
+        ...base,
+        profile: 'dcql',
+        optionalGroups: [
+          { name: 'many', credentialTypes: ['A', 'B', 'C', 'D', 'E', 'F', 'G', 'H', 'I', 'J'], min: 5 },
+        ],
+      })?.message ?? '',
+      /needs 252 credential_sets options; the dcql profile cannot express more than 64/,
+    )
+    assert.equal(verificationTemplateProblem({ ...base, profile: 'dcql' }), undefined)
+    assert.equal(verificationTemplateProblem(base), undefined)
+  })
+})
