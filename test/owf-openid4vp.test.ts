@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { randomBytes } from 'node:crypto'
+import { generateKeyPairSync, randomBytes } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { setGlobalConfig } from '@openid4vc/openid4vci'
 import {
@@ -8,6 +8,7 @@ import {
   type RelyingPartyClient,
   type SessionRead,
 } from '../src/client/index.ts'
+import { certificatePem, generateTestCa, issueCertificate, x509Hash } from '../src/shared/x509.ts'
 import { type DcqlService, DEGREE, startDcqlService, VERIFIABLE_ID } from './fixtures/dcql-service.ts'
 import {
   jwtVpPresentation,
@@ -222,6 +223,105 @@ describe('OpenID4VP 1.0 (dcql profile) answered by the OWF @openid4vc/openid4vp 
     assert.match(
       read.Validations?.verificationResult.errors.join(' ') ?? '',
       /KB-JWT nonce "another-nonce" is not the nonce of this session's request/,
+    )
+  })
+})
+
+describe("a tenant's own verifier chain (tenants[].verifierCertificate) instead of the generated test CA", () => {
+  test('x509_san_dns and x509_hash requests carry the configured chain; the OWF client trusts only its CA', async () => {
+    const ca = await generateTestCa({ name: 'CN=Relying Party PKI (test)' })
+    const leafKeys = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+    const intermediateKeys = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+    const intermediate = await issueCertificate({
+      issuer: ca,
+      publicKey: intermediateKeys.publicKey,
+      subject: 'CN=Relying Party issuing CA',
+      ca: true,
+    })
+    const leaf = await issueCertificate({
+      issuer: { certificate: intermediate, privateKey: intermediateKeys.privateKey },
+      publicKey: leafKeys.publicKey,
+      subject: 'CN=verifier',
+      dns: ['127.0.0.1'],
+    })
+    const own = await startDcqlService({
+      verifierCertificate: {
+        chain: [certificatePem(leaf), certificatePem(intermediate)],
+        privateKey: leafKeys.privateKey.export({ format: 'pem', type: 'pkcs8' }),
+      },
+    })
+    try {
+      const wallet = owfHolder('ES256')
+      const credential = await own.issue(wallet, 'pid', VERIFIABLE_ID)
+      for (const template of ['pid-x509-dns', 'pid-x509-hash']) {
+        const created = ok(await own.rp.createSession<DcqlSessionCreated>(own.appToken, template), template)
+        const params = Object.fromEntries(new URL(created.authentication_request).searchParams)
+        // The tenant's generated test CA is not the anchor of this chain: only the configured PKI is.
+        await assert.rejects(
+          owfPresenter([own.trustAnchor]).resolveOpenId4vpAuthorizationRequest({
+            authorizationRequestPayload: params as never,
+          }),
+        )
+        const presenter = owfPresenter([certificatePem(ca.certificate)])
+        const resolved = await presenter.resolveOpenId4vpAuthorizationRequest({
+          authorizationRequestPayload: params as never,
+        })
+        const request = resolved.authorizationRequestPayload as { nonce: string; client_id: string }
+        if (template === 'pid-x509-hash') assert.equal(request.client_id, `x509_hash:${x509Hash(leaf)}`)
+        else assert.equal(request.client_id, 'x509_san_dns:127.0.0.1')
+        const query = resolved.dcql?.query as { credentials: { id: string }[] }
+        const vpToken = {
+          [query.credentials[0]?.id as string]: [
+            await sdJwtPresentation(wallet, credential, ['familyName'], {
+              nonce: request.nonce,
+              aud: request.client_id,
+            }),
+          ],
+        }
+        const response = await presenter.createOpenid4vpAuthorizationResponse({
+          authorizationRequestPayload: request as never,
+          authorizationResponsePayload: { vp_token: vpToken } as never,
+          ...((request as { response_mode?: string }).response_mode === 'direct_post.jwt' && {
+            jarm: {
+              encryption: { nonce: 'n' },
+              serverMetadata: {
+                authorization_signing_alg_values_supported: ['ES256'],
+                authorization_encryption_alg_values_supported: ['ECDH-ES'],
+                authorization_encryption_enc_values_supported: ['A128GCM'],
+              },
+            },
+          }),
+        })
+        const submitted = await presenter.submitOpenid4vpAuthorizationResponse({
+          authorizationRequestPayload: request as never,
+          authorizationResponsePayload: response.authorizationResponsePayload,
+          ...(response.jarm && { jarm: { responseJwt: response.jarm.responseJwt } }),
+        })
+        assert.equal(submitted.response.status, 200, await submitted.response.clone().text())
+        const read = ok(await own.rp.readSession(own.appToken, created.id), 'read') as SessionRead
+        assert.equal(read.Status, 'VERIFIED', JSON.stringify(read.Validations))
+      }
+    } finally {
+      await own.server.close()
+    }
+  })
+
+  test("a chain whose key is not the leaf's, or not P-256, is refused at config load", async () => {
+    const ca = await generateTestCa()
+    const leafKeys = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+    const leaf = await issueCertificate({ issuer: ca, publicKey: leafKeys.publicKey, dns: ['127.0.0.1'] })
+    const other = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({
+      format: 'pem',
+      type: 'pkcs8',
+    })
+    const ed = generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' })
+    await assert.rejects(
+      startDcqlService({ verifierCertificate: { chain: [certificatePem(leaf)], privateKey: other } }),
+      /verifierCertificate: privateKey is not the key of the chain's first \(leaf\) certificate/,
+    )
+    await assert.rejects(
+      startDcqlService({ verifierCertificate: { chain: [certificatePem(leaf)], privateKey: ed } }),
+      /verifierCertificate: privateKey must be a P-256 key/,
     )
   })
 })

@@ -9,7 +9,7 @@ import { AccessTokens } from './auth/tokens.ts'
 import type { ServiceConfig } from './config/index.ts'
 import type { CheckMetrics } from './credentials/pipeline.ts'
 import { httpStatusListSource, StatusChecker, type StatusListSource } from './credentials/status.ts'
-import { IssuerCertificates } from './crypto/issuer-certificates.ts'
+import { configuredVerifier, IssuerCertificates } from './crypto/issuer-certificates.ts'
 import { IssuerKeys } from './crypto/issuer-keys.ts'
 import { loadServiceKey } from './crypto/keys.ts'
 import { installErrorHandling } from './errors/handler.ts'
@@ -179,7 +179,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // One request builder per OpenID4VP profile a verification template may choose.
   const requests = {
     pe: new PresentationExchangeRequests(urls),
-    dcql: new Openid4vp1Requests({ urls, issuerKeys, certificates: issuerCertificates }),
+    dcql: new Openid4vp1Requests({
+      urls,
+      issuerKeys,
+      certificates: issuerCertificates,
+      configured: new Map(
+        config.tenants.flatMap((t) =>
+          t.verifierCertificate ? [[t.id, configuredVerifier(t.verifierCertificate)] as const] : [],
+        ),
+      ),
+    }),
   }
   const verification = new VerificationService({ store, clock, urls, issuerKeys, events, requests })
   const oid4vp = new Oid4vpService({

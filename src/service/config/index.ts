@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { ErrorObject } from 'ajv'
+import { configuredVerifier } from '../crypto/issuer-certificates.ts'
 import { newAjv } from '../util/ajv.ts'
 import { forbiddenUrl, type TargetPolicy } from '../util/net-targets.ts'
 import { dcqlQueryProblems } from '../verification/dcql-query.ts'
@@ -71,6 +72,21 @@ export function parseConfig(input: unknown, source = 'configuration'): ServiceCo
       if (problem)
         problems.push(`/tenants/${t}/verificationTemplates/${i}/${problem.field}: ${problem.message}`)
     })
+    if (tenant.verifierCertificate) {
+      try {
+        const { chain } = configuredVerifier(tenant.verifierCertificate)
+        const sanDns = tenant.verificationTemplates.findIndex(
+          (v) => v.dcql?.clientIdPrefix === 'x509_san_dns',
+        )
+        if (chain.dnsName === '' && sanDns >= 0) {
+          problems.push(
+            `/tenants/${t}/verificationTemplates/${sanDns}/dcql/clientIdPrefix: x509_san_dns needs a dNSName in the leaf of verifierCertificate, which has none`,
+          )
+        }
+      } catch (error) {
+        problems.push(`/tenants/${t}/verifierCertificate: ${(error as Error).message}`)
+      }
+    }
     for (const [template, path] of withHooks) {
       const problem = webhookProblem(template, config.webhooks.mode)
       if (problem) problems.push(`/tenants/${t}/${path}/${problem.field}: ${problem.message}`)

@@ -484,9 +484,33 @@ export const ConfigApiKey = Type.Object(
   { additionalProperties: false },
 )
 
+/** A verifier certificate chain of the tenant's own PKI (OpenID4VP 1.0 §5.9.3 x509_san_dns / x509_hash). */
+export const VerifierCertificate = Type.Object(
+  {
+    chain: Type.Array(Type.String({ minLength: 1, maxLength: 16384 }), {
+      minItems: 1,
+      maxItems: 5,
+      description:
+        'PEM certificates, the leaf first (its dNSName SAN is the x509_san_dns client identifier; its hash the x509_hash one), up to but excluding the trust anchor wallets configure.',
+    }),
+    privateKey: Type.String({
+      minLength: 1,
+      maxLength: 16384,
+      description: "PKCS#8 PEM of the leaf's P-256 private key (request objects are ES256, HAIP).",
+    }),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "The chain the dcql profile's x509_san_dns and x509_hash request objects carry, instead of a leaf of the tenant's generated test CA. Default: the test CA's (GET /oid4vci/<tenant>/trust-anchor).",
+  },
+)
+export type VerifierCertificate = Static<typeof VerifierCertificate>
+
 export const ConfigTenant = Type.Object(
   {
     id: TenantId,
+    verifierCertificate: Type.Optional(VerifierCertificate),
     apiKeys: Type.Optional(Type.Array(ConfigApiKey, { default: [] })),
     issuanceTemplates: Type.Optional(Type.Array(IssuanceTemplate, { default: [] })),
     verificationTemplates: Type.Optional(Type.Array(VerificationTemplate, { default: [] })),

@@ -1,6 +1,15 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
 import { isIP } from 'node:net'
-import { certificatePem, generateTestCa, issueCertificate, x5cOf, x509Hash } from '../../shared/x509.ts'
+import {
+  certificatePem,
+  generateTestCa,
+  issueCertificate,
+  parseCertificates,
+  subjectAltNames,
+  x5cOf,
+  x509Hash,
+} from '../../shared/x509.ts'
+import type { VerifierCertificate } from '../config/schema.ts'
 import { ConflictError, type Store } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
@@ -193,5 +202,44 @@ export class IssuerCertificates {
       }),
     )
     return { x5c: x5cOf([record]), issuer }
+  }
+}
+
+/** A configured verifier chain (tenants[].verifierCertificate), read once at start-up. */
+export interface ConfiguredVerifier {
+  chain: VerifierChain
+  privateKey: KeyObject
+}
+
+/**
+ * Reads a configured verifier chain; throws an Error naming what is wrong (config load reports it): the
+ * PEMs must parse, the key must be P-256 (ES256, HAIP) and be the leaf's. A leaf without a dNSName SAN
+ * serves x509_hash only (dnsName '').
+ */
+export function configuredVerifier(config: VerifierCertificate): ConfiguredVerifier {
+  const certificates = config.chain.flatMap((pem) => parseCertificates(pem, 'certificate'))
+  const leaf = certificates[0]
+  if (!leaf) throw new Error('chain holds no certificate')
+  let privateKey: KeyObject
+  try {
+    privateKey = createPrivateKey(config.privateKey)
+  } catch (error) {
+    throw new Error(`privateKey is not a PEM private key: ${(error as Error).message}`)
+  }
+  if (privateKey.asymmetricKeyType !== 'ec' || privateKey.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
+    throw new Error('privateKey must be a P-256 key: request objects are signed ES256 (HAIP)')
+  }
+  const leafKey = createPublicKey({ key: Buffer.from(leaf.publicKey.rawData), format: 'der', type: 'spki' })
+  if (!leafKey.equals(createPublicKey(privateKey))) {
+    throw new Error("privateKey is not the key of the chain's first (leaf) certificate")
+  }
+  const der = Buffer.from(leaf.rawData)
+  return {
+    chain: {
+      x5c: x5cOf(certificates.map((c) => Buffer.from(c.rawData))),
+      dnsName: subjectAltNames(leaf).dns[0] ?? '',
+      hash: x509Hash(der),
+    },
+    privateKey,
   }
 }

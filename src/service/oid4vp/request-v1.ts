@@ -1,9 +1,9 @@
-import { generateKeyPairSync, type JsonWebKey, randomBytes } from 'node:crypto'
+import { generateKeyPairSync, type JsonWebKey, type KeyObject, randomBytes } from 'node:crypto'
 import { JWS_ALGS } from '../../shared/did-key.ts'
 import { signJws } from '../../shared/jws.ts'
 import { OPENID4VP_SCHEME, REQUEST_OBJECT_TYP, SD_JWT_VC_TYP, SIOP_AUDIENCE } from '../../shared/wire.ts'
 import type { ResolvedVerificationTemplate } from '../config/schema.ts'
-import type { IssuerCertificates } from '../crypto/issuer-certificates.ts'
+import type { ConfiguredVerifier, IssuerCertificates } from '../crypto/issuer-certificates.ts'
 import type { IssuerKey, IssuerKeys } from '../crypto/issuer-keys.ts'
 import type { RequestObjectClaims, SessionRecord } from '../store/index.ts'
 import type { PublicUrls } from '../util/urls.ts'
@@ -27,7 +27,8 @@ type Prefix = Settings['clientIdPrefix']
 
 /** How a request object is signed: the key and the JOSE header naming it. */
 interface Signer {
-  key: IssuerKey
+  alg: IssuerKey['alg']
+  privateKey: KeyObject
   header: Record<string, unknown>
 }
 
@@ -57,7 +58,13 @@ function prefixOf(clientId: string): Prefix {
 
 export class Openid4vp1Requests implements AuthorizationRequests {
   constructor(
-    private readonly deps: { urls: PublicUrls; issuerKeys: IssuerKeys; certificates: IssuerCertificates },
+    private readonly deps: {
+      urls: PublicUrls
+      issuerKeys: IssuerKeys
+      certificates: IssuerCertificates
+      /** Tenants whose configuration names their own verifier chain (tenants[].verifierCertificate). */
+      configured?: ReadonlyMap<string, ConfiguredVerifier>
+    },
   ) {}
 
   /** The client identifier and the signer of `prefix` for this tenant (none for redirect_uri). */
@@ -71,22 +78,27 @@ export class Openid4vp1Requests implements AuthorizationRequests {
     if (prefix === 'decentralized_identifier') {
       return {
         clientId: `decentralized_identifier:${verifier.did}`,
-        signer: { key: verifier, header: { kid: verifier.kid } },
+        signer: { alg: verifier.alg, privateKey: verifier.privateKey, header: { kid: verifier.kid } },
       }
     }
-    // HAIP: x509 request objects are ES256, by the tenant's P-256 key under its test CA's leaf.
-    const key = await this.deps.issuerKeys.forTenant(tenantId, 'ES256')
-    const chain = await this.deps.certificates.verifierChain(tenantId, key)
+    // HAIP: x509 request objects are ES256: the configured chain's key, or the tenant's P-256 key under a
+    // leaf of its test CA.
+    const configured = this.deps.configured?.get(tenantId)
+    const key = configured ? undefined : await this.deps.issuerKeys.forTenant(tenantId, 'ES256')
+    const chain =
+      configured?.chain ?? (await this.deps.certificates.verifierChain(tenantId, key as IssuerKey))
+    const privateKey = configured?.privateKey ?? (key as IssuerKey).privateKey
+    if (prefix === 'x509_san_dns' && chain.dnsName === '') {
+      throw new Error(
+        `the verifier certificate of tenant ${tenantId} names no dNSName: x509_san_dns cannot be used`,
+      )
+    }
     const clientId = prefix === 'x509_san_dns' ? `x509_san_dns:${chain.dnsName}` : `x509_hash:${chain.hash}`
-    return { clientId, signer: { key, header: { x5c: chain.x5c } } }
+    return { clientId, signer: { alg: 'ES256', privateKey, header: { x5c: chain.x5c } } }
   }
 
   private sign(signer: Signer, claims: Record<string, unknown>): string {
-    return signJws(
-      { alg: signer.key.alg, typ: REQUEST_OBJECT_TYP, ...signer.header },
-      claims,
-      signer.key.privateKey,
-    )
+    return signJws({ alg: signer.alg, typ: REQUEST_OBJECT_TYP, ...signer.header }, claims, signer.privateKey)
   }
 
   async build(input: RequestInput): Promise<BuiltRequest> {
