@@ -5,6 +5,7 @@ import { CompactEncrypt, importJWK } from 'jose'
 import { type DcqlSessionCreated, ok, type SessionRead } from '../src/client/index.ts'
 import { verificationTemplateProblem } from '../src/service/config/index.ts'
 import { decodeJws } from '../src/shared/jws.ts'
+import { certificatePem, generateTestCa } from '../src/shared/x509.ts'
 import { type DcqlService, startDcqlService, VERIFIABLE_ID } from './fixtures/dcql-service.ts'
 import { type OwfHolder, owfHolder, sdJwtPresentation } from './fixtures/owf-holder.ts'
 
@@ -272,6 +273,74 @@ describe('the vp_token object (§8.1) and SD-JWT VC presentations that break one
   })
 })
 
+describe('x5c-certified SD-JWT VC issuers (SD-JWT VC §3.5, HAIP)', () => {
+  test("an x5c credential of the tenant's own CA verifies, its Token Status List signed by the leaf's key", async () => {
+    const x5cCredential = await service.issue(holder, 'pid-x5c', VERIFIABLE_ID)
+    assert.ok(Array.isArray(decodeJws(x5cCredential.split('~')[0] as string).header.x5c))
+    const o = await open('pid-dcql')
+    const response = await form(o.request.response_uri, {
+      state: o.request.state,
+      vp_token: JSON.stringify({
+        VerifiableId: [
+          await sdJwtPresentation(holder, x5cCredential, ['familyName'], {
+            nonce: o.request.nonce,
+            aud: o.request.client_id,
+          }),
+        ],
+      }),
+    })
+    const session = await read(o.id)
+    assert.equal(response.status, 200, JSON.stringify(session.Validations))
+    assert.equal(session.Status, 'VERIFIED')
+    const status = session.Validations?.checks.find((c) => c.check === 'credentialStatus')
+    assert.equal(status?.message, 'status: valid')
+  })
+
+  test('a template trusting another CA refuses it under credentialProof, naming the chain', async () => {
+    const other = await generateTestCa({ name: 'CN=Another PKI' })
+    const strict = await startDcqlService({
+      verificationTemplates: [
+        {
+          id: 'pid-other-anchor',
+          name: 'PID, another PKI',
+          profile: 'dcql',
+          credentialTypes: ['VerifiableId'],
+          requestedFields: [{ path: '$.credentialSubject.familyName' }],
+          trustAnchors: [certificatePem(other.certificate)],
+        },
+      ],
+    })
+    try {
+      const wallet = owfHolder('ES256')
+      const x5cCredential = await strict.issue(wallet, 'pid-x5c', VERIFIABLE_ID)
+      const created = ok(
+        await strict.rp.createSession<DcqlSessionCreated>(strict.appToken, 'pid-other-anchor'),
+        'session',
+      )
+      const params = Object.fromEntries(new URL(created.authentication_request).searchParams)
+      const request = decodeJws(await (await fetch(params.request_uri as string)).text())
+        .payload as Opened['request']
+      await form(request.response_uri, {
+        state: request.state,
+        vp_token: JSON.stringify({
+          VerifiableId: [
+            await sdJwtPresentation(wallet, x5cCredential, ['familyName'], {
+              nonce: request.nonce,
+              aud: request.client_id,
+            }),
+          ],
+        }),
+      })
+      const session = (await strict.rp.readSession(strict.appToken, created.id)).body as SessionRead
+      assert.equal(session.Status, 'REJECTED')
+      assert.ok(failedChecks(session)?.includes('credentialProof'))
+      assert.match(errors(session), /vp_token\.VerifiableId\[0\] x5c chain: /)
+    } finally {
+      await strict.server.close()
+    }
+  })
+})
+
 describe('dcql template rules (config load and portal)', () => {
   const base = { credentialTypes: ['VerifiableId'] }
   test('each rule names its field', () => {
@@ -300,6 +369,11 @@ describe('dcql template rules (config load and portal)', () => {
         ],
       })?.message ?? '',
       /needs 252 credential_sets options; the dcql profile cannot express more than 64/,
+    )
+    assert.equal(verificationTemplateProblem({ ...base, trustAnchors: ['x'] })?.field, 'trustAnchors')
+    assert.equal(
+      verificationTemplateProblem({ ...base, profile: 'dcql', trustAnchors: ['not a pem'] })?.field,
+      'trustAnchors/0',
     )
     assert.equal(verificationTemplateProblem({ ...base, profile: 'dcql' }), undefined)
     assert.equal(verificationTemplateProblem(base), undefined)

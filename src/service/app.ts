@@ -190,7 +190,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       ),
     }),
   }
-  const verification = new VerificationService({ store, clock, urls, issuerKeys, events, requests })
+  const verification = new VerificationService({
+    store,
+    clock,
+    urls,
+    issuerKeys,
+    certificates: issuerCertificates,
+    events,
+    requests,
+  })
   const oid4vp = new Oid4vpService({
     store,
     clock,

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { ErrorObject } from 'ajv'
+import { parseCertificates } from '../../shared/x509.ts'
 import { configuredVerifier } from '../crypto/issuer-certificates.ts'
 import { newAjv } from '../util/ajv.ts'
 import { forbiddenUrl, type TargetPolicy } from '../util/net-targets.ts'
@@ -160,6 +161,7 @@ export function issuanceTemplateProblem(template: {
  */
 export function verificationTemplateProblem(template: {
   profile?: string
+  trustAnchors?: readonly string[]
   dcql?: { format?: string; clientIdPrefix?: string; requestUriMethod?: string; vctValues?: object }
   credentialTypes: readonly string[]
   optionalGroups?: readonly { name: string; credentialTypes: readonly string[]; min?: number }[]
@@ -167,9 +169,22 @@ export function verificationTemplateProblem(template: {
 }): { field: string; message: string } | undefined {
   const { dcql } = template
   if (template.profile !== 'dcql') {
+    if (template.trustAnchors !== undefined) {
+      return {
+        field: 'trustAnchors',
+        message: 'is only meaningful with profile dcql (x5c-certified SD-JWT VC issuers)',
+      }
+    }
     return dcql === undefined
       ? undefined
       : { field: 'dcql', message: 'is only meaningful with profile dcql (OpenID4VP 1.0)' }
+  }
+  for (const [i, pem] of (template.trustAnchors ?? []).entries()) {
+    try {
+      parseCertificates(pem, 'trust anchor')
+    } catch (error) {
+      return { field: `trustAnchors/${i}`, message: (error as Error).message }
+    }
   }
   if (dcql?.clientIdPrefix === 'redirect_uri' && dcql.requestUriMethod === 'post') {
     return {

@@ -390,6 +390,14 @@ export const VerificationTemplate = Type.Object(
         description: "Issuer DIDs accepted. Default: this tenant's own issuer DIDs.",
       }),
     ),
+    trustAnchors: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 16384 }), {
+        minItems: 1,
+        maxItems: 20,
+        description:
+          "dcql, dc+sd-jwt: PEM certificates an issuer's x5c chain may end in (SD-JWT VC §3.5, HAIP); a credential so certified is trusted like a trustedIssuers DID. Default: this tenant's test CA (GET /oid4vci/<tenant>/trust-anchor).",
+      }),
+    ),
     requireStatus: Type.Optional(
       Type.Boolean(
         withDefault(true, {

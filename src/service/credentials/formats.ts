@@ -40,7 +40,21 @@ export interface ValidityBound {
 }
 
 /** The outcome of a signature check: the verified issuer, or why there is none. */
-export type ProofResult = { ok: true; issuer: string } | { ok: false; reason: string }
+export type ProofResult =
+  /**
+   * `anchor`: the trust anchor an x5c chain ended in (the issuer is trusted by it, not by a DID list);
+   * `issuerKey`: then the leaf's key, which must also sign the issuer's status list.
+   */
+  | { ok: true; issuer: string; anchor?: string; issuerKey?: import('node:crypto').KeyObject }
+  | { ok: false; reason: string }
+
+/** What an issuer's proof is checked against besides did:key resolution. */
+export interface ProofContext {
+  /** PEM certificates an `x5c` issuer chain must end in (SD-JWT VC §3.5, HAIP); none: x5c fails. */
+  trustAnchors: readonly string[]
+  /** When the chain must be valid (ms). */
+  now: number
+}
 
 /** A credential as its format read it: nothing here is trusted before `verifyProof` says ok. */
 export interface ReadCredential {
@@ -50,8 +64,8 @@ export interface ReadCredential {
   readonly alg: string
   /** The credential types (W3C `type`, or the SD-JWT `vct`), most specific last. */
   readonly types: readonly string[]
-  /** Verifies the issuer's signature, resolving the issuer key with `keys`. */
-  verifyProof(keys: KeyResolver): ProofResult
+  /** Verifies the issuer's signature, resolving the issuer key with `keys` (or its x5c chain to an anchor). */
+  verifyProof(keys: KeyResolver, context?: ProofContext): ProofResult | Promise<ProofResult>
   readonly holderBinding: HolderBinding
   readonly validity: readonly ValidityBound[]
   /** Status entries; empty when the credential carries none. */

@@ -1,4 +1,4 @@
-import { createPublicKey } from 'node:crypto'
+import { createPublicKey, type KeyObject } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import { type DidKey, resolveDidKey } from '../../shared/did-key.ts'
 import type {
@@ -64,6 +64,8 @@ export interface PresentationPart {
 /** What every presentation of one response is checked against. */
 export interface SharedContext {
   session: SessionExpectation
+  /** PEM anchors an x5c issuer chain must end in (dc+sd-jwt); a credential anchored in one is trusted. */
+  trustAnchors?: readonly string[]
   /** Issuer key resolution; did:key by default. */
   keys?: KeyResolver
   /** The issuers trusted for this credential, or undefined when any issuer is accepted. */
@@ -92,6 +94,10 @@ export interface CheckedCredential {
   issuer: string | undefined
   /** The credential query id of its presentation (DCQL). */
   queryId?: string
+  /** The trust anchor its issuer's x5c chain ended in: trusted by the anchor, not by a DID list. */
+  anchor?: string
+  /** The x5c leaf's key (it must also sign the credential's Token Status List). */
+  issuerKey?: KeyObject
 }
 
 export interface PipelineResult {
@@ -279,10 +285,14 @@ export async function checkPresentations(
   // credentialProof: each credential's signature by its issuer's key.
   const keys = ctx.keys ?? resolveDidKey
   const signatureFailures: string[] = []
+  const proofContext = { trustAnchors: ctx.trustAnchors ?? [], now: ctx.session.now }
   for (const c of credentials) {
-    const result = c.credential.verifyProof(keys)
-    if (result.ok) c.issuer = result.issuer
-    else signatureFailures.push(`${where(c)} ${result.reason}`)
+    const result = await c.credential.verifyProof(keys, proofContext)
+    if (result.ok) {
+      c.issuer = result.issuer
+      if (result.anchor !== undefined) c.anchor = result.anchor
+      if (result.issuerKey !== undefined) c.issuerKey = result.issuerKey
+    } else signatureFailures.push(`${where(c)} ${result.reason}`)
   }
   timings.signaturesMs = performance.now() - started
   out.record('credentialProof', signatureFailures, `${credentials.length} credential signature(s) verified`)
@@ -303,6 +313,7 @@ export async function checkPresentations(
 
   // trustedIssuer
   const trusted = (c: CheckedCredential) => {
+    if (c.anchor !== undefined) return true
     const list = ctx.trustedIssuers(c.credential)
     return list === undefined || list.includes(c.issuer as string)
   }
@@ -332,6 +343,8 @@ export async function checkPresentations(
   // credentialStatus: only on a trusted issuer's word (its list URL is fetched).
   started = performance.now()
   const eligible = verified.filter((c) => {
+    // An issuer certified by a configured anchor is trusted to name its status list.
+    if (c.anchor !== undefined) return true
     const list = ctx.trustedIssuers(c.credential) ?? ctx.ownIssuers ?? []
     return list.includes(c.issuer as string)
   })
@@ -357,7 +370,7 @@ export async function checkPresentations(
         const verdict =
           entry.kind === 'bitstring'
             ? await ctx.status.check(entry.entry, c.issuer as string, now, memo)
-            : await ctx.status.token.check(entry, c.issuer as string, now, memo)
+            : await ctx.status.token.check(entry, c.issuerKey ?? (c.issuer as string), now, memo)
         if (verdict.ok) seen.push(verdict.status)
         else failures.push(`${where(c)}: ${verdict.reason}`)
       }

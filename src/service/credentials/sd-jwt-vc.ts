@@ -6,10 +6,13 @@ import { isObject } from '../../shared/json.ts'
 import { type DecodedJws, decodeJws, JwsError, verifyJws } from '../../shared/jws.ts'
 import { checkDisclosuresReferenced, splitSdJwt } from '../../shared/sd-jwt.ts'
 import { KB_JWT_TYP, SD_JWT_VC_TYP, SD_JWT_VC_TYP_LEGACY } from '../../shared/wire.ts'
+import { verifyX5c } from '../../shared/x509.ts'
 import type {
   CredentialFormat,
   FormatPolicy,
   PresentationFormat,
+  ProofContext,
+  ProofResult,
   ReadCredential,
   ReadPresentation,
   StatusReference,
@@ -20,7 +23,7 @@ import { verifyIssuerJws } from './jwt-vc.ts'
 // SD-JWT VC (`dc+sd-jwt`; draft-ietf-oauth-sd-jwt-vc, SD-JWT RFC 9901) for the pipeline. A presentation
 // is `<issuer-signed JWT>~<disclosures>~<KB-JWT>`: the same string is the credential (read by
 // `sdJwtVcCredential`) and its own presentation (`sdJwtVcPresentation`, whose proof is the KB-JWT).
-// The issuer names its key by a did:key `kid`; an `x5c` chain is not accepted yet. The checks are
+// The issuer names its key by a did:key `kid`, or by an `x5c` chain to one of the verifier's trust anchors. The checks are
 // synchronous (the pipeline's interface), so the disclosures are digested here, with the same rule as
 // shared/sd-jwt.ts: every disclosure referenced once by the issuer-signed payload or another disclosure.
 
@@ -101,6 +104,53 @@ function parse(raw: unknown, policy: FormatPolicy, what: string): Parsed {
   return { compact: raw, issuerJwt: jwt, decoded, disclosures, kbJwt }
 }
 
+/**
+ * SD-JWT VC §3.5 / HAIP: the issuer-signed JWT names its key by an `x5c` chain that must end in one of the
+ * verifier's trust anchors, and `iss` must be named by the leaf (a SAN URI, or its host a dNSName).
+ */
+async function verifyX5cIssuer(
+  jwt: string,
+  x5c: unknown,
+  iss: unknown,
+  policy: FormatPolicy,
+  context: ProofContext | undefined,
+): Promise<ProofResult> {
+  if (!context || context.trustAnchors.length === 0) {
+    return {
+      ok: false,
+      reason: 'names its issuer key by x5c, and this verifier has no trust anchor configured',
+    }
+  }
+  let chain: Awaited<ReturnType<typeof verifyX5c>>
+  try {
+    chain = await verifyX5c(x5c, context.trustAnchors, context.now)
+  } catch (error) {
+    return { ok: false, reason: `x5c chain: ${(error as Error).message}` }
+  }
+  if (typeof iss !== 'string') return { ok: false, reason: 'iss is missing (x5c issuers are named by URL)' }
+  let host: string | undefined
+  try {
+    host = new URL(iss).hostname
+  } catch {
+    host = undefined
+  }
+  if (!chain.uris.includes(iss) && !(host !== undefined && chain.dns.includes(host))) {
+    return { ok: false, reason: `iss ${JSON.stringify(iss)} is not named by the x5c leaf certificate` }
+  }
+  try {
+    verifyJws(jwt, chain.publicKey, { algorithms: policy.algorithms })
+  } catch (error) {
+    return {
+      ok: false,
+      reason:
+        error instanceof JwsError && error.reason === 'bad_signature'
+          ? 'signature does not verify with the x5c leaf key (was it altered?)'
+          : `cannot be checked: ${(error as Error).message}`,
+    }
+  }
+  return { ok: true, issuer: iss, anchor: chain.anchor.subject, issuerKey: chain.publicKey }
+}
+
 function readSdJwtCredential(raw: unknown, policy: FormatPolicy): ReadCredential {
   const { compact, issuerJwt, decoded, disclosures } = parse(raw, policy, SD_JWT_VC_TYP)
   const { header, payload } = decoded
@@ -125,16 +175,15 @@ function readSdJwtCredential(raw: unknown, policy: FormatPolicy): ReadCredential
     format: SD_JWT_VC_TYP,
     alg: header.alg as string,
     types: [payload.vct],
-    verifyProof(keys) {
-      if (header.x5c !== undefined) {
-        return { ok: false, reason: 'names its issuer key by x5c, which this verifier does not read yet' }
-      }
+    verifyProof(keys, context) {
       try {
         // every disclosure's digest is committed to by the issuer-signed payload (RFC 9901 §7.1)
         checkDisclosuresReferenced(payload, disclosures)
       } catch (error) {
         return { ok: false, reason: (error as Error).message }
       }
+      if (header.x5c !== undefined)
+        return verifyX5cIssuer(issuerJwt, header.x5c, payload.iss, policy, context)
       return verifyIssuerJws(issuerJwt, header.kid, payload.iss, keys, policy, false)
     },
     // An unusable or missing cnf binds nobody: an empty JWK never equals the presenter's key.

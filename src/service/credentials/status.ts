@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto'
 import { inflateSync } from 'node:zlib'
 import { request } from 'undici'
 import { getStatus, readStatusList, type StatusList } from '../../shared/bitstring.ts'
@@ -176,7 +177,7 @@ export function tokenStatusAt(list: TokenStatusList, index: number): number | un
 export class TokenStatusChecker {
   constructor(private readonly source: StatusListSource) {}
 
-  private async load(uri: string, issuerDid: string, now: number): Promise<TokenStatusList> {
+  private async load(uri: string, issuer: string | KeyObject, now: number): Promise<TokenStatusList> {
     const jwt = await this.source(uri)
     const { header } = decodeJws(jwt)
     if (header.typ !== STATUS_LIST_JWT_TYP) {
@@ -186,8 +187,12 @@ export class TokenStatusChecker {
     if (typeof header.kid !== 'string') throw new Error('status list JWT has no kid')
     const signer = resolveDidKey(header.kid)
     const { payload } = verifyJws(jwt, signer.publicKey, { algorithms: JWS_ALGS })
-    if (signer.did !== issuerDid) {
-      throw new Error(`status list is signed by ${signer.did}, not by the credential's issuer ${issuerDid}`)
+    // The same entity signs the list and the credential (Token Status List §11.3): the issuer's DID, or for
+    // an x5c-certified issuer, the key its leaf certificate certifies.
+    if (typeof issuer === 'string' ? signer.did !== issuer : !signer.publicKey.equals(issuer)) {
+      throw new Error(
+        `status list is signed by ${signer.did}, not by the credential's issuer ${typeof issuer === 'string' ? issuer : "(its x5c leaf's key)"}`,
+      )
     }
     if (payload.sub !== uri) {
       throw new Error(`status list sub ${JSON.stringify(payload.sub)} is not the uri it was fetched from`)
@@ -200,7 +205,8 @@ export class TokenStatusChecker {
   /** `memo` shares list fetches per uri between the credentials of one presentation. */
   async check(
     reference: { uri: string; index: number },
-    issuerDid: string,
+    /** The credential issuer's DID, or its key when an x5c chain certified it. */
+    issuer: string | KeyObject,
     now: number,
     memo: Map<string, Promise<unknown>>,
   ): Promise<StatusVerdict> {
@@ -210,7 +216,7 @@ export class TokenStatusChecker {
     const key = `token-status-list ${uri}`
     let pending = memo.get(key) as Promise<TokenStatusList> | undefined
     if (!pending) {
-      pending = this.load(uri, issuerDid, now)
+      pending = this.load(uri, issuer, now)
       // a rejection is reported by the await below, for every credential that names this uri
       pending.catch(() => {})
       memo.set(key, pending)

@@ -201,6 +201,7 @@ export class Oid4vpService {
       clientId,
       now,
       trustedIssuers: session.policy.trustedIssuers,
+      trustAnchors: session.policy.trustAnchors ?? [],
       requireStatus: session.policy.requireStatus,
       status: this.deps.status,
     }

@@ -236,7 +236,12 @@ export interface SessionRecord {
   /** direct_post.jwt: the private JWK of the session's ephemeral ECDH-ES key (OpenID4VP 1.0 §8.3). */
   responseKey: import('node:crypto').JsonWebKey | null
   /** What the checks hold the response to, fixed when the session opens. */
-  policy: { trustedIssuers: string[]; requireStatus: boolean }
+  policy: {
+    trustedIssuers: string[]
+    requireStatus: boolean
+    /** dcql: PEM anchors of x5c issuer chains (absent on sessions opened before issue 16, and on pe). */
+    trustAnchors?: string[]
+  }
   createdAt: number
   updatedAt: number
   expiresAt: number

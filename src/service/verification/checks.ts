@@ -27,6 +27,8 @@ export interface ResponseContext {
   clientId: string
   now: number
   trustedIssuers: readonly string[]
+  /** PEM anchors of x5c-certified issuers (dc+sd-jwt). */
+  trustAnchors?: readonly string[]
   requireStatus: boolean
   status: StatusChecker
 }
@@ -142,6 +144,7 @@ export async function verifyDcqlResponse(
       maxAgeSeconds: PRESENTATION_MAX_AGE_SECONDS,
     },
     trustedIssuers: () => ctx.trustedIssuers,
+    trustAnchors: ctx.trustAnchors ?? [],
     requireStatus: ctx.requireStatus,
     status: ctx.status,
     query: { language: dcql, query: ctx.dcqlQuery, mapping: { value: vpToken } },

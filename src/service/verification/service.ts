@@ -1,6 +1,7 @@
 import { type JsonWebKey, randomBytes, randomUUID } from 'node:crypto'
 import type { Principal } from '../auth/tokens.ts'
 import type { ResolvedVerificationTemplate } from '../config/schema.ts'
+import type { IssuerCertificates } from '../crypto/issuer-certificates.ts'
 import type { IssuerKey, IssuerKeys } from '../crypto/issuer-keys.ts'
 import { AppError } from '../errors/problem.ts'
 import type { ServiceEvents } from '../events.ts'
@@ -58,6 +59,8 @@ export interface VerificationDeps {
   clock: Clock
   urls: PublicUrls
   issuerKeys: IssuerKeys
+  /** The tenant's test CA: the default trust anchor of x5c-certified SD-JWT VC issuers. */
+  certificates: Pick<IssuerCertificates, 'trustAnchorPem'>
   events: ServiceEvents
   /** One request builder per profile a template may choose. */
   requests: Record<SessionRecord['profile'], AuthorizationRequests>
@@ -137,7 +140,15 @@ export class VerificationService {
       request,
       requestJwt,
       responseKey,
-      policy: { trustedIssuers: [...trustedIssuers], requireStatus: template.body.requireStatus },
+      policy: {
+        trustedIssuers: [...trustedIssuers],
+        requireStatus: template.body.requireStatus,
+        ...(profile === 'dcql' && {
+          trustAnchors:
+            template.body.trustAnchors ??
+            [await this.deps.certificates.trustAnchorPem(principal.tenantId)].filter((p) => p !== undefined),
+        }),
+      },
       createdAt: now,
       updatedAt: now,
       expiresAt,
