@@ -154,14 +154,14 @@ async function fetchRequestObject(
     answer = await httpRequest(
       requestUri,
       method === 'post'
-        ? { method: 'POST', form: form ?? {}, accept: REQUEST_OBJECT_MEDIA_TYPE }
-        : { method: 'GET', accept: `${REQUEST_OBJECT_MEDIA_TYPE}, ${JWT_MEDIA_TYPE}` },
+        ? { method: 'POST', form: form ?? {}, accept: REQUEST_OBJECT_MEDIA_TYPE, noRedirects: true }
+        : { method: 'GET', accept: `${REQUEST_OBJECT_MEDIA_TYPE}, ${JWT_MEDIA_TYPE}`, noRedirects: true },
       fetchImpl,
     )
   } catch (error) {
     throw refuse(0, 'unreachable', `${requestUri}: ${message(error)}`)
   }
-  // §5.10.2: any HTTP error ends the process; a redirect is treated as one (§13.6, HTTP Redirects)
+  // §5.10.2: any HTTP error ends the process; a redirect is treated as one (§14.8, HTTP Redirects)
   if (answer.status < 200 || answer.status >= 300) throw protocolError('request', answer.status, answer.body)
   const contentType = answer.headers['content-type'] ?? ''
   if (!contentType.toLowerCase().startsWith(REQUEST_OBJECT_MEDIA_TYPE)) {

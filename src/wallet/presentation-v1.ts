@@ -299,7 +299,12 @@ export class PresentationSessionV1 {
   private async post(form: Record<string, string>, step: (step: PresentStep, detail?: unknown) => void) {
     let answer: HttpAnswer
     try {
-      answer = await httpRequest(this.responseUri, { method: 'POST', form }, this.wallet.fetch)
+      // §14.8: a redirect of the response is not followed (it would re-send the presentations elsewhere)
+      answer = await httpRequest(
+        this.responseUri,
+        { method: 'POST', form, noRedirects: true },
+        this.wallet.fetch,
+      )
     } catch (error) {
       throw new WalletProtocolError({
         step: 'response',
