@@ -27,6 +27,7 @@ import {
 } from '../src/wallet/index.ts'
 import { EXPIRED_IAT_SECONDS } from '../src/wallet/misbehaviour.ts'
 import { concretePaths, presentSdJwt, withoutPrefix } from '../src/wallet/presentation-sd-jwt.ts'
+import { directPostForm, withWrongQueryId } from '../src/wallet/presentation-v1-response.ts'
 import { JWT_CONFIG, type OwfIssuer, SD_JWT_CONFIG, startOwfIssuer } from './fixtures/owf-issuer.ts'
 import {
   type OwfSession,
@@ -679,6 +680,29 @@ describe('presentSdJwt: the correct presentation, and each misbehaviour changing
   })
 })
 
+describe('the response around the presentations: each misbehaviour changing one thing', () => {
+  const token = { pid: ['a~b~c'], degree: ['x.y.z'] }
+
+  test('vp-token-wrong-id: only the first key changes (same presentations, same order)', () => {
+    const wrong = withWrongQueryId(token)
+    assert.deepEqual(Object.keys(wrong), ['pid_unrequested', 'degree'])
+    assert.deepEqual(Object.values(wrong), Object.values(token))
+  })
+
+  test('plain-response sends exactly the direct_post form of the same vp_token', async () => {
+    const session = await verifier.request({
+      prefix: 'x509_san_dns',
+      dcql: bothQuery(),
+      responseMode: 'direct_post.jwt',
+    })
+    await assert.rejects(holder.present(session.link, { misbehave: ['plain-response'] }))
+    const form = { ...verifier.session(session.id).verdict?.form }
+    assert.deepEqual(Object.keys(form), ['vp_token', 'state'])
+    assert.deepEqual(form, directPostForm(JSON.parse(form.vp_token as string), session.state))
+    assert.deepEqual(Object.keys(JSON.parse(form.vp_token as string)), ['pid', 'degree'])
+  })
+})
+
 // --- the wallet refuses requests it must not answer -------------------------------------------------------------------
 
 describe('the wallet refuses a 1.0 request that breaks its prefix rules (§5.9.3, §5.10), posting nothing', () => {
@@ -939,5 +963,26 @@ describe('vc-harness wallet present (CLI, child process) against the OWF verifie
     const noAnchor = await cli(['wallet', 'present', untrusted.link, '--wallet', file])
     assert.equal(noAnchor.code, 1)
     assert.match(noAnchor.stderr, /no trust anchor configured/)
+    assert.equal(verifier.session(untrusted.id).verdict, undefined)
+  })
+
+  test('--decline-unsatisfied: a query nothing held satisfies is answered access_denied (exit 0)', async () => {
+    const file = join(tempDir, 'empty.json')
+    await Wallet.create({ file })
+    const session = await verifier.request({
+      prefix: 'decentralized_identifier',
+      dcql: { credentials: [pidQuery()] },
+    })
+    const refused = await cli(['wallet', 'present', session.link, '--wallet', file])
+    assert.equal(refused.code, 1)
+    assert.match(refused.stderr, /credential query pid unsatisfied/)
+    assert.equal(verifier.session(session.id).verdict, undefined)
+    const declined = await cli(['wallet', 'present', session.link, '--wallet', file, '--decline-unsatisfied'])
+    assert.equal(declined.code, 0, declined.stderr)
+    assert.equal((JSON.parse(declined.stdout) as { status: string }).status, 'rejected-by-wallet')
+    assert.deepEqual(verifier.session(session.id).verdict?.declined, {
+      error: 'access_denied',
+      description: 'the wallet holds no credential for the credential query pid',
+    })
   })
 })
