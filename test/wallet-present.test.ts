@@ -25,8 +25,11 @@ import {
   NoMatchingCredentialsError,
   PRESENTATION_MISBEHAVIOURS,
   type PresentationMisbehaviour,
+  V1_ONLY_PRESENTATION_MISBEHAVIOURS,
+  type V1OnlyPresentationMisbehaviour,
   Wallet,
   WalletProtocolError,
+  WalletUsageError,
 } from '../src/wallet/index.ts'
 
 // --- the service ---------------------------------------------------------------------------------------------
@@ -296,7 +299,13 @@ interface Expected {
   template?: string
 }
 
-const EXPECTED: Record<PresentationMisbehaviour, Expected> = {
+/** The misbehaviours of a Presentation Exchange answer (the 1.0-only ones are refused on this path). */
+type PeMisbehaviour = Exclude<PresentationMisbehaviour, V1OnlyPresentationMisbehaviour>
+const PE_MISBEHAVIOURS = PRESENTATION_MISBEHAVIOURS.filter(
+  (m): m is PeMisbehaviour => !V1_ONLY_PRESENTATION_MISBEHAVIOURS.includes(m),
+)
+
+const EXPECTED: Record<PeMisbehaviour, Expected> = {
   'vp-wrong-nonce': {
     status: 400,
     error: 'invalid_presentation',
@@ -371,11 +380,26 @@ const EXPECTED: Record<PresentationMisbehaviour, Expected> = {
 }
 
 describe('misbehaviours: the service answers each with its exact error', () => {
-  test('every presentation misbehaviour has an expectation', () => {
-    assert.deepEqual(Object.keys(EXPECTED).sort(), [...PRESENTATION_MISBEHAVIOURS].sort())
+  test('every Presentation Exchange misbehaviour has an expectation', () => {
+    assert.deepEqual(Object.keys(EXPECTED).sort(), [...PE_MISBEHAVIOURS].sort())
   })
 
-  for (const misbehaviour of PRESENTATION_MISBEHAVIOURS) {
+  test('the OpenID4VP 1.0 misbehaviours are a WalletUsageError here, before anything is posted', async () => {
+    const wallet = await holding()
+    for (const misbehaviour of V1_ONLY_PRESENTATION_MISBEHAVIOURS) {
+      const session = await openSession()
+      await assert.rejects(
+        wallet.present(session.link, { misbehave: [misbehaviour] }),
+        (e: Error) =>
+          e instanceof WalletUsageError &&
+          e.message.includes(misbehaviour) &&
+          /OpenID4VP 1\.0/.test(e.message),
+      )
+      assert.equal((await readSession(session.id)).Status, 'PENDING', misbehaviour)
+    }
+  })
+
+  for (const misbehaviour of PE_MISBEHAVIOURS) {
     const expected = EXPECTED[misbehaviour]
     test(`${misbehaviour}: ${expected.status} ${expected.error ?? ''} ${expected.failed.join(', ')}`, async () => {
       const wallet = await holding(expected.template ? ['degree', 'verifiable-id'] : ['degree'])

@@ -18,9 +18,14 @@ Commands:
   receive <deep link>   receive a credential from an OpenID4VCI credential offer, given as the QR code
                         carries it (openid-credential-offer://?credential_offer_uri=…, any scheme, or
                         ?credential_offer=<JSON>); prints what was received as JSON on stdout
-  present <link>        answer an OpenID4VP authorization request, given as the QR code carries it
-                        (openid-vp://?client_id=…&request_uri=…), with the held credentials; prints the
-                        outcome as JSON on stdout (also the verifier's error answer, before exiting 1)
+  present <link>        answer an OpenID4VP authorization request, given as the QR code carries it, with
+                        the held credentials; prints the outcome as JSON on stdout (also the verifier's
+                        error answer, before exiting 1). OpenID4VP 1.0 (client_id with a prefix:
+                        decentralized_identifier:did:key…, x509_san_dns:<dns>, x509_hash:<hash>,
+                        redirect_uri:<uri>; request_uri get or post, or the parameters by value): a DCQL
+                        query answered with dc+sd-jwt (only the asked-for disclosures, KB-JWT) and
+                        jwt_vc_json presentations, direct_post or direct_post.jwt (encrypted, ECDH-ES).
+                        A bare did: client_id: Presentation Exchange (draft 20), direct_post.
   list                  print the holder and the credentials of a wallet file as JSON
 
 Options:
@@ -31,19 +36,25 @@ Options:
   --tx-code C           the transaction code the issuer showed out of band
   --protocol P          OpenID4VCI generation: auto (default: 1.0 when the issuer metadata has
                         credential_metadata, else draft 15), 1.0 or draft15
-  --trust-anchor FILE   a PEM certificate (CA or pinned leaf) an SD-JWT VC's x5c chain may lead to
-                        (repeatable; e.g. the issuer's GET /oid4vci/<tenant>/trust-anchor). Without one,
-                        receive refuses x5c-signed credentials.
+  --trust-anchor FILE   a PEM certificate (CA or pinned leaf) an x5c chain may lead to (repeatable):
+                        receive: an SD-JWT VC's issuer (e.g. the issuer's GET /oid4vci/<tenant>/trust-anchor);
+                        present: an x509_san_dns / x509_hash verifier's request object. Without one, x5c-signed
+                        credentials and x509 requests are refused.
+  --decline-unsatisfied present (1.0): when the held credentials cannot satisfy the DCQL query, answer
+                        access_denied naming the unsatisfied credential queries (default: fail, send nothing)
   --no-wait             do not poll a deferred credential: print its transaction id and stop
   --timeout S           how long to poll a deferred credential, in seconds; default 600
   --misbehave M         do one thing wrong on purpose (repeatable; see src/wallet/README.md).
                         receive: wrong-nonce, replayed-nonce, bad-signature, wrong-aud, expired-iat,
                         replayed-code, wrong-tx-code, foreign-kid, missing-tx-code, jwk-with-private-key,
                         wrong-typ, alg-none; against a 1.0 issuer also legacy-proof, legacy-format-request.
-                        present: vp-wrong-nonce, vp-wrong-aud, vp-foreign-key, vp-replayed (needs an earlier
-                        presentation in the same process, so not from this CLI), tampered-credential,
-                        untrusted-issuer, revoked-credential, expired-session, lying-submission,
-                        access-denied.
+                        present: vp-wrong-nonce, vp-wrong-aud, vp-foreign-key, tampered-credential,
+                        untrusted-issuer (JWT VPs), expired-session, access-denied; Presentation Exchange
+                        only: vp-replayed (needs an earlier presentation in the same process, so not from
+                        this CLI), revoked-credential, lying-submission; OpenID4VP 1.0 only:
+                        sd-tampered-disclosure, sd-extra-disclosure, kb-wrong-sd-hash, kb-wrong-nonce,
+                        kb-wrong-aud, kb-stale-iat, kb-missing (SD-JWT VC), plain-response (direct_post
+                        although direct_post.jwt was asked), vp-token-wrong-id.
   -h, --help            show this text
 
 Progress goes to stderr. Exit codes: 0 received (or pending with --no-wait) / presented (or declined with
@@ -82,6 +93,17 @@ async function credentialView(credential: StoredCredential) {
     receivedAt: credential.receivedAt,
     credential: credential.credential,
   }
+}
+
+/** The PEM files of --trust-anchor, read (an unreadable file is an argument error). */
+function readTrustAnchors(files: readonly string[] | undefined): string[] {
+  return (files ?? []).map((file) => {
+    try {
+      return readFileSync(file, 'utf8')
+    } catch (error) {
+      throw usageError(`--trust-anchor: cannot read ${file}: ${(error as Error).message}`)
+    }
+  })
 }
 
 function progress(step: ReceiveStep, detail: unknown): void {
@@ -129,13 +151,7 @@ async function receive(argv: string[]): Promise<void> {
   if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
     throw usageError(`--timeout: not a positive number: ${values.timeout}`)
 
-  const trustAnchors = (values['trust-anchor'] ?? []).map((file) => {
-    try {
-      return readFileSync(file, 'utf8')
-    } catch (error) {
-      throw usageError(`--trust-anchor: cannot read ${file}: ${(error as Error).message}`)
-    }
-  })
+  const trustAnchors = readTrustAnchors(values['trust-anchor'])
 
   const w = await import('../wallet/index.ts')
   if (keyType !== undefined && !w.HOLDER_KEY_TYPES.includes(keyType as HolderKeyType)) {
@@ -198,12 +214,19 @@ function presentProgress(step: PresentStep, detail: unknown): void {
   const d = (detail ?? {}) as Record<string, unknown>
   const line: Record<PresentStep, () => string> = {
     request: () =>
-      `request: ${d.clientId} asks for presentation definition ${d.definitionId}, answer to ${d.responseUri}`,
+      d.profile === '1.0'
+        ? `request: ${d.clientId} (client_id prefix ${d.prefix}, ${d.requestUriMethod ? `request_uri ${d.requestUriMethod}` : 'by value'}, ${d.signed ? 'signed' : 'unsigned'}) asks with DCQL for ${JSON.stringify(d.dcqlQueryIds)}, answer ${d.responseMode} to ${d.responseUri}`
+        : `request: ${d.clientId} asks for presentation definition ${d.definitionId}, answer to ${d.responseUri}`,
     status: () => `status: ${d.lists} status list(s) read`,
-    select: () =>
-      d.replayed
-        ? `select: replaying the previous presentation of ${JSON.stringify(d.replayed)}`
-        : `select: ${((d.chosen as { descriptor: string; credential: string }[]) ?? []).map((c) => `${c.descriptor} ← ${c.credential}`).join(', ')}`,
+    select: () => {
+      if (d.replayed) return `select: replaying the previous presentation of ${JSON.stringify(d.replayed)}`
+      if (d.unsatisfied) return `select: nothing held for ${JSON.stringify(d.unsatisfied)}: declining`
+      if (d.dcql) {
+        const chosen = d.dcql as { query: string; credential: string; claims: unknown[] }[]
+        return `select: ${chosen.map((c) => `${c.query} ← ${c.credential} disclosing ${JSON.stringify(c.claims)}`).join(', ')}`
+      }
+      return `select: ${((d.chosen as { descriptor: string; credential: string }[]) ?? []).map((c) => `${c.descriptor} ← ${c.credential}`).join(', ')}`
+    },
     response: () => `response: HTTP ${d.status}`,
   }
   console.error(line[step]())
@@ -215,6 +238,8 @@ async function present(argv: string[]): Promise<void> {
     options: {
       wallet: { type: 'string' },
       misbehave: { type: 'string', multiple: true },
+      'trust-anchor': { type: 'string', multiple: true },
+      'decline-unsatisfied': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     allowPositionals: true,
@@ -226,6 +251,7 @@ async function present(argv: string[]): Promise<void> {
   }
   if (positionals.length !== 1)
     throw usageError('present needs exactly one argument: the authorization request link')
+  const trustAnchors = readTrustAnchors(values['trust-anchor'])
   if (values.wallet !== undefined && !existsSync(values.wallet)) {
     throw plainError(`no wallet file at ${values.wallet} (receive a credential into it first)`)
   }
@@ -240,24 +266,34 @@ async function present(argv: string[]): Promise<void> {
   }
   let wallet: Wallet | undefined
   try {
-    wallet = await w.Wallet.create(values.wallet !== undefined ? { file: values.wallet } : {})
+    wallet = await w.Wallet.create({
+      ...(values.wallet !== undefined && { file: values.wallet }),
+      ...(trustAnchors.length > 0 && { trustAnchors }),
+    })
     console.error(`holder: ${wallet.did} (${wallet.keyType}, wallet ${wallet.location})`)
     const result = await wallet.present(positionals[0] as string, {
       misbehave: (values.misbehave ?? []) as PresentationMisbehaviour[],
       onStep: presentProgress,
+      ...(values['decline-unsatisfied'] && { onUnsatisfied: 'access-denied' as const }),
     })
     const output = {
       status: result.status,
+      profile: result.profile,
       holder: wallet.did,
       sessionId: result.sessionId,
       clientId: result.clientId,
       responseUri: result.responseUri,
+      ...(result.responseMode && { responseMode: result.responseMode }),
+      ...(result.encryption && { encryption: result.encryption }),
       httpStatus: result.httpStatus,
       response: result.response,
       ...(result.redirectUri !== undefined && { redirectUri: result.redirectUri }),
       presented: result.presented,
       ...(result.presentationSubmission && { presentationSubmission: result.presentationSubmission }),
-      ...(result.vpToken && { vpToken: result.vpToken }),
+      // 1.0: the vp_token object keyed by credential query id; draft 20: the JWT VP
+      ...(result.dcqlVpToken
+        ? { vpToken: result.dcqlVpToken }
+        : result.vpToken && { vpToken: result.vpToken }),
     }
     console.log(JSON.stringify(output, null, 2))
   } catch (error) {

@@ -20,6 +20,8 @@ export interface HttpRequest {
   bearer?: string
   /** Accept header; default application/json */
   accept?: string
+  /** answer a 3xx as it is instead of following it (a caller-supplied fetch follows by default; undici never does) */
+  noRedirects?: boolean
 }
 
 function parseBody(text: string, contentType: string | undefined): unknown {
@@ -49,6 +51,7 @@ export async function httpRequest(url: string, req: HttpRequest, fetchImpl?: Fet
       method: req.method,
       headers,
       ...(body !== undefined && { body }),
+      ...(req.noRedirects && { redirect: 'manual' as const }),
     })
     const text = await response.text()
     const flat: Record<string, string> = {}

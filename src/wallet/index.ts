@@ -22,21 +22,41 @@ export {
   isPresentationMisbehaviour,
   MISBEHAVIOURS,
   type Misbehaviour,
+  PE_ONLY_PRESENTATION_MISBEHAVIOURS,
   PRESENTATION_MISBEHAVIOURS,
   type PresentationMisbehaviour,
   V1_ONLY_MISBEHAVIOURS,
+  V1_ONLY_PRESENTATION_MISBEHAVIOURS,
+  type V1OnlyPresentationMisbehaviour,
   WRONG_AUDIENCE,
 } from './misbehaviour.ts'
 export {
   ACCESS_DENIED_DESCRIPTION,
+  DcqlNotSupportedError,
   type PresentationResult,
   PresentationSession,
   type PresentStep,
   type RespondOptions,
   type StartPresentationOptions,
 } from './presentation.ts'
+export {
+  type ClaimPath,
+  type DcqlChoice,
+  type DcqlSelection,
+  DcqlUnsatisfiedError,
+  selectForDcql,
+} from './presentation-dcql.ts'
 export { type ParsedPresentationLink, parsePresentationLink } from './presentation-link.ts'
 export { type DescriptorMatch, NoMatchingCredentialsError, type Selection } from './presentation-select.ts'
+export { PresentationSessionV1, type RespondV1Options } from './presentation-v1.ts'
+export {
+  type ClientIdPrefix,
+  isV1Link,
+  type ResolvedRequestV1,
+  SUPPORTED_CLIENT_ID_PREFIXES,
+  walletMetadata,
+} from './presentation-v1-request.ts'
+export type { VpTokenV1 } from './presentation-v1-response.ts'
 export type { DescriptorMapEntry, PresentationSubmission } from './presentation-vp.ts'
 export { SdJwtReceiveError, verifyReceivedSdJwt } from './sd-jwt-receive.ts'
 export {

@@ -58,9 +58,76 @@ export const PRESENTATION_MISBEHAVIOURS = [
   'expired-session',
   'lying-submission',
   'access-denied',
+  // OpenID4VP 1.0 answers only (DCQL vp_token, SD-JWT VC presentations, direct_post.jwt)
+  'sd-tampered-disclosure',
+  'sd-extra-disclosure',
+  'kb-wrong-sd-hash',
+  'kb-wrong-nonce',
+  'kb-wrong-aud',
+  'kb-stale-iat',
+  'kb-missing',
+  'plain-response',
+  'vp-token-wrong-id',
 ] as const
 
 export type PresentationMisbehaviour = (typeof PRESENTATION_MISBEHAVIOURS)[number]
+
+/**
+ * Presentation misbehaviours that only mean something in an OpenID4VP 1.0 answer: the SD-JWT VC presentation
+ * and its key-binding JWT (1.0 Appendix B.3.6), the encrypted response (§8.3) and the DCQL vp_token (§8.1).
+ * Passed to a Presentation Exchange (draft 20) answer they are a WalletUsageError.
+ */
+export type V1OnlyPresentationMisbehaviour =
+  | 'sd-tampered-disclosure'
+  | 'sd-extra-disclosure'
+  | 'kb-wrong-sd-hash'
+  | 'kb-wrong-nonce'
+  | 'kb-wrong-aud'
+  | 'kb-stale-iat'
+  | 'kb-missing'
+  | 'plain-response'
+  | 'vp-token-wrong-id'
+export const V1_ONLY_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbehaviour[] = [
+  'sd-tampered-disclosure',
+  'sd-extra-disclosure',
+  'kb-wrong-sd-hash',
+  'kb-wrong-nonce',
+  'kb-wrong-aud',
+  'kb-stale-iat',
+  'kb-missing',
+  'plain-response',
+  'vp-token-wrong-id',
+] satisfies readonly V1OnlyPresentationMisbehaviour[]
+
+/**
+ * Presentation misbehaviours of the Presentation Exchange answer that a 1.0 answer has no place for: no
+ * presentation_submission to lie in, no Bitstring status list read, no remembered JWT VP to replay.
+ */
+export const PE_ONLY_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbehaviour[] = [
+  'lying-submission',
+  'revoked-credential',
+  'vp-replayed',
+]
+
+/** 1.0 misbehaviours of an SD-JWT VC presentation: the first dc+sd-jwt presentation of the answer carries them. */
+export const SD_JWT_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbehaviour[] = [
+  'sd-tampered-disclosure',
+  'sd-extra-disclosure',
+  'kb-wrong-sd-hash',
+  'kb-wrong-nonce',
+  'kb-wrong-aud',
+  'kb-stale-iat',
+  'kb-missing',
+]
+
+/** Misbehaviours of a JWT VP (jwt_vp_json): on the 1.0 path the first jwt_vc_json presentation carries them. */
+export const JWT_VP_MISBEHAVIOURS: readonly PresentationMisbehaviour[] = [
+  'vp-wrong-nonce',
+  'vp-wrong-aud',
+  'vp-foreign-key',
+  'tampered-credential',
+  'untrusted-issuer',
+]
 
 /**
  * Presentation misbehaviours that replace the whole answer, so they combine with nothing but
@@ -73,8 +140,10 @@ export const EXCLUSIVE_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbehav
 
 /** The `aud` (jwt proof, VP) or `domain` (di_vp) of the 'wrong-aud' and 'vp-wrong-aud' misbehaviours. */
 export const WRONG_AUDIENCE = 'https://wrong-audience.invalid'
-/** How far in the past 'expired-iat' puts `iat` (jwt) or `created` (di_vp). */
+/** How far in the past 'expired-iat' puts `iat` (jwt) or `created` (di_vp), and 'kb-stale-iat' the KB-JWT `iat`. */
 export const EXPIRED_IAT_SECONDS = 3600
+/** 'vp-token-wrong-id' keys the first vp_token entry under its credential query id with this suffix. */
+export const WRONG_QUERY_ID_SUFFIX = '_unrequested'
 
 export function isMisbehaviour(value: unknown): value is Misbehaviour {
   return typeof value === 'string' && (MISBEHAVIOURS as readonly string[]).includes(value)

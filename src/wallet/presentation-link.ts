@@ -1,7 +1,9 @@
 // The OpenID4VP authorization request link, exactly as a QR code carries it: any scheme (`openid-vp://`,
-// `openid4vp://`, `haip://`, `https://wallet.example/…`), with the request object by reference (`request_uri`)
-// or by value (`request`). Parsed here only to fail early with a clear message; the request object itself is
-// checked in presentation.ts.
+// `openid4vp://`, `haip://`, `https://wallet.example/…`), with the request object by reference (`request_uri`,
+// optionally `request_uri_method`, OpenID4VP 1.0 §5.1), as a JWT by value (`request`), or as plain request
+// parameters by value (`response_type`, `client_id`, `dcql_query`, …: the unsigned requests of the
+// `redirect_uri:` client identifier prefix, 1.0 §5.9.3). Parsed here only to fail early with a clear message;
+// the request itself is checked in presentation.ts (draft 20) and presentation-v1-request.ts (1.0).
 import { WalletUsageError } from './errors.ts'
 
 export interface ParsedPresentationLink {
@@ -12,12 +14,16 @@ export interface ParsedPresentationLink {
   requestUri: string | undefined
   /** `request`, when the request object comes by value */
   request: string | undefined
+  /** true when the link carries the request parameters themselves (no request object) */
+  byValue: boolean
+  /** `request_uri_method` as sent (`get` | `post`, 1.0 §5.1), when present */
+  requestUriMethod: string | undefined
   /** every query parameter, as sent */
   params: Record<string, string>
 }
 
 const LINK = /^([a-z][a-z0-9+.-]*):\/\/([^?#]*)\?([^#]*)(#.*)?$/i
-const SHAPE = '<scheme>://?client_id=…&request_uri=<URL> (or &request=<JWT>)'
+const SHAPE = '<scheme>://?client_id=…&request_uri=<URL> (or &request=<JWT>, or the request parameters)'
 
 function preview(text: string): string {
   return text.length > 120 ? `${text.slice(0, 117)}...` : text
@@ -41,10 +47,15 @@ export function parsePresentationLink(link: string): ParsedPresentationLink {
   if (requestUri !== undefined && request !== undefined) {
     throw new WalletUsageError('authorization request link has both request_uri and request')
   }
-  if (requestUri === undefined && request === undefined) {
+  const byValue = requestUri === undefined && request === undefined
+  if (byValue && params.response_type === undefined) {
     throw new WalletUsageError(
-      `authorization request link has neither request_uri nor request (this wallet needs a signed request object): ${preview(text)}`,
+      `authorization request link has neither request_uri nor request, nor the request parameters themselves (response_type, …): ${preview(text)}`,
     )
+  }
+  if (params.request_uri_method !== undefined && requestUri === undefined) {
+    // OpenID4VP 1.0 §5.1: request_uri_method MUST NOT be present without request_uri
+    throw new WalletUsageError('authorization request link has request_uri_method but no request_uri')
   }
   if (requestUri !== undefined) {
     let url: URL
@@ -62,6 +73,8 @@ export function parsePresentationLink(link: string): ParsedPresentationLink {
     clientId: params.client_id,
     requestUri,
     request,
+    byValue,
+    requestUriMethod: params.request_uri_method,
     params,
   }
 }

@@ -134,7 +134,8 @@ function subjectOf(payload: Record<string, unknown>): Record<string, unknown> | 
   return isObject(vc.credentialSubject) ? vc.credentialSubject : undefined
 }
 
-function tamperValue(value: unknown): unknown {
+/** A changed value of the same kind: string + ` (tampered)`, number + 1, boolean negated, else 'tampered'. */
+export function tamperValue(value: unknown): unknown {
   if (typeof value === 'string') return `${value} (tampered)`
   if (typeof value === 'number') return value + 1
   if (typeof value === 'boolean') return !value

@@ -30,6 +30,7 @@ import {
   assertPresentationMisbehaviours,
   EXCLUSIVE_PRESENTATION_MISBEHAVIOURS,
   type PresentationMisbehaviour,
+  V1_ONLY_PRESENTATION_MISBEHAVIOURS,
 } from './misbehaviour.ts'
 import { parsePresentationLink } from './presentation-link.ts'
 import {
@@ -39,6 +40,7 @@ import {
   selectCredentials,
 } from './presentation-select.ts'
 import { revocationEntryOf, StatusListReader } from './presentation-status.ts'
+import { isV1Link } from './presentation-v1-request.ts'
 import {
   buildVpToken,
   credentialId,
@@ -58,8 +60,9 @@ import type { StoredCredential } from './store.ts'
 export const ACCESS_DENIED_DESCRIPTION = 'the holder declined to share the requested credentials'
 
 /**
- * The request asks with a DCQL query (`dcql_query`, OpenID4VP 1.0 §6) instead of a Presentation Exchange
- * `presentation_definition`: this wallet does not answer DCQL yet. Raised before anything is sent.
+ * The request asks with a DCQL query (`dcql_query`, OpenID4VP 1.0 §6) under a client_id without an OpenID4VP
+ * 1.0 client identifier prefix (a bare DID, the drafts' form): this wallet answers DCQL in the 1.0 form only
+ * (presentation-v1.ts), and a bare DID client_id with Presentation Exchange only. Raised before anything is sent.
  */
 export class DcqlNotSupportedError extends WalletUsageError {
   override name = 'DcqlNotSupportedError'
@@ -70,7 +73,7 @@ export class DcqlNotSupportedError extends WalletUsageError {
     readonly dcqlQuery: unknown,
   ) {
     super(
-      `the verifier ${typeof clientId === 'string' ? `${clientId} ` : ''}asks with a DCQL query (dcql_query, OpenID4VP 1.0 §6): this wallet does not support DCQL yet — it answers Presentation Exchange requests (presentation_definition) only. Nothing was sent to the verifier.`,
+      `the verifier ${typeof clientId === 'string' ? `${clientId} ` : ''}asks with a DCQL query (dcql_query, OpenID4VP 1.0 §6) under a client_id without an OpenID4VP 1.0 client identifier prefix (a bare DID is the drafts' form; 1.0 §5.9.3 writes decentralized_identifier:did:…): this wallet answers DCQL in the OpenID4VP 1.0 form only, and a bare DID client_id with Presentation Exchange (presentation_definition) only. Nothing was sent to the verifier.`,
     )
   }
 }
@@ -90,6 +93,8 @@ export interface PresentationContext {
   readonly kid: string
   readonly alg: JwsAlg
   readonly fetch: FetchLike | undefined
+  /** PEM trust anchors an x5c-signed request object must chain to (1.0 x509_san_dns, x509_hash) */
+  readonly trustAnchors: readonly string[]
   jwtSigner(): JwtSigner
   credentials(): StoredCredential[]
   lastPresentation(): RememberedPresentation | undefined
@@ -115,6 +120,8 @@ export interface RespondOptions {
 export interface PresentationResult {
   /** 'verified': the verifier answered 2xx to the VP; 'rejected-by-wallet': 2xx to the wallet's error answer */
   status: 'verified' | 'rejected-by-wallet'
+  /** which OpenID4VP profile answered: 'pe' (draft 20, Presentation Exchange) or '1.0' (DCQL) */
+  profile: 'pe' | '1.0'
   /** the last path segment of response_uri (the reference service's session id) */
   sessionId: string
   clientId: string
@@ -127,8 +134,15 @@ export interface PresentationResult {
   redirectUri?: string
   /** ids (jti, else urn:sha256 of the JWT) of the credentials in the VP, in VP order; [] for an error answer */
   presented: string[]
+  /** pe: the JWT VP; 1.0: the vp_token object as JSON text (as direct_post sends it) */
   vpToken?: string
   presentationSubmission?: PresentationSubmission
+  /** 1.0: the vp_token object, keyed by credential query id, each value an array of presentations (§8.1) */
+  dcqlVpToken?: Record<string, string[]>
+  /** 1.0: the response mode used (direct_post.jwt was asked but direct_post sent: 'plain-response') */
+  responseMode?: 'direct_post' | 'direct_post.jwt'
+  /** 1.0 direct_post.jwt: the JWE protected header sent (alg, enc, kid, epk) */
+  encryption?: { alg: string; enc: string; kid?: string; epk?: JsonWebKey }
   /** exactly what was posted */
   form: Record<string, string>
 }
@@ -356,6 +370,11 @@ export class PresentationSession {
     const misbehave = assertPresentationMisbehaviours(opts.misbehave)
     const now = opts.now ?? (() => Date.now())
     const parsed = parsePresentationLink(link)
+    if (isV1Link(parsed)) {
+      throw new WalletUsageError(
+        `${parsed.clientId ?? 'the link'} is an OpenID4VP 1.0 request (${parsed.byValue ? 'request parameters by value' : `client_id prefix ${parsed.clientId?.split(':')[0]}`}): answer it with startPresentationV1 or present; startPresentation speaks the draft-20 Presentation Exchange profile`,
+      )
+    }
     const requestObject = parsed.requestUri
       ? await fetchRequestObject(parsed.requestUri, wallet.fetch)
       : (parsed.request as string)
@@ -468,6 +487,12 @@ export class PresentationSession {
   async respond(opts: RespondOptions = {}): Promise<PresentationResult> {
     const misbehave = assertPresentationMisbehaviours(opts.misbehave)
     const step = opts.onStep ?? (() => {})
+    const v1Only = misbehave.filter((m) => V1_ONLY_PRESENTATION_MISBEHAVIOURS.includes(m))
+    if (v1Only.length > 0) {
+      throw new WalletUsageError(
+        `misbehaviour ${v1Only.join(', ')} applies to an OpenID4VP 1.0 (DCQL) answer only; ${this.clientId} is answered with Presentation Exchange (draft 20)`,
+      )
+    }
     const exclusive = misbehave.filter((m) => EXCLUSIVE_PRESENTATION_MISBEHAVIOURS.includes(m))
     const others = misbehave.filter((m) => m !== 'expired-session' && !exclusive.includes(m))
     if (exclusive.length > 1 || (exclusive.length === 1 && others.length > 0)) {
@@ -647,6 +672,7 @@ export class PresentationSession {
         : undefined
     return {
       status,
+      profile: 'pe',
       sessionId: this.sessionId,
       clientId: this.clientId,
       responseUri: this.responseUri,

@@ -34,6 +34,7 @@ import {
   type Misbehaviour,
   type PresentationMisbehaviour,
   V1_ONLY_MISBEHAVIOURS,
+  V1_ONLY_PRESENTATION_MISBEHAVIOURS,
 } from './misbehaviour.ts'
 import {
   type PresentationContext,
@@ -43,6 +44,9 @@ import {
   type RememberedPresentation,
   type StartPresentationOptions,
 } from './presentation.ts'
+import { parsePresentationLink } from './presentation-link.ts'
+import { PresentationSessionV1 } from './presentation-v1.ts'
+import { isV1Link } from './presentation-v1-request.ts'
 import type { JwtSigner } from './proof.ts'
 import { SdJwtReceiveError, verifyReceivedSdJwt } from './sd-jwt-receive.ts'
 import {
@@ -117,6 +121,11 @@ export interface PresentOptions {
   now?: () => number
   /** error_description of the 'access-denied' answer */
   errorDescription?: string
+  /**
+   * OpenID4VP 1.0: a DCQL query the held credentials cannot satisfy throws DcqlUnsatisfiedError and sends
+   * nothing ('throw', default), or is answered `access_denied` naming the unsatisfied queries ('access-denied')
+   */
+  onUnsatisfied?: 'throw' | 'access-denied'
 }
 
 const DEFAULT_DEFERRED_TIMEOUT_MS = 10 * 60 * 1000
@@ -317,17 +326,56 @@ export class Wallet implements WalletContext, PresentationContext {
   }
 
   /**
-   * The whole presentation: request object, credential selection (Presentation Exchange), JWT VP and
-   * presentation_submission posted to response_uri (or, for 'access-denied', the wallet's error answer).
+   * Starts an OpenID4VP 1.0 presentation (a link whose client_id carries a 1.0 client identifier prefix, or
+   * the request parameters by value): resolves the request (request_uri get or post, §5.10) and verifies it
+   * per its prefix (§5.9.3). `misbehave: ['expired-session']` skips the expiry check.
+   */
+  startPresentationV1(link: string, opts: StartPresentationOptions = {}): Promise<PresentationSessionV1> {
+    return PresentationSessionV1.start(this, link, opts)
+  }
+
+  /**
+   * The whole presentation. OpenID4VP 1.0 links (client_id prefix, or parameters by value): DCQL selection,
+   * SD-JWT VC and JWT VP presentations keyed by credential query id, direct_post or direct_post.jwt. Other
+   * links (a bare DID client_id): Presentation Exchange, a JWT VP and presentation_submission (draft 20).
+   * 'access-denied' answers the wallet's error answer instead.
    */
   async present(link: string, opts: PresentOptions = {}): Promise<PresentationResult> {
     const misbehave = assertPresentationMisbehaviours(opts.misbehave)
     const step = opts.onStep ?? (() => {})
+    if (isV1Link(parsePresentationLink(link))) {
+      const v1 = await this.startPresentationV1(link, { misbehave, ...(opts.now && { now: opts.now }) })
+      step('request', {
+        profile: '1.0',
+        clientId: v1.clientId,
+        prefix: v1.prefix,
+        requestUriMethod: v1.request.requestUriMethod,
+        signed: v1.request.signed,
+        responseUri: v1.responseUri,
+        responseMode: v1.responseMode,
+        dcqlQueryIds: v1.queryIds,
+        expiresAt: v1.expiresAt,
+      })
+      return v1.respond({
+        misbehave,
+        onStep: step,
+        ...(opts.errorDescription !== undefined && { errorDescription: opts.errorDescription }),
+        ...(opts.onUnsatisfied !== undefined && { onUnsatisfied: opts.onUnsatisfied }),
+      })
+    }
+    const v1Only = misbehave.filter((m) => V1_ONLY_PRESENTATION_MISBEHAVIOURS.includes(m))
+    if (v1Only.length > 0) {
+      // refused before the request object is fetched
+      throw new WalletUsageError(
+        `misbehaviour ${v1Only.join(', ')} applies to an OpenID4VP 1.0 (DCQL) answer only; this link is a Presentation Exchange (draft 20) request`,
+      )
+    }
     const session = await this.startPresentation(link, {
       misbehave,
       ...(opts.now && { now: opts.now }),
     })
     step('request', {
+      profile: 'pe',
       clientId: session.clientId,
       responseUri: session.responseUri,
       definitionId: session.presentationDefinition.id,

@@ -1,0 +1,345 @@
+// One OpenID4VP 1.0 Final presentation, step by step: PresentationSessionV1.start resolves and verifies the
+// request (presentation-v1-request.ts), select() matches the DCQL query against the held credentials
+// (presentation-dcql.ts), respond() builds one presentation per chosen credential — an SD-JWT with only the
+// selected disclosures and a KB-JWT (presentation-sd-jwt.ts), or a JWT VP of a jwt_vc_json credential
+// (presentation-vp.ts) — keys them by credential query id and posts them with direct_post or direct_post.jwt
+// (presentation-v1-response.ts). A misbehaviour changes one thing of the first presentation of its kind, or
+// of the response around them.
+
+import type { DcqlQuery } from 'dcql'
+import { isObject } from '../shared/json.ts'
+import { protocolError, WalletProtocolError, WalletUsageError } from './errors.ts'
+import { type HttpAnswer, httpRequest } from './http.ts'
+import {
+  assertPresentationMisbehaviours,
+  EXCLUSIVE_PRESENTATION_MISBEHAVIOURS,
+  JWT_VP_MISBEHAVIOURS,
+  PE_ONLY_PRESENTATION_MISBEHAVIOURS,
+  type PresentationMisbehaviour,
+  SD_JWT_PRESENTATION_MISBEHAVIOURS,
+} from './misbehaviour.ts'
+import {
+  ACCESS_DENIED_DESCRIPTION,
+  type PresentationContext,
+  type PresentationResult,
+  type PresentStep,
+  type RespondOptions,
+  type StartPresentationOptions,
+} from './presentation.ts'
+import {
+  type DcqlChoice,
+  type DcqlSelection,
+  DcqlUnsatisfiedError,
+  selectForDcql,
+} from './presentation-dcql.ts'
+import { parsePresentationLink } from './presentation-link.ts'
+import { presentSdJwt } from './presentation-sd-jwt.ts'
+import { type ClientIdPrefix, type ResolvedRequestV1, resolveRequestV1 } from './presentation-v1-request.ts'
+import {
+  directPostForm,
+  directPostJwtForm,
+  encryptResponse,
+  type JweHeader,
+  responsePayload,
+  type VpTokenV1,
+  withWrongQueryId,
+} from './presentation-v1-response.ts'
+import { buildVpToken, errorForm, selfIssueCopy, tamperCredential } from './presentation-vp.ts'
+
+export interface RespondV1Options extends RespondOptions {
+  /**
+   * What to do when the DCQL query cannot be satisfied: 'throw' (default) a DcqlUnsatisfiedError and send
+   * nothing, or 'access-denied': answer `access_denied` (1.0 §8.5: "The Wallet did not have the requested
+   * Credentials") naming the unsatisfied credential queries.
+   */
+  onUnsatisfied?: 'throw' | 'access-denied'
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
+
+export class PresentationSessionV1 {
+  readonly profile = '1.0' as const
+  /** the link as scanned */
+  readonly link: string
+  /** everything resolved and verified about the request */
+  readonly request: ResolvedRequestV1
+  /** the full client_id, prefix included */
+  readonly clientId: string
+  readonly prefix: ClientIdPrefix
+  readonly nonce: string
+  readonly state: string | undefined
+  readonly responseUri: string
+  readonly responseMode: ResolvedRequestV1['responseMode']
+  readonly dcqlQuery: DcqlQuery
+  /** the last path segment of response_uri */
+  readonly sessionId: string
+  /** `exp` of the request object, ms */
+  readonly expiresAt: number | undefined
+
+  private readonly wallet: PresentationContext
+  private readonly now: () => number
+
+  private constructor(
+    wallet: PresentationContext,
+    link: string,
+    request: ResolvedRequestV1,
+    now: () => number,
+  ) {
+    this.wallet = wallet
+    this.link = link
+    this.request = request
+    this.clientId = request.clientId
+    this.prefix = request.prefix
+    this.nonce = request.nonce
+    this.state = request.state
+    this.responseUri = request.responseUri
+    this.responseMode = request.responseMode
+    this.dcqlQuery = request.dcqlQuery
+    this.sessionId = decodeURIComponent(
+      new URL(request.responseUri).pathname.split('/').filter(Boolean).at(-1) ?? '',
+    )
+    this.expiresAt = request.expiresAt
+    this.now = now
+  }
+
+  /** Resolves the request (request_uri get/post, or by value) and verifies it per its client identifier prefix. */
+  static async start(
+    wallet: PresentationContext,
+    link: string,
+    opts: StartPresentationOptions = {},
+  ): Promise<PresentationSessionV1> {
+    const misbehave = assertPresentationMisbehaviours(opts.misbehave)
+    const now = opts.now ?? (() => Date.now())
+    const parsed = parsePresentationLink(link)
+    const request = await resolveRequestV1(parsed, {
+      fetch: wallet.fetch,
+      trustAnchors: wallet.trustAnchors,
+      now: now(),
+      allowExpired: misbehave.includes('expired-session'),
+      holderAlg: wallet.alg,
+    })
+    return new PresentationSessionV1(wallet, link, request, now)
+  }
+
+  /** The ids of the DCQL credential queries, in query order. */
+  get queryIds(): string[] {
+    return this.dcqlQuery.credentials.map((c) => c.id)
+  }
+
+  /** True when the request object's `exp` has passed on the wallet's clock. */
+  get expired(): boolean {
+    return this.expiresAt !== undefined && this.expiresAt <= this.now()
+  }
+
+  /** What a correct answer presents (nothing is sent); DcqlUnsatisfiedError when the query cannot be met. */
+  select(): Promise<DcqlSelection> {
+    return selectForDcql(this.dcqlQuery, this.wallet.credentials())
+  }
+
+  /**
+   * Answers the request: the vp_token (or, for 'access-denied', an error answer) posted to response_uri with
+   * the response mode the request asked for. A 2xx answer is the result; anything else a WalletProtocolError
+   * step 'response'.
+   */
+  async respond(opts: RespondV1Options = {}): Promise<PresentationResult> {
+    const misbehave = assertPresentationMisbehaviours(opts.misbehave)
+    const step = opts.onStep ?? (() => {})
+    const peOnly = misbehave.filter((m) => PE_ONLY_PRESENTATION_MISBEHAVIOURS.includes(m))
+    if (peOnly.length > 0) {
+      throw new WalletUsageError(
+        `misbehaviour ${peOnly.join(', ')} belongs to the Presentation Exchange (draft 20) answer; an OpenID4VP 1.0 answer has no presentation_submission, Bitstring status check or remembered JWT VP for it`,
+      )
+    }
+    const exclusive = misbehave.filter((m) => EXCLUSIVE_PRESENTATION_MISBEHAVIOURS.includes(m))
+    const others = misbehave.filter((m) => m !== 'expired-session' && !exclusive.includes(m))
+    if (exclusive.length === 1 && others.length > 0) {
+      throw new WalletUsageError(
+        `misbehaviour ${exclusive[0]} replaces the whole answer: combine it with expired-session only, not with ${others.join(', ')}`,
+      )
+    }
+    if (misbehave.includes('plain-response') && this.responseMode !== 'direct_post.jwt') {
+      throw new WalletUsageError(
+        `'plain-response' answers direct_post where direct_post.jwt was asked; this request asks for ${this.responseMode}`,
+      )
+    }
+    if (!misbehave.includes('expired-session') && this.expired) {
+      throw new WalletProtocolError({
+        step: 'request',
+        status: this.request.status,
+        error: 'invalid_request_object',
+        errorDescription: `the request object expired at ${new Date(this.expiresAt as number).toISOString()}: not answering it (misbehaviour expired-session answers anyway)`,
+      })
+    }
+    if (misbehave.includes('access-denied')) {
+      return this.decline(opts.errorDescription ?? ACCESS_DENIED_DESCRIPTION, step)
+    }
+
+    let selection: DcqlSelection
+    try {
+      selection = await this.select()
+    } catch (error) {
+      if (error instanceof DcqlUnsatisfiedError && opts.onUnsatisfied === 'access-denied') {
+        step('select', { unsatisfied: error.credentialQueries })
+        return this.decline(
+          opts.errorDescription ??
+            `the wallet holds no credential for the credential quer${error.credentialQueries.length === 1 ? 'y' : 'ies'} ${error.credentialQueries.join(', ')}`,
+          step,
+        )
+      }
+      throw error
+    }
+    step('select', {
+      dcql: selection.answers.flatMap((a) =>
+        a.credentials.map((c) => ({ query: a.queryId, credential: c.credential.id, claims: c.claimPaths })),
+      ),
+    })
+
+    const choices = selection.answers.flatMap((a) => a.credentials)
+    const sdTarget = choices.find((c) => c.format === 'dc+sd-jwt')
+    const vpTarget = choices.find((c) => c.format === 'jwt_vc_json')
+    const sdMisbehaviours = misbehave.filter((m) => SD_JWT_PRESENTATION_MISBEHAVIOURS.includes(m))
+    const vpMisbehaviours = misbehave.filter((m) => JWT_VP_MISBEHAVIOURS.includes(m))
+    if (sdMisbehaviours.length > 0 && !sdTarget) {
+      throw new WalletUsageError(
+        `misbehaviour ${sdMisbehaviours.join(', ')} changes an SD-JWT VC presentation, but this answer presents no dc+sd-jwt credential`,
+      )
+    }
+    if (vpMisbehaviours.length > 0 && !vpTarget) {
+      throw new WalletUsageError(
+        `misbehaviour ${vpMisbehaviours.join(', ')} changes a JWT VP (jwt_vc_json), but this answer presents no jwt_vc_json credential${misbehave.some((m) => m === 'vp-wrong-nonce' || m === 'vp-wrong-aud') ? ' (kb-wrong-nonce / kb-wrong-aud are the SD-JWT ones)' : ''}`,
+      )
+    }
+
+    let vpToken: VpTokenV1 = {}
+    for (const answer of selection.answers) {
+      const presentations: string[] = []
+      for (const choice of answer.credentials) {
+        presentations.push(
+          await this.present(
+            choice,
+            choice === sdTarget ? sdMisbehaviours : choice === vpTarget ? vpMisbehaviours : [],
+          ),
+        )
+      }
+      vpToken[answer.queryId] = presentations
+    }
+    if (misbehave.includes('vp-token-wrong-id')) vpToken = withWrongQueryId(vpToken)
+
+    let form: Record<string, string>
+    let encryption: JweHeader | undefined
+    if (this.responseMode === 'direct_post.jwt' && !misbehave.includes('plain-response')) {
+      const encrypted = await encryptResponse(
+        responsePayload(vpToken, this.state),
+        this.request.encryption as NonNullable<ResolvedRequestV1['encryption']>,
+      )
+      form = directPostJwtForm(encrypted.jwe)
+      encryption = encrypted.header
+    } else {
+      form = directPostForm(vpToken, this.state)
+    }
+    const answer = await this.post(form, step)
+    const presented = choices.map((c) => c.credential.id)
+    return {
+      ...this.result('verified', answer, form, presented),
+      vpToken: JSON.stringify(vpToken),
+      dcqlVpToken: vpToken,
+      responseMode: misbehave.includes('plain-response') ? 'direct_post' : this.responseMode,
+      ...(encryption && { encryption }),
+    }
+  }
+
+  /** One presentation of a chosen credential, with the misbehaviours aimed at it. */
+  private async present(choice: DcqlChoice, misbehave: readonly PresentationMisbehaviour[]): Promise<string> {
+    const iat = Math.floor(this.now() / 1000)
+    if (choice.format === 'dc+sd-jwt') {
+      const { presentation } = await presentSdJwt({
+        credential: choice.credential.credential,
+        claimPaths: choice.claimPaths,
+        nonce: this.nonce,
+        audience: this.clientId,
+        iat,
+        signer: this.wallet.jwtSigner(),
+        misbehave,
+      })
+      return presentation
+    }
+    // jwt_vc_json: a JWT VP of the credential as issued (1.0 §B.1.3.1.5: nonce, aud = the client_id)
+    let credential = choice.credential.credential
+    try {
+      if (misbehave.includes('tampered-credential')) credential = tamperCredential(credential).jwt
+      if (misbehave.includes('untrusted-issuer')) credential = selfIssueCopy(credential).jwt
+    } catch (error) {
+      throw new WalletUsageError(`cannot apply ${misbehave.join(', ')}: ${message(error)}`)
+    }
+    return buildVpToken(this.wallet.jwtSigner(), {
+      holder: this.wallet.did,
+      audience: this.clientId,
+      nonce: this.nonce,
+      presentation: { verifiableCredential: [credential] },
+      misbehave,
+      now: () => iat,
+    })
+  }
+
+  /**
+   * The error answer (1.0 §8.5 access_denied). Sent form-encoded even for direct_post.jwt, as §8.3.1 allows an
+   * unencrypted error response.
+   */
+  private async decline(
+    description: string,
+    step: (step: PresentStep, detail?: unknown) => void,
+  ): Promise<PresentationResult> {
+    const form = errorForm({ error: 'access_denied', errorDescription: description, state: this.state })
+    const answer = await this.post(form, step)
+    return this.result('rejected-by-wallet', answer, form, [])
+  }
+
+  private async post(form: Record<string, string>, step: (step: PresentStep, detail?: unknown) => void) {
+    let answer: HttpAnswer
+    try {
+      // §14.8: a redirect of the response is not followed (it would re-send the presentations elsewhere)
+      answer = await httpRequest(
+        this.responseUri,
+        { method: 'POST', form, noRedirects: true },
+        this.wallet.fetch,
+      )
+    } catch (error) {
+      throw new WalletProtocolError({
+        step: 'response',
+        status: 0,
+        error: 'unreachable',
+        errorDescription: `${this.responseUri}: ${message(error)}`,
+      })
+    }
+    step('response', { status: answer.status, body: answer.body })
+    if (answer.status < 200 || answer.status >= 300)
+      throw protocolError('response', answer.status, answer.body)
+    return answer
+  }
+
+  private result(
+    status: PresentationResult['status'],
+    answer: HttpAnswer,
+    form: Record<string, string>,
+    presented: string[],
+  ): PresentationResult {
+    const redirectUri =
+      isObject(answer.body) && typeof answer.body.redirect_uri === 'string'
+        ? answer.body.redirect_uri
+        : undefined
+    return {
+      status,
+      profile: '1.0',
+      sessionId: this.sessionId,
+      clientId: this.clientId,
+      responseUri: this.responseUri,
+      httpStatus: answer.status,
+      response: answer.body,
+      ...(redirectUri !== undefined && { redirectUri }),
+      presented,
+      form,
+    }
+  }
+}
