@@ -46,6 +46,25 @@ export const JWT_ONLY_MISBEHAVIOURS: readonly Misbehaviour[] = [
  */
 export const V1_ONLY_MISBEHAVIOURS: readonly Misbehaviour[] = ['legacy-proof', 'legacy-format-request']
 
+/**
+ * Presentation misbehaviours that only mean something in an OpenID4VP 1.0 answer: the SD-JWT VC presentation
+ * and its key-binding JWT (1.0 Appendix B.3.6), the encrypted response (§8.3) and the DCQL vp_token (§8.1).
+ * Passed to a Presentation Exchange (draft 20) answer they are a WalletUsageError.
+ */
+const V1_ONLY = [
+  'sd-tampered-disclosure',
+  'sd-extra-disclosure',
+  'kb-wrong-sd-hash',
+  'kb-wrong-nonce',
+  'kb-wrong-aud',
+  'kb-stale-iat',
+  'kb-missing',
+  'plain-response',
+  'vp-token-wrong-id',
+] as const
+export type V1OnlyPresentationMisbehaviour = (typeof V1_ONLY)[number]
+export const V1_ONLY_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbehaviour[] = V1_ONLY
+
 /** Misbehaviours of the OpenID4VP presentation flow (`present`, `PresentationSession.respond`). */
 export const PRESENTATION_MISBEHAVIOURS = [
   'vp-wrong-nonce',
@@ -59,45 +78,10 @@ export const PRESENTATION_MISBEHAVIOURS = [
   'lying-submission',
   'access-denied',
   // OpenID4VP 1.0 answers only (DCQL vp_token, SD-JWT VC presentations, direct_post.jwt)
-  'sd-tampered-disclosure',
-  'sd-extra-disclosure',
-  'kb-wrong-sd-hash',
-  'kb-wrong-nonce',
-  'kb-wrong-aud',
-  'kb-stale-iat',
-  'kb-missing',
-  'plain-response',
-  'vp-token-wrong-id',
+  ...V1_ONLY,
 ] as const
 
 export type PresentationMisbehaviour = (typeof PRESENTATION_MISBEHAVIOURS)[number]
-
-/**
- * Presentation misbehaviours that only mean something in an OpenID4VP 1.0 answer: the SD-JWT VC presentation
- * and its key-binding JWT (1.0 Appendix B.3.6), the encrypted response (§8.3) and the DCQL vp_token (§8.1).
- * Passed to a Presentation Exchange (draft 20) answer they are a WalletUsageError.
- */
-export type V1OnlyPresentationMisbehaviour =
-  | 'sd-tampered-disclosure'
-  | 'sd-extra-disclosure'
-  | 'kb-wrong-sd-hash'
-  | 'kb-wrong-nonce'
-  | 'kb-wrong-aud'
-  | 'kb-stale-iat'
-  | 'kb-missing'
-  | 'plain-response'
-  | 'vp-token-wrong-id'
-export const V1_ONLY_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbehaviour[] = [
-  'sd-tampered-disclosure',
-  'sd-extra-disclosure',
-  'kb-wrong-sd-hash',
-  'kb-wrong-nonce',
-  'kb-wrong-aud',
-  'kb-stale-iat',
-  'kb-missing',
-  'plain-response',
-  'vp-token-wrong-id',
-] satisfies readonly V1OnlyPresentationMisbehaviour[]
 
 /**
  * Presentation misbehaviours of the Presentation Exchange answer that a 1.0 answer has no place for: no

@@ -7,9 +7,7 @@
 // of the response around them.
 
 import type { DcqlQuery } from 'dcql'
-import { isObject } from '../shared/json.ts'
-import { protocolError, WalletProtocolError, WalletUsageError } from './errors.ts'
-import { type HttpAnswer, httpRequest } from './http.ts'
+import { WalletProtocolError, WalletUsageError } from './errors.ts'
 import {
   assertPresentationMisbehaviours,
   EXCLUSIVE_PRESENTATION_MISBEHAVIOURS,
@@ -23,6 +21,8 @@ import {
   type PresentationContext,
   type PresentationResult,
   type PresentStep,
+  postAuthorizationResponse,
+  presentationResult,
   type RespondOptions,
   type StartPresentationOptions,
 } from './presentation.ts'
@@ -239,10 +239,10 @@ export class PresentationSessionV1 {
     } else {
       form = directPostForm(vpToken, this.state)
     }
-    const answer = await this.post(form, step)
+    const answer = await postAuthorizationResponse(this, form, step, this.wallet.fetch)
     const presented = choices.map((c) => c.credential.id)
     return {
-      ...this.result('verified', answer, form, presented),
+      ...presentationResult(this, '1.0', 'verified', answer, form, presented),
       vpToken: JSON.stringify(vpToken),
       dcqlVpToken: vpToken,
       responseMode: misbehave.includes('plain-response') ? 'direct_post' : this.responseMode,
@@ -292,54 +292,7 @@ export class PresentationSessionV1 {
     step: (step: PresentStep, detail?: unknown) => void,
   ): Promise<PresentationResult> {
     const form = errorForm({ error: 'access_denied', errorDescription: description, state: this.state })
-    const answer = await this.post(form, step)
-    return this.result('rejected-by-wallet', answer, form, [])
-  }
-
-  private async post(form: Record<string, string>, step: (step: PresentStep, detail?: unknown) => void) {
-    let answer: HttpAnswer
-    try {
-      // §14.8: a redirect of the response is not followed (it would re-send the presentations elsewhere)
-      answer = await httpRequest(
-        this.responseUri,
-        { method: 'POST', form, noRedirects: true },
-        this.wallet.fetch,
-      )
-    } catch (error) {
-      throw new WalletProtocolError({
-        step: 'response',
-        status: 0,
-        error: 'unreachable',
-        errorDescription: `${this.responseUri}: ${message(error)}`,
-      })
-    }
-    step('response', { status: answer.status, body: answer.body })
-    if (answer.status < 200 || answer.status >= 300)
-      throw protocolError('response', answer.status, answer.body)
-    return answer
-  }
-
-  private result(
-    status: PresentationResult['status'],
-    answer: HttpAnswer,
-    form: Record<string, string>,
-    presented: string[],
-  ): PresentationResult {
-    const redirectUri =
-      isObject(answer.body) && typeof answer.body.redirect_uri === 'string'
-        ? answer.body.redirect_uri
-        : undefined
-    return {
-      status,
-      profile: '1.0',
-      sessionId: this.sessionId,
-      clientId: this.clientId,
-      responseUri: this.responseUri,
-      httpStatus: answer.status,
-      response: answer.body,
-      ...(redirectUri !== undefined && { redirectUri }),
-      presented,
-      form,
-    }
+    const answer = await postAuthorizationResponse(this, form, step, this.wallet.fetch)
+    return presentationResult(this, '1.0', 'rejected-by-wallet', answer, form, [])
   }
 }

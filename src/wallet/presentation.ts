@@ -513,8 +513,8 @@ export class PresentationSession {
         errorDescription: opts.errorDescription ?? ACCESS_DENIED_DESCRIPTION,
         state: this.state,
       })
-      const answer = await this.post(form, step)
-      return this.result('rejected-by-wallet', answer, form, [])
+      const answer = await postAuthorizationResponse(this, form, step, this.wallet.fetch)
+      return presentationResult(this, 'pe', 'rejected-by-wallet', answer, form, [])
     }
 
     // 'vp-replayed' presents the previous VP's credentials, and its sign callback answers the previous VP
@@ -612,7 +612,7 @@ export class PresentationSession {
       // same field, same place: only the format identifiers differ from what the library checked
       form.presentation_submission = JSON.stringify(submission)
     }
-    const answer = await this.post(form, step)
+    const answer = await postAuthorizationResponse(this, form, step, this.wallet.fetch)
     const presented = presentedJwts.map(credentialId)
     if (!misbehave.some((m) => DISHONEST.includes(m))) {
       this.wallet.rememberPresentation({
@@ -622,7 +622,10 @@ export class PresentationSession {
         responseUri: this.responseUri,
       })
     }
-    return this.result('verified', answer, form, presented, { vpToken, presentationSubmission: submission })
+    return presentationResult(this, 'pe', 'verified', answer, form, presented, {
+      vpToken,
+      presentationSubmission: submission,
+    })
   }
 
   /**
@@ -640,49 +643,72 @@ export class PresentationSession {
       })),
     }
   }
+}
 
-  private async post(form: Record<string, string>, step: (step: PresentStep, detail?: unknown) => void) {
-    let answer: HttpAnswer
-    try {
-      answer = await httpRequest(this.responseUri, { method: 'POST', form }, this.wallet.fetch)
-    } catch (error) {
-      throw new WalletProtocolError({
-        step: 'response',
-        status: 0,
-        error: 'unreachable',
-        errorDescription: `${this.responseUri}: ${message(error)}`,
-      })
-    }
-    step('response', { status: answer.status, body: answer.body })
-    if (answer.status < 200 || answer.status >= 300)
-      throw protocolError('response', answer.status, answer.body)
-    return answer
+/** Where a presentation session answers: its response_uri, and what its result names. */
+export interface ResponseTarget {
+  readonly sessionId: string
+  readonly clientId: string
+  readonly responseUri: string
+}
+
+/**
+ * Posts the authorization response (direct_post, or its JWE form) to the session's response_uri. A
+ * redirect is never followed (OpenID4VP 1.0 §14.8: it would re-send the presentations elsewhere); a non-2xx
+ * answer is the verifier's refusal, as a WalletProtocolError.
+ */
+export async function postAuthorizationResponse(
+  target: ResponseTarget,
+  form: Record<string, string>,
+  step: (step: PresentStep, detail?: unknown) => void,
+  fetchImpl: FetchLike | undefined,
+): Promise<HttpAnswer> {
+  let answer: HttpAnswer
+  try {
+    answer = await httpRequest(
+      target.responseUri,
+      { method: 'POST', form, noRedirects: true },
+      fetchImpl,
+    )
+  } catch (error) {
+    throw new WalletProtocolError({
+      step: 'response',
+      status: 0,
+      error: 'unreachable',
+      errorDescription: `${target.responseUri}: ${message(error)}`,
+    })
   }
+  step('response', { status: answer.status, body: answer.body })
+  if (answer.status < 200 || answer.status >= 300) throw protocolError('response', answer.status, answer.body)
+  return answer
+}
 
-  private result(
-    status: PresentationResult['status'],
-    answer: HttpAnswer,
-    form: Record<string, string>,
-    presented: string[],
-    vp?: { vpToken: string; presentationSubmission: PresentationSubmission },
-  ): PresentationResult {
-    const redirectUri =
-      isObject(answer.body) && typeof answer.body.redirect_uri === 'string'
-        ? answer.body.redirect_uri
-        : undefined
-    return {
-      status,
-      profile: 'pe',
-      sessionId: this.sessionId,
-      clientId: this.clientId,
-      responseUri: this.responseUri,
-      httpStatus: answer.status,
-      response: answer.body,
-      ...(redirectUri !== undefined && { redirectUri }),
-      presented,
-      ...(vp && { vpToken: vp.vpToken, presentationSubmission: vp.presentationSubmission }),
-      form,
-    }
+/** What a presentation session reports once the verifier answered. */
+export function presentationResult(
+  target: ResponseTarget,
+  profile: PresentationResult['profile'],
+  status: PresentationResult['status'],
+  answer: HttpAnswer,
+  form: Record<string, string>,
+  presented: string[],
+  vp?: { vpToken: string; presentationSubmission: PresentationSubmission },
+): PresentationResult {
+  const redirectUri =
+    isObject(answer.body) && typeof answer.body.redirect_uri === 'string'
+      ? answer.body.redirect_uri
+      : undefined
+  return {
+    status,
+    profile,
+    sessionId: target.sessionId,
+    clientId: target.clientId,
+    responseUri: target.responseUri,
+    httpStatus: answer.status,
+    response: answer.body,
+    ...(redirectUri !== undefined && { redirectUri }),
+    presented,
+    ...(vp && { vpToken: vp.vpToken, presentationSubmission: vp.presentationSubmission }),
+    form,
   }
 }
 
