@@ -91,6 +91,26 @@ describe('bench arguments and plan', () => {
   })
 })
 
+describe('verifier bench', () => {
+  test('bench/verifier.ts --smoke verifies every presentation and prints a row per profile and format', () => {
+    const run = spawnSync(process.execPath, ['--import', 'tsx', 'bench/verifier.ts', '--smoke'], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    })
+    assert.equal(run.status, 0, `exit ${run.status}\n${run.stdout}\n${run.stderr}`)
+    for (const row of [
+      /^\| pe \| jwt_vc_json \| direct_post \| EdDSA \| \d+ .*\| \(baseline\) \|/m,
+      /^\| dcql \| jwt_vc_json \| direct_post \| EdDSA \| \d+ .*\| ×\d+\.\d\d \|/m,
+      /^\| dcql \| dc\+sd-jwt \| direct_post \| EdDSA \| \d+ .*\| ×\d+\.\d\d \|/m,
+      /^\| dcql \| dc\+sd-jwt \| direct_post\.jwt \| EdDSA \| \d+ .*\| ×\d+\.\d\d \|/m,
+      /^\| dcql \| dc\+sd-jwt \| direct_post \| ES256 \| \d+ .*\| ×\d+\.\d\d \|/m,
+    ]) {
+      assert.match(run.stdout, row)
+    }
+    assert.doesNotMatch(run.stdout + run.stderr, /DID NOT VERIFY/)
+  })
+})
+
 describe('bench figures', () => {
   test('nearest-rank percentiles', () => {
     const values = Array.from({ length: 100 }, (_, i) => 100 - i)
