@@ -1,6 +1,9 @@
-// Helpers of test/browser.test.ts and test/demo.test.ts: the service with the demo relying party on a real port,
-// QR decoding from a screenshot, and the secret scan of everything the page received.
+// Helpers of test/browser.test.ts, test/demo.test.ts and test/sandbox.test.ts: the service with the demo relying
+// party on a real port, QR decoding from a screenshot, the secret scan of everything the page received, and an
+// OpenID4VP 1.0 wallet built from independent code (the OWF clients of test/fixtures/owf-holder.ts) for the
+// dcql profile's flows.
 import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -12,6 +15,7 @@ import { planSandbox } from '../src/harness/sandbox.ts'
 import type { ServiceConfig } from '../src/service/config/index.ts'
 import { type RunningServer, startServer } from '../src/service/server.ts'
 import type { Clock } from '../src/service/util/clock.ts'
+import { owfHolder, owfPresenter, owfReceive, sdJwtPresentation } from './fixtures/owf-holder.ts'
 import { demoConfig } from './helpers.ts'
 
 // jsqr is CommonJS whose types declare a default export; what the loader hands over differs (cf. util/ajv.ts).
@@ -32,12 +36,17 @@ export interface DemoServer {
 /** The service on 127.0.0.1 and a free port, in memory, with the demo relying party at /demo. */
 export async function startDemoServer(
   clock: Clock,
-  options: { config?: ServiceConfig; fetch?: typeof fetch } = {},
+  options: {
+    config?: ServiceConfig
+    fetch?: typeof fetch
+    /** The demo's templates (`serve --issue / --verify`); default the first ones, as `serve` picks them. */
+    templates?: { issue?: string; verify?: string }
+  } = {},
 ): Promise<DemoServer> {
   const config = options.config ?? demoConfig()
   const demo = demoPlugin({
     config,
-    plan: planSandbox(config),
+    plan: planSandbox(config, options.templates),
     clock,
     ...(options.fetch ? { fetch: options.fetch } : {}),
   })
@@ -118,4 +127,87 @@ export function decodeQr(png: Buffer): string {
 export function screenshotPath(name: string): string {
   if (!existsSync(SCREENSHOTS)) mkdirSync(SCREENSHOTS, { recursive: true })
   return join(SCREENSHOTS, `${name}.png`)
+}
+
+/** The demo configuration's OpenID4VP 1.0 pair: a dc+sd-jwt VerifiableId and the dcql template asking for it. */
+export const DCQL_TEMPLATES = { issue: 'pid-sd-jwt', verify: 'pid-check' } as const
+
+/**
+ * A holder answering OpenID4VP 1.0 (dcql) requests with SD-JWT VCs, from code nobody here wrote: the OWF
+ * OpenID4VCI client receives, the OWF OpenID4VP client resolves and answers (encrypting for direct_post.jwt),
+ * @sd-jwt/sd-jwt-vc presents (test/fixtures/owf-holder.ts; the whole sequence is test/owf-openid4vp.test.ts).
+ */
+export class OwfDcqlWallet {
+  readonly holder = owfHolder('ES256')
+  /** The last SD-JWT VC received. */
+  credential: string | undefined
+
+  /** Redeems an offer link (openid-credential-offer://…) with a jwk-bound proof; keeps the SD-JWT VC. */
+  async receive(offerLink: string): Promise<string> {
+    const { result } = await owfReceive(this.holder, offerLink, 'jwk')
+    const credential = (result.credentialResponse as { credentials?: { credential: string }[] })
+      .credentials?.[0]?.credential
+    assert.equal(typeof credential, 'string', 'the credential response carries no credential')
+    this.credential = credential as string
+    return this.credential
+  }
+
+  /**
+   * Resolves an authorization request (openid4vp://…; fetches its request_uri, which the verifier sees as
+   * request_retrieved) and returns its payload and a `respond` that answers every credential query with the
+   * held SD-JWT VC disclosing `disclose`, and posts the answer.
+   */
+  async start(link: string, disclose: readonly string[] = ['familyName']) {
+    const presenter = owfPresenter()
+    const params = Object.fromEntries(new URL(link).searchParams)
+    const resolved = await presenter.resolveOpenId4vpAuthorizationRequest({
+      authorizationRequestPayload: params as never,
+      wallet: { metadata: { request_object_signing_alg_values_supported: ['EdDSA', 'ES256'] } as never },
+    })
+    const request = resolved.authorizationRequestPayload as Record<string, unknown> & {
+      nonce: string
+      client_id: string
+      response_mode: string
+    }
+    const query = resolved.dcql?.query
+    const { credentials } = (typeof query === 'string' ? JSON.parse(query) : query) as {
+      credentials: { id: string }[]
+    }
+    const respond = async (): Promise<{ status: number; body: string }> => {
+      const credential = this.credential
+      assert.ok(credential, 'the wallet holds no SD-JWT VC')
+      const binding = { nonce: request.nonce, aud: request.client_id }
+      const vpToken: Record<string, string[]> = {}
+      for (const { id } of credentials) {
+        vpToken[id] = [await sdJwtPresentation(this.holder, credential, disclose, binding)]
+      }
+      const encrypted = request.response_mode === 'direct_post.jwt'
+      const response = await presenter.createOpenid4vpAuthorizationResponse({
+        authorizationRequestPayload: request as never,
+        authorizationResponsePayload: { vp_token: vpToken } as never,
+        ...(encrypted && {
+          jarm: {
+            encryption: { nonce: randomBytes(16).toString('base64url') },
+            serverMetadata: {
+              authorization_signing_alg_values_supported: ['ES256'],
+              authorization_encryption_alg_values_supported: ['ECDH-ES'],
+              authorization_encryption_enc_values_supported: ['A128GCM'],
+            },
+          },
+        }),
+      })
+      const submitted = await presenter.submitOpenid4vpAuthorizationResponse({
+        authorizationRequestPayload: request as never,
+        authorizationResponsePayload: response.authorizationResponsePayload,
+        ...(response.jarm && { jarm: { responseJwt: response.jarm.responseJwt } }),
+      })
+      return { status: submitted.response.status, body: await submitted.response.text() }
+    }
+    return { request, queryIds: credentials.map((c) => c.id), respond }
+  }
+
+  /** start, then respond at once. */
+  async present(link: string, disclose?: readonly string[]) {
+    return (await this.start(link, disclose)).respond()
+  }
 }

@@ -2,7 +2,8 @@
 // the service with the demo relying party (src/demo/) on a real port, a ShiftedClock to expire flows, the
 // simulated wallet scanning what the page shows. Every assertion on the page waits for the component to
 // update by itself (its `state` attribute), bounded by STATE_TIMEOUT_MS. Screenshots of every state go to
-// reports/screenshots/. One browser for the file, a new context per test.
+// reports/screenshots/. One browser for the file, a new context per test. A second demo server runs the demo's
+// OpenID4VP 1.0 templates (dcql profile), answered by an independent wallet (OwfDcqlWallet).
 import assert from 'node:assert/strict'
 import { existsSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
@@ -15,8 +16,10 @@ import type { PageState } from '../src/web/flow-state.ts'
 import {
   assertNoSecrets,
   CHROMIUM_PATH,
+  DCQL_TEMPLATES,
   type DemoServer,
   decodeQr,
+  OwfDcqlWallet,
   screenshotPath,
   secretsOf,
   startDemoServer,
@@ -31,6 +34,8 @@ const PAST_LIFETIMES_MS = 660_000
 
 const clock = new ShiftedClock()
 let demo: DemoServer
+/** The demo with `--issue pid-sd-jwt --verify pid-check`: a dc+sd-jwt VerifiableId and a dcql session. */
+let dcql: DemoServer
 let browser: Browser
 let secrets: string[]
 /** A wallet holding a UniversityDegreeCredential, issued straight through the API (not through a page). */
@@ -41,8 +46,9 @@ before(async () => {
     existsSync(CHROMIUM_PATH),
     `no Chromium at ${CHROMIUM_PATH}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`,
   )
-  ;[demo, browser, holder] = await Promise.all([
+  ;[demo, dcql, browser, holder] = await Promise.all([
     startDemoServer(clock),
+    startDemoServer(clock, { templates: DCQL_TEMPLATES }),
     chromium.launch({ executablePath: CHROMIUM_PATH, headless: true }),
     Wallet.create(),
   ])
@@ -58,6 +64,7 @@ before(async () => {
 after(async () => {
   await browser?.close()
   await demo?.close()
+  await dcql?.close()
 })
 
 /** A fresh browser context per test; closed (sockets and all) when the test ends. */
@@ -76,7 +83,7 @@ async function withContext(run: (context: BrowserContext) => Promise<void>) {
  * when polling started): a wallet scanning earlier could not be missed by polling, but by a socket not yet
  * subscribed.
  */
-async function openPage(context: BrowserContext, path: string, transport = 'websocket') {
+async function openPage(context: BrowserContext, path: string, transport = 'websocket', server = demo) {
   const page = await context.newPage()
   const watch = watchPage(page)
   await page.addInitScript(() => {
@@ -86,7 +93,7 @@ async function openPage(context: BrowserContext, path: string, transport = 'webs
       states.push((event as CustomEvent<{ state: string }>).detail.state)
     })
   })
-  await page.goto(`${demo.url}${path}`)
+  await page.goto(`${server.url}${path}`)
   await waitForState(page, 'waiting')
   await page.waitForSelector(`vc-flow-qr[active-transport="${transport}"]`, {
     state: 'attached',
@@ -153,6 +160,19 @@ describe('the relying-party QR page in Chromium', { timeout: 60_000 }, () => {
       await shot(page, 'verification-waiting')
       const link = await scanQr(page)
       assert.match(link, /^openid-vp:\/\/\?/)
+      // A pe session: the page names its profile and the definition's input descriptor.
+      const qr = page.locator('vc-flow-qr')
+      assert.equal(await qr.getAttribute('profile'), 'pe')
+      assert.equal(
+        await qr.locator('[part="profile"]').textContent(),
+        'Asks, over OpenID4VP draft 20, Presentation Exchange, for:',
+      )
+      const descriptors = await qr.locator('[part="requested"] li').allTextContents()
+      assert.equal(descriptors.length, 1)
+      assert.match(
+        descriptors[0] ?? '',
+        /^UniversityDegreeCredential; formats jwt, [^;]*jwt_vc_json[^;]*; no claims named$/,
+      )
       const presentation = await holder.startPresentation(link) // fetches the request object
       await waitForState(page, 'scanned')
       await shot(page, 'verification-scanned')
@@ -162,6 +182,50 @@ describe('the relying-party QR page in Chromium', { timeout: 60_000 }, () => {
       await shot(page, 'verification-verified')
       assert.deepEqual(await statesSeen(page), ['loading', 'waiting', 'scanned', 'verified'])
       await watch.check(secrets)
+    })
+  })
+
+  test('OpenID4VP 1.0 (dcql): an SD-JWT VC issued from /demo/issue, presented to /demo/verify; the page reaches verified', {
+    timeout: TEST_TIMEOUT_MS,
+  }, async () => {
+    await withContext(async (context) => {
+      const wallet = new OwfDcqlWallet()
+      const issue = await openPage(context, '/demo/issue', 'websocket', dcql)
+      const offerLink = await scanQr(issue.page)
+      assert.match(offerLink, /^openid-credential-offer:\/\/\?credential_offer_uri=/)
+      await wallet.receive(offerLink)
+      await waitForState(issue.page, 'issued')
+      assert.equal(await issue.page.locator('vc-flow-qr').getAttribute('profile'), null)
+
+      const { page, watch } = await openPage(context, '/demo/verify', 'websocket', dcql)
+      await shot(page, 'verification-dcql-waiting')
+      const link = await scanQr(page)
+      assert.match(
+        link,
+        /^openid4vp:\/\/\?client_id=decentralized_identifier%3Adid%3Akey%3A[^&]+&request_uri=/,
+      )
+      assert.equal(await deepLinkHref(page), link, 'the same-device button carries the QR content')
+      const qr = page.locator('vc-flow-qr')
+      assert.equal(await qr.getAttribute('profile'), 'dcql')
+      assert.ok(await qr.locator('[part="request"]').isVisible(), 'what the request asks for is not shown')
+      assert.equal(await qr.locator('[part="profile"]').textContent(), 'Asks, over OpenID4VP 1.0, DCQL, for:')
+      assert.deepEqual(await qr.locator('[part="requested"] li').allTextContents(), [
+        `VerifiableId; type ${dcql.url}/oid4vci/demo/vct/VerifiableId; format dc+sd-jwt; claims familyName`,
+      ])
+      assert.equal(await qr.locator('h2[part="title"]').textContent(), 'Share your VerifiableId')
+
+      const started = await wallet.start(link) // resolves the request: fetches the request object
+      await waitForState(page, 'scanned')
+      await shot(page, 'verification-dcql-scanned')
+      const answered = await started.respond() // direct_post.jwt: the vp_token encrypted to the session's key
+      assert.equal(answered.status, 200, answered.body)
+      await waitForState(page, 'verified')
+      await shot(page, 'verification-dcql-verified')
+      assert.ok(!(await qr.locator('[part="request"]').isVisible()), 'the request is still shown when done')
+      assert.deepEqual(await statesSeen(page), ['loading', 'waiting', 'scanned', 'verified'])
+      assert.equal(await qr.getAttribute('active-transport'), 'websocket')
+      await watch.check(secrets)
+      await issue.watch.check(secrets)
     })
   })
 

@@ -1,6 +1,8 @@
 // The demo relying party's backend (src/demo/) without a browser: its inputs, the flows it opens, its polling
 // answers, the WebSocket relay of the service's event streams (a real socket, undici's WebSocket client), its
-// token cache, the component bundle's caching, and `vc-harness serve` turning it on and off.
+// token cache, the component bundle's caching, and `vc-harness serve` turning it on and off. Both verification
+// profiles: the default pe template, and the demo's OpenID4VP 1.0 pair (dc+sd-jwt issuance, dcql verification)
+// on a second server, answered by an independent wallet (OwfDcqlWallet).
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -11,17 +13,27 @@ import type { LightMyRequestResponse } from 'fastify'
 import { WebSocket } from 'undici'
 import { demoWanted } from '../src/cli/serve.ts'
 import { serverSentEvents, TokenCache } from '../src/demo/backend.ts'
-import { DEMO_CONFIG_PATH } from '../src/service/config/index.ts'
+import { DEMO_CONFIG_PATH, parseConfig } from '../src/service/config/index.ts'
 import { ShiftedClock } from '../src/service/util/clock.ts'
 import { Wallet } from '../src/wallet/index.ts'
 import {
   asFlowStatus,
+  asRequested,
+  describeRequest,
   type FlowCreated,
   type FlowStatus,
   pageState,
+  requestedText,
   SCANNED_STEPS,
 } from '../src/web/flow-state.ts'
-import { assertNoSecrets, type DemoServer, secretsOf, startDemoServer } from './browser-helpers.ts'
+import {
+  assertNoSecrets,
+  DCQL_TEMPLATES,
+  type DemoServer,
+  OwfDcqlWallet,
+  secretsOf,
+  startDemoServer,
+} from './browser-helpers.ts'
 
 const clock = new ShiftedClock()
 let demo: DemoServer
@@ -43,13 +55,14 @@ after(async () => {
   await demo?.close()
 })
 
-/** An inject on the demo's server; every answer is scanned for secrets and tokens. */
+/** An inject on the demo's server (or `on`); every answer is scanned for secrets and tokens. */
 async function call(
   method: 'GET' | 'POST',
   url: string,
   options: { body?: string; headers?: Record<string, string> } = {},
+  on: DemoServer = demo,
 ) {
-  const response = await demo.server.app.inject({
+  const response = await on.server.app.inject({
     method,
     url,
     headers: {
@@ -61,13 +74,13 @@ async function call(
   assertNoSecrets(`${method} ${url}`, `${JSON.stringify(response.headers)}\n${response.body}`, secrets)
   return response
 }
-const open = async (kind: 'issuance' | 'verification') => {
-  const response = await call('POST', `/demo/api/${kind}`, { body: '{}' })
+const open = async (kind: 'issuance' | 'verification', on: DemoServer = demo) => {
+  const response = await call('POST', `/demo/api/${kind}`, { body: '{}' }, on)
   assert.equal(response.statusCode, 201, response.body)
   return response.json<FlowCreated>()
 }
-const poll = async (kind: 'issuance' | 'verification', id: string) => {
-  const response = await call('GET', `/demo/api/${kind}/${id}`)
+const poll = async (kind: 'issuance' | 'verification', id: string, on: DemoServer = demo) => {
+  const response = await call('GET', `/demo/api/${kind}/${id}`, {}, on)
   assert.equal(response.statusCode, 200, response.body)
   return response.json<FlowStatus>()
 }
@@ -145,6 +158,15 @@ describe('demo backend: flows and polling', () => {
     const session = await open('verification')
     assert.match(session.link, /^openid-vp:\/\/\?client_id=did%3Akey%3A/)
     assert.equal(session.template, 'degree-check')
+    // A pe session: what it asks for is its definition's one input descriptor (type and issuer constraints only).
+    assert.equal(session.profile, 'pe')
+    assert.equal(session.requested?.length, 1)
+    const [descriptor] = session.requested ?? []
+    assert.deepEqual(
+      [descriptor?.id, descriptor?.types, descriptor?.claims],
+      ['UniversityDegreeCredential', ['UniversityDegreeCredential'], []],
+    )
+    assert.ok(descriptor?.formats.includes('jwt_vc_json'), descriptor?.formats.join())
     assert.equal((await poll('verification', session.id)).step, 'snapshot')
     const presentation = await holder.startPresentation(session.link)
     const scanned = await poll('verification', session.id)
@@ -180,9 +202,9 @@ describe('demo backend: flows and polling', () => {
   })
 })
 
-/** A WebSocket to the relay, collecting its messages and its close code. */
-function relay(path: string) {
-  const socket = new WebSocket(`${demo.url.replace('http:', 'ws:')}${path}`)
+/** A WebSocket to the relay (of the demo's server, or `on`), collecting its messages and its close code. */
+function relay(path: string, on: DemoServer = demo) {
+  const socket = new WebSocket(`${on.url.replace('http:', 'ws:')}${path}`)
   const messages: unknown[] = []
   const waiters: (() => void)[] = []
   socket.addEventListener('message', (event) => {
@@ -287,6 +309,140 @@ describe('demo backend: the WebSocket relay of the service event streams', () =>
   })
 })
 
+describe('demo backend: the OpenID4VP 1.0 templates (serve --issue pid-sd-jwt --verify pid-check)', () => {
+  const dcqlClock = new ShiftedClock()
+  let dcql: DemoServer
+  const wallet = new OwfDcqlWallet()
+  before(async () => {
+    dcql = await startDemoServer(dcqlClock, { templates: DCQL_TEMPLATES })
+  })
+  after(async () => {
+    await dcql?.close()
+  })
+
+  test('the pages name the dcql template and its profile', async () => {
+    const page = await call('GET', '/demo/verify', {}, dcql)
+    assert.equal(page.statusCode, 200)
+    assert.match(page.body, /template &quot;pid-check&quot;, tenant &quot;demo&quot;, OpenID4VP 1\.0, DCQL\)/)
+    const index = await call('GET', '/demo', {}, dcql)
+    assert.match(
+      index.body,
+      /Verification: asks for VerifiableId \(template "pid-check", OpenID4VP 1\.0, DCQL\)/,
+    )
+  })
+
+  test('an SD-JWT VC offer, then a dcql session: openid4vp:// link, the DCQL query, request_retrieved, VERIFIED', async () => {
+    const offer = await open('issuance', dcql)
+    assert.equal(offer.template, 'pid-sd-jwt')
+    assert.deepEqual(offer.credentialTypes, ['VerifiableId'])
+    assert.equal(offer.profile, undefined)
+    await wallet.receive(offer.link)
+    assert.equal((await poll('issuance', offer.id, dcql)).status, 'ISSUED')
+    assert.match(wallet.credential ?? '', /^[\w-]+\.[\w-]+\.[\w-]+~/, 'an SD-JWT VC')
+
+    const session = await open('verification', dcql)
+    assert.match(
+      session.link,
+      /^openid4vp:\/\/\?client_id=decentralized_identifier%3Adid%3Akey%3A[^&]+&request_uri=/,
+    )
+    assert.equal(session.template, 'pid-check')
+    assert.equal(session.profile, 'dcql')
+    assert.deepEqual(session.requested, [
+      {
+        id: 'VerifiableId',
+        formats: ['dc+sd-jwt'],
+        types: [`${dcql.url}/oid4vci/demo/vct/VerifiableId`],
+        claims: ['familyName'],
+      },
+    ])
+    // The session id is 4.6's `id` (no definition): it is the last segment of the request_uri.
+    const requestUri = new URL(session.link).searchParams.get('request_uri') ?? ''
+    assert.ok(requestUri.endsWith(`/${session.id}`), requestUri)
+
+    const socket = relay(`/demo/api/verification/${session.id}/socket`, dcql)
+    assert.equal(await socket.opened, true)
+    await socket.count(1)
+    assert.equal((await poll('verification', session.id, dcql)).step, 'snapshot')
+    const started = await wallet.start(session.link)
+    assert.deepEqual(started.queryIds, ['VerifiableId'])
+    assert.equal(started.request.response_mode, 'direct_post.jwt')
+    const scanned = await poll('verification', session.id, dcql)
+    assert.deepEqual([scanned.status, scanned.step], ['PENDING', 'request_retrieved'])
+    const answered = await started.respond()
+    assert.equal(answered.status, 200, answered.body)
+    const verified = await poll('verification', session.id, dcql)
+    assert.deepEqual([verified.status, verified.step], ['VERIFIED', 'verified'])
+    const all = await socket.count(3)
+    assert.deepEqual(
+      all.map((m) => [(m as FlowStatus).id, (m as FlowStatus).status, (m as FlowStatus).step]),
+      [
+        [session.id, 'PENDING', 'snapshot'],
+        [session.id, 'PENDING', 'request_retrieved'],
+        [session.id, 'VERIFIED', 'verified'],
+      ],
+    )
+    assert.equal(await socket.closed, 1000)
+  })
+
+  test('redirect_uri: every parameter by value (no request_uri); the session id comes from 4.6, VERIFIED', async () => {
+    // A configuration beside the demo's: a dcql template with the redirect_uri prefix and its own key.
+    const raw = JSON.parse(readFileSync(DEMO_CONFIG_PATH, 'utf8'))
+    const tenant = raw.tenants[0]
+    tenant.verificationTemplates.push({
+      id: 'pid-by-value',
+      name: 'PID by value',
+      profile: 'dcql',
+      credentialTypes: ['VerifiableId'],
+      requestedFields: [{ path: '$.credentialSubject.familyName' }],
+      dcql: { clientIdPrefix: 'redirect_uri' },
+    })
+    tenant.apiKeys.push({
+      id: '2c9d7e61-4b3a-4f58-9e0d-7a6b5c4d3e2f',
+      secret: 'demo-test-by-value-secret-0123456789',
+      role: 'app',
+      template: 'pid-by-value',
+    })
+    const byValue = await startDemoServer(new ShiftedClock(), {
+      config: parseConfig(raw),
+      templates: { issue: DCQL_TEMPLATES.issue, verify: 'pid-by-value' },
+    })
+    try {
+      const holder = new OwfDcqlWallet()
+      await holder.receive((await open('issuance', byValue)).link)
+      const session = await open('verification', byValue)
+      const params = new URL(session.link).searchParams
+      assert.match(session.link, /^openid4vp:\/\/\?/)
+      assert.equal(params.get('request_uri'), null)
+      assert.equal(params.get('client_id'), `redirect_uri:${params.get('response_uri')}`)
+      assert.ok(params.get('dcql_query'), 'the DCQL query goes in the link')
+      assert.equal(session.profile, 'dcql')
+      assert.deepEqual(
+        session.requested?.map((r) => [r.id, r.claims]),
+        [['VerifiableId', ['familyName']]],
+      )
+      assert.match(session.id, /^[0-9a-f-]{36}$/)
+      assert.equal((await poll('verification', session.id, byValue)).step, 'snapshot')
+      const answered = await holder.present(session.link)
+      assert.equal(answered.status, 200, answered.body)
+      const verified = await poll('verification', session.id, byValue)
+      assert.deepEqual([verified.status, verified.step], ['VERIFIED', 'verified'])
+    } finally {
+      await byValue.close()
+    }
+  })
+
+  test('a dcql session past its lifetime polls EXPIRED', async () => {
+    const session = await open('verification', dcql)
+    dcqlClock.advance(660_000)
+    try {
+      const expired = await poll('verification', session.id, dcql)
+      assert.deepEqual([expired.status, expired.step], ['EXPIRED', 'expired'])
+    } finally {
+      dcqlClock.reset()
+    }
+  })
+})
+
 describe('demo: the component bundle', () => {
   test('served with its content hash as ETag; the hashed URL is immutable, the bare one revalidates', async () => {
     const page = await call('GET', '/demo/issue')
@@ -320,6 +476,82 @@ describe('demo: building blocks', () => {
     assert.equal(pageState('REJECTED', 'rejected', 'scanned'), 'rejected')
     assert.equal(pageState('EXPIRED', 'expired', 'waiting'), 'expired')
     assert.equal(asFlowStatus({ kind: 'issuance', id: 'x', status: 'DONE', step: 's', at: 'a' }), undefined)
+  })
+
+  test('describeRequest: input descriptors of a definition, credential queries of a DCQL query', () => {
+    const pe = describeRequest({
+      presentation_definition: {
+        id: 'session-1',
+        format: { jwt_vc_json: {}, jwt_vp_json: {} },
+        input_descriptors: [
+          {
+            id: 'UniversityDegreeCredential',
+            name: 'UniversityDegreeCredential',
+            constraints: {
+              fields: [
+                { path: ['$.vc.type[-1:]', '$.type[-1:]'], filter: { const: 'UniversityDegreeCredential' } },
+                { path: ['$.iss', '$.vc.issuer'] },
+                { path: ['$.vc.credentialSubject.degree.name', '$.credentialSubject.degree.name'] },
+              ],
+            },
+          },
+          { id: 'identity.VerifiableId', name: 'VerifiableId', format: { ldp_vc: {} }, constraints: {} },
+        ],
+      },
+    })
+    assert.deepEqual(pe, {
+      profile: 'pe',
+      requested: [
+        {
+          id: 'UniversityDegreeCredential',
+          formats: ['jwt_vc_json', 'jwt_vp_json'],
+          types: ['UniversityDegreeCredential'],
+          claims: ['credentialSubject.degree.name'],
+        },
+        { id: 'identity.VerifiableId', formats: ['ldp_vc'], types: ['VerifiableId'], claims: [] },
+      ],
+    })
+    const dcql = describeRequest({
+      dcql_query: {
+        credentials: [
+          {
+            id: 'pid',
+            format: 'dc+sd-jwt',
+            meta: { vct_values: ['https://issuer.example/vct/Pid'] },
+            claims: [{ path: ['address', 'locality'] }, { path: ['nationalities', null] }],
+          },
+          {
+            id: 'degree',
+            format: 'jwt_vc_json',
+            meta: { type_values: [['VerifiableCredential', 'UniversityDegreeCredential']] },
+          },
+        ],
+      },
+    })
+    assert.deepEqual(dcql, {
+      profile: 'dcql',
+      requested: [
+        {
+          id: 'pid',
+          formats: ['dc+sd-jwt'],
+          types: ['https://issuer.example/vct/Pid'],
+          claims: ['address.locality', 'nationalities.*'],
+        },
+        { id: 'degree', formats: ['jwt_vc_json'], types: ['UniversityDegreeCredential'], claims: [] },
+      ],
+    })
+    assert.equal(
+      requestedText(dcql.requested[0] as never),
+      'pid; type https://issuer.example/vct/Pid; format dc+sd-jwt; claims address.locality, nationalities.*',
+    )
+    assert.equal(
+      requestedText(pe.requested[1] as never),
+      'identity.VerifiableId; type VerifiableId; format ldp_vc; no claims named',
+    )
+    // What the component accepts of a backend's answer: well-formed entries only.
+    assert.deepEqual(asRequested([dcql.requested[1], { id: 'x', formats: 'dc+sd-jwt' }, null]), [
+      dcql.requested[1],
+    ])
   })
 
   test('serverSentEvents: messages split across chunks, comments and multi-line data', async () => {

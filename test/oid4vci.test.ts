@@ -205,6 +205,7 @@ describe('issuer and authorization server metadata', () => {
       'gated',
       'gated-trusted',
       'pid',
+      'pid-sd-jwt',
       'pin',
       'pin-text',
       'short',

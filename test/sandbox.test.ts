@@ -6,14 +6,20 @@ import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
 import { serve } from '../src/cli/serve.ts'
 import { parseCredentialOfferUri, RelyingPartyClient } from '../src/client/index.ts'
-import { planSandbox, sampleCredentials, sessionIdOf, terminalQr } from '../src/harness/sandbox.ts'
+import { planSandbox, sampleCredentials, terminalQr } from '../src/harness/sandbox.ts'
 import { parseConfig } from '../src/service/config/index.ts'
 import { Wallet } from '../src/wallet/index.ts'
+import { DCQL_TEMPLATES, OwfDcqlWallet } from './browser-helpers.ts'
 import { DEMO, demoConfig } from './helpers.ts'
 
 const BIN = new URL('../bin/vc-harness.mjs', import.meta.url).pathname
 const OFFER_LINK = /^openid-credential-offer:\/\/\?credential_offer_uri=\S+$/m
+/** A pe session's link (OpenID4VP draft 20). */
 const VP_LINK = /^openid-vp:\/\/\?\S+$/m
+/** A dcql session's link (OpenID4VP 1.0). */
+const VP1_LINK = /^openid4vp:\/\/\?\S+$/m
+/** The session line under a verification block: its id. */
+const SESSION_LINE = /^session: (\S+), expires \d\d:\d\d:\d\d$/m
 
 interface Sandboxed {
   child: ChildProcess
@@ -81,12 +87,20 @@ describe('vc-harness serve --sandbox', () => {
     children.push(run.child)
     const offerLink = (await run.waitFor(OFFER_LINK))[0]
     const vpLink = (await run.waitFor(VP_LINK))[0]
+    const sessionId = (await run.waitFor(SESSION_LINE))[1]
     await run.waitFor(/session created/)
 
     // What is printed under each link is exactly the terminal QR code of that link.
     const out = run.stdout()
     assert.ok(out.includes(`${offerLink}\n${await terminalQr(offerLink)}`), 'the offer QR block')
     assert.ok(out.includes(`${vpLink}\n${await terminalQr(vpLink)}`), 'the verification QR block')
+    // The default verification template is a pe one: the block names its profile and its input descriptor.
+    assert.match(out, /\(asks for UniversityDegreeCredential; OpenID4VP draft 20, Presentation Exchange\)$/m)
+    assert.match(out, /^profile: OpenID4VP draft 20, Presentation Exchange$/m)
+    assert.match(
+      out,
+      /^input descriptor UniversityDegreeCredential; formats jwt, jwt_vc, jwt_vc_json, [^;]+; no claims named$/m,
+    )
 
     const wallet = await Wallet.create()
     const received = await wallet.receive(offerLink)
@@ -98,7 +112,7 @@ describe('vc-harness serve --sandbox', () => {
 
     const presented = await wallet.present(vpLink)
     assert.equal(presented.status, 'verified')
-    assert.equal(presented.sessionId, sessionIdOf(vpLink))
+    assert.equal(presented.sessionId, sessionId)
 
     assert.equal(await run.exited, 0, `exit code; stdout:\n${run.stdout()}\nstderr:\n${run.stderr()}`)
     const final = run.stdout()
@@ -129,6 +143,9 @@ describe('vc-harness serve --sandbox', () => {
     }
     const read = log.find((e) => e.step === 'session_read')
     assert.equal(read?.subject, wallet.did)
+    const created = log.find((e) => e.step === 'session_created')
+    assert.equal(created?.id, sessionId)
+    assert.equal(created?.profile, 'pe')
     assert.deepEqual(read?.failedChecks, [])
     // The sandbox's own key never reaches its output or its log (the demo banner aside, which prints the
     // public demo keys on purpose; the log has none of them).
@@ -153,6 +170,77 @@ describe('vc-harness serve --sandbox', () => {
     assert.match(out, /not both succeeded/)
     const log = readFileSync(join(data, 'log.ndjson'), 'utf8')
     assert.match(log, /"step":"failed_check"/)
+  })
+
+  test('--once with the OpenID4VP 1.0 templates: an independent wallet receives the SD-JWT VC and presents it over DCQL', async () => {
+    const data = tempDir()
+    const run = sandbox([
+      '--once',
+      '--data',
+      ':memory:',
+      '--sandbox-log',
+      join(data, 'log.ndjson'),
+      '--issue',
+      DCQL_TEMPLATES.issue,
+      '--verify',
+      DCQL_TEMPLATES.verify,
+    ])
+    children.push(run.child)
+    const offerLink = (await run.waitFor(OFFER_LINK))[0]
+    const vpLink = (await run.waitFor(VP1_LINK))[0]
+    const sessionId = (await run.waitFor(SESSION_LINE))[1]
+    await run.waitFor(/session created/)
+    const out = run.stdout()
+    assert.doesNotMatch(out, VP_LINK, 'a dcql session has no openid-vp:// link')
+    // decentralized_identifier, the request object by reference (pid-check in config/demo.json).
+    assert.match(
+      vpLink,
+      /^openid4vp:\/\/\?client_id=decentralized_identifier%3Adid%3Akey%3A[^&]+&request_uri=http/,
+    )
+    assert.ok(out.includes(`${vpLink}\n${await terminalQr(vpLink)}`), 'the verification QR block')
+    assert.match(
+      out,
+      /verification: tenant "demo", template "pid-check" \(asks for VerifiableId; OpenID4VP 1\.0, DCQL\)$/m,
+    )
+    assert.match(out, /=== Issuance #1: VerifiableId \(template "pid-sd-jwt", tenant "demo"\) ===/)
+    assert.match(out, /^profile: OpenID4VP 1\.0, DCQL$/m)
+    assert.match(
+      out,
+      /^credential query VerifiableId; type http:\/\/127\.0\.0\.1:\d+\/oid4vci\/demo\/vct\/VerifiableId; format dc\+sd-jwt; claims familyName$/m,
+    )
+
+    const wallet = new OwfDcqlWallet()
+    await wallet.receive(offerLink)
+    await run.waitFor(/\[issuance #1\] credential ISSUED \(sent to the wallet in the credential response\)/)
+    const answered = await wallet.present(vpLink)
+    assert.equal(answered.status, 200, answered.body)
+
+    assert.equal(await run.exited, 0, `exit code; stdout:\n${run.stdout()}\nstderr:\n${run.stderr()}`)
+    const final = run.stdout()
+    assert.match(final, /\[verification #1\] wallet fetched the verification request/)
+    assert.match(final, /\[verification #1\] presentation VERIFIED: checks \S/)
+    assert.match(final, /\[verification #1\] SourceWallet: .*; Subject: \S+; Status: VERIFIED/)
+    assert.match(final, /both succeeded/)
+    const log = readFileSync(join(data, 'log.ndjson'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+    const created = log.find((e) => e.step === 'session_created')
+    assert.ok(created, 'a session_created entry')
+    assert.equal(created.id, sessionId)
+    assert.equal(created.profile, 'dcql')
+    assert.deepEqual(
+      (created.requested as { id: string; formats: string[]; claims: string[] }[]).map((r) => [
+        r.id,
+        r.formats,
+        r.claims,
+      ]),
+      [['VerifiableId', ['dc+sd-jwt'], ['familyName']]],
+    )
+    const verified = log.find((e) => e.step === 'verified')
+    assert.ok(verified, 'a verified entry')
+    assert.equal(verified.id, sessionId)
+    assert.deepEqual((verified.verificationResult as { errors: string[] }).errors, [])
   })
 
   test('without --once a finished flow gets a fresh offer; --public-url goes into the links', async () => {
@@ -188,7 +276,9 @@ describe('vc-harness serve --sandbox', () => {
         serve(['--sandbox', '--port', '0', '--data', ':memory:', '--issue', 'nope']),
         (error: Error) =>
           error.name === 'ConfigError' &&
-          /--sandbox: --issue nope: no issuance template of that id \(known: degree\)/.test(error.message),
+          /--sandbox: --issue nope: no issuance template of that id \(known: degree, pid-sd-jwt\)/.test(
+            error.message,
+          ),
       )
     } finally {
       console.log = log
@@ -210,6 +300,19 @@ describe('sandbox planning', () => {
     assert.equal(plan.issuance.key.keyId, DEMO.app.id)
     assert.equal(plan.verification.template, 'degree-check')
     assert.equal(plan.verification.key.keyId, DEMO.verifierApp.id)
+    assert.equal(plan.verification.profile, 'pe')
+    assert.equal(plan.issuance.profile, undefined)
+    // The demo's OpenID4VP 1.0 pair, each with its own linked application key.
+    const dcql = planSandbox(parseConfig(raw), DCQL_TEMPLATES)
+    assert.deepEqual(
+      [dcql.issuance.template, dcql.issuance.credentialTypes, dcql.issuance.key.ssiconfig],
+      ['pid-sd-jwt', ['VerifiableId'], 'pid-sd-jwt'],
+    )
+    assert.deepEqual(
+      [dcql.verification.template, dcql.verification.profile, dcql.verification.key.ssiconfig],
+      ['pid-check', 'dcql', 'pid-check'],
+    )
+    assert.notEqual(dcql.verification.key.keyId, DEMO.verifierApp.id)
     assert.throws(
       () => planSandbox(parseConfig(raw), { issue: 'keyless' }),
       /--issue keyless: tenant "demo" has no application key linked to it/,

@@ -1,22 +1,34 @@
 // The demo relying party's backend logic: it holds the application keys (from the configuration, like the
 // sandbox), logs in over HTTP and caches each token until shortly before it expires, opens offers (with
 // sample content submitted at once) and verification sessions, reads their state back (4.3 / 4.7) and
-// follows the service's event streams. The page only ever sees what `FlowCreated` and `FlowStatus` carry:
-// ids, deep links, statuses, never a key or a token. routes.ts puts HTTP and WebSocket in front of it.
+// follows the service's event streams. Both verification profiles: a pe session (OpenID4VP draft 20, its
+// definition's id is the session's) and a dcql one (OpenID4VP 1.0, 4.6 answers its id and DCQL query). The
+// page only ever sees what `FlowCreated` and `FlowStatus` carry: ids, deep links, statuses, the profile and
+// what the request asks for, never a key or a token. plugin.ts puts HTTP and WebSocket in front of it.
 
 import {
   type ApiResponse,
+  type DcqlSessionCreated,
   type IssuanceProcess,
   type Problem,
   parseCredentialOfferUri,
   RelyingPartyClient,
   type SessionCreated,
   type SessionRead,
+  sessionIdOf,
 } from '../client/index.ts'
-import { type FlowPlan, type SandboxPlan, sampleCredentials, sessionIdOf } from '../harness/sandbox.ts'
+import { type FlowPlan, type SandboxPlan, sampleCredentials } from '../harness/sandbox.ts'
 import type { Clock } from '../service/util/clock.ts'
 import type { FlowStep } from '../shared/flow.ts'
-import type { FlowCreated, FlowKind, FlowStatus, ServiceStatus } from '../web/flow-state.ts'
+import {
+  describeRequest,
+  type FlowCreated,
+  type FlowKind,
+  type FlowStatus,
+  type RequestedCredential,
+  type ServiceStatus,
+  type VerificationProfile,
+} from '../web/flow-state.ts'
 
 /** An error the demo answers the page with: its own problem code, never the service's body or a token. */
 export class DemoError extends Error {
@@ -54,6 +66,9 @@ interface Flow {
   /** On the service's clock. */
   expiresAt: number
   txCode?: string
+  /** Verification: the session's profile and what its request asks for (from 4.6). */
+  profile?: VerificationProfile
+  requested?: RequestedCredential[]
   /** A final state read once is not read again. */
   final?: FlowStatus
 }
@@ -222,6 +237,8 @@ export class DemoBackend {
       credentialTypes: flow.credentialTypes,
       expiresAt: iso(flow.expiresAt),
       ...(flow.txCode !== undefined ? { txCode: flow.txCode } : {}),
+      ...(flow.profile !== undefined ? { profile: flow.profile } : {}),
+      ...(flow.requested !== undefined ? { requested: flow.requested } : {}),
     }
   }
 
@@ -253,15 +270,21 @@ export class DemoBackend {
     return this.created(flow)
   }
 
-  /** 4.6, then 4.7 once for the session's expiry. */
+  /**
+   * 4.6, then 4.7 once for the session's expiry. A pe session answers its definition (whose id is the
+   * session's), a dcql one its DCQL query and id; the page gets the profile and what the request asks for.
+   */
   async openVerification(): Promise<FlowCreated> {
     const plan = this.options.plan.verification
-    const created = await this.withToken<SessionCreated>('verification', (t) =>
-      this.rp().createSession(t, plan.template),
+    type Created = SessionCreated | DcqlSessionCreated
+    const created = await this.withToken<Created>('verification', (t) =>
+      this.rp().createSession<Created>(t, plan.template),
     )
     if (created.status !== 201) throw upstream('create session', created)
-    const link = (created.body as SessionCreated).authentication_request
-    const id = sessionIdOf(link)
+    const body = created.body as Created
+    const link = body.authentication_request
+    const id = sessionIdOf(body)
+    const { profile, requested } = describeRequest(body)
     const read = await this.withToken<SessionRead>('verification', (t) => this.rp().readSession(t, id))
     if (read.status !== 200 && read.status !== 202) throw upstream('read session', read)
     const flow: Flow = {
@@ -271,6 +294,8 @@ export class DemoBackend {
       template: plan.template,
       credentialTypes: plan.credentialTypes,
       expiresAt: Date.parse((read.body as SessionRead).ExpiredAt),
+      profile,
+      requested,
     }
     this.remember(flow)
     return this.created(flow)

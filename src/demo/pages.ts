@@ -2,7 +2,7 @@
 // into them; everything dynamic is escaped.
 
 import type { SandboxPlan } from '../harness/sandbox.ts'
-import type { FlowKind } from '../web/flow-state.ts'
+import { type FlowKind, PROFILE_NAMES } from '../web/flow-state.ts'
 
 const escapeHtml = (text: string) =>
   text.replace(
@@ -71,7 +71,7 @@ export function flowPage(context: PageContext, kind: FlowKind, transport: string
   const intro =
     kind === 'issuance'
       ? `Scan the code with your wallet to receive a sample ${types} (template "${plan.template}", tenant "${plan.tenant}").`
-      : `Scan the code with your wallet to present a ${types} (template "${plan.template}", tenant "${plan.tenant}").`
+      : `Scan the code with your wallet to present a ${types} (template "${plan.template}", tenant "${plan.tenant}", ${PROFILE_NAMES[plan.profile ?? 'pe']}).`
   const done =
     kind === 'issuance' ? 'Next: present it on the verification page.' : 'Thank you: access granted.'
   const attributes = [
@@ -99,6 +99,6 @@ export function indexPage(context: PageContext): string {
     'Demo relying party',
     `<h1>vc-harness demo relying party</h1>
 <p>Issuance: ${escapeHtml(issuance.credentialTypes.join(', '))} (template "${escapeHtml(issuance.template)}").
-Verification: asks for ${escapeHtml(verification.credentialTypes.join(', '))} (template "${escapeHtml(verification.template)}").</p>`,
+Verification: asks for ${escapeHtml(verification.credentialTypes.join(', '))} (template "${escapeHtml(verification.template)}", ${escapeHtml(PROFILE_NAMES[verification.profile ?? 'pe'])}).</p>`,
   )
 }

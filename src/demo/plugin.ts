@@ -67,6 +67,17 @@ const FlowCreatedSchema = Type.Object({
   credentialTypes: Type.Array(Type.String()),
   expiresAt: Type.String(),
   txCode: Type.Optional(Type.String()),
+  profile: Type.Optional(Type.String()),
+  requested: Type.Optional(
+    Type.Array(
+      Type.Object({
+        id: Type.String(),
+        formats: Type.Array(Type.String()),
+        types: Type.Array(Type.String()),
+        claims: Type.Array(Type.String()),
+      }),
+    ),
+  ),
 })
 const FlowStatusSchema = Type.Object({
   kind: Type.String(),

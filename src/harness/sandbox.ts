@@ -12,16 +12,20 @@ import { dirname } from 'node:path'
 import QRCode from 'qrcode'
 import {
   type ApiKeyCredentials,
+  type DcqlSessionCreated,
   type IssuanceProcess,
   ok,
   parseCredentialOfferUri,
   RelyingPartyClient,
+  type SessionCreated,
   type SessionRead,
+  sessionIdOf,
 } from '../client/index.ts'
 // Types only: the sandbox runs in the serve process but reaches the service over HTTP.
 import type { ConfigTenant, ServiceConfig } from '../service/config/index.ts'
 import type { ServiceEvent } from '../service/events.ts'
 import type { IssuanceStep, VerificationStep } from '../shared/flow.ts'
+import { describeRequest, PROFILE_NAMES, requestedText, type VerificationProfile } from '../web/flow-state.ts'
 
 /** The part of ServiceEvents the sandbox uses. */
 export interface EventSource {
@@ -36,6 +40,8 @@ export interface FlowPlan {
   template: string
   /** Issuance: the template's credential type; verification: the types it asks for. */
   credentialTypes: string[]
+  /** Verification: the template's profile (pe: OpenID4VP draft 20 + Presentation Exchange; dcql: OpenID4VP 1.0). */
+  profile?: VerificationProfile
   key: ApiKeyCredentials
 }
 
@@ -61,10 +67,14 @@ function planFlow(config: ServiceConfig, flow: Flow, wanted: string | undefined)
   const option = flow === 'issuance' ? '--issue' : '--verify'
   const known: string[] = []
   for (const tenant of config.tenants) {
-    const templates =
+    const templates: { id: string; types: string[]; profile?: VerificationProfile }[] =
       flow === 'issuance'
         ? tenant.issuanceTemplates.map((t) => ({ id: t.id, types: [t.credentialType] }))
-        : tenant.verificationTemplates.map((t) => ({ id: t.id, types: t.credentialTypes }))
+        : tenant.verificationTemplates.map((t) => ({
+            id: t.id,
+            types: t.credentialTypes,
+            profile: t.profile === 'dcql' ? 'dcql' : 'pe',
+          }))
     for (const template of templates) {
       known.push(template.id)
       if (wanted !== undefined && template.id !== wanted) continue
@@ -81,6 +91,7 @@ function planFlow(config: ServiceConfig, flow: Flow, wanted: string | undefined)
         tenant: tenant.id,
         template: template.id,
         credentialTypes: template.types,
+        ...(template.profile !== undefined ? { profile: template.profile } : {}),
         key: { keyId: key.id, secret: key.secret, tenant: tenant.id, ssiconfig: template.id },
       }
     }
@@ -120,14 +131,6 @@ export function sampleCredentials(credentialType: string): Record<string, unknow
 /** `QRCode.toString` in the form the sandbox prints (tests compare against it). */
 export function terminalQr(text: string): Promise<string> {
   return QRCode.toString(text, { type: 'terminal', small: true })
-}
-
-/** The id a verification deep link ends with: the last segment of its request_uri. */
-export function sessionIdOf(authenticationRequest: string): string {
-  const query = authenticationRequest.slice(authenticationRequest.indexOf('?') + 1)
-  const requestUri = new URLSearchParams(query).get('request_uri')
-  if (!requestUri) throw new Error(`no request_uri in ${authenticationRequest}`)
-  return decodeURIComponent(new URL(requestUri).pathname.split('/').pop() ?? '')
 }
 
 /** Non-internal IPv4 addresses of this machine: where a phone on the same network may reach it. */
@@ -234,7 +237,7 @@ class SandboxRunner implements Sandbox {
       `  issuance: tenant "${plan.issuance.tenant}", template "${plan.issuance.template}" (${plan.issuance.credentialTypes.join(', ')})`,
     )
     this.print(
-      `  verification: tenant "${plan.verification.tenant}", template "${plan.verification.template}" (asks for ${plan.verification.credentialTypes.join(', ')})`,
+      `  verification: tenant "${plan.verification.tenant}", template "${plan.verification.template}" (asks for ${plan.verification.credentialTypes.join(', ')}; ${PROFILE_NAMES[plan.verification.profile ?? 'pe']})`,
     )
     this.print(`  log: ${logFile ?? 'none (in-memory data; pass --sandbox-log FILE)'}`)
     this.print(
@@ -344,26 +347,35 @@ class SandboxRunner implements Sandbox {
     const number = ++this.counters.verification
     try {
       const token = await this.login(plan)
-      const created = ok<{ authentication_request: string }>(
-        await this.client.createSession(token, plan.template),
+      // 4.6 answers a pe session's definition (its id is the session's) or a dcql session's query and id.
+      const created = ok<SessionCreated | DcqlSessionCreated>(
+        await this.client.createSession<SessionCreated | DcqlSessionCreated>(token, plan.template),
         'create session',
       )
-      const sessionId = sessionIdOf(created.authentication_request)
+      const sessionId = sessionIdOf(created)
       const round: Round = { flow: 'verification', number, id: sessionId, finished: false }
       this.rounds.set(sessionId, round)
       const read = ok<SessionRead>(await this.client.readSession(token, sessionId), 'read session')
+      const { profile, requested } = describeRequest(created)
+      const kind = profile === 'dcql' ? 'credential query' : 'input descriptor'
       await this.block(
         `Verification #${number}: asks for ${plan.credentialTypes.join(', ')} (template "${plan.template}", tenant "${plan.tenant}")`,
         created.authentication_request,
-        [`session: ${sessionId}, expires ${new Date(read.ExpiredAt).toTimeString().slice(0, 8)}`],
+        [
+          `profile: ${PROFILE_NAMES[profile]}`,
+          ...requested.map((r) => `${kind} ${requestedText(r)}`),
+          `session: ${sessionId}, expires ${new Date(read.ExpiredAt).toTimeString().slice(0, 8)}`,
+        ],
       )
       this.report({
         flow: 'verification',
         round: number,
         id: sessionId,
         step: 'session_created',
-        message: `session created, expires at ${read.ExpiredAt}`,
+        message: `session created (${PROFILE_NAMES[profile]}), expires at ${read.ExpiredAt}`,
         link: created.authentication_request,
+        profile,
+        requested,
       })
       const wait = Math.max(0, Date.parse(read.ExpiredAt) - this.now()) + 250
       round.timer = setTimeout(() => this.enqueue(() => this.sessionExpired(round)), wait)

@@ -665,11 +665,7 @@ export async function postAuthorizationResponse(
 ): Promise<HttpAnswer> {
   let answer: HttpAnswer
   try {
-    answer = await httpRequest(
-      target.responseUri,
-      { method: 'POST', form, noRedirects: true },
-      fetchImpl,
-    )
+    answer = await httpRequest(target.responseUri, { method: 'POST', form, noRedirects: true }, fetchImpl)
   } catch (error) {
     throw new WalletProtocolError({
       step: 'response',

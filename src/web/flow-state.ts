@@ -25,11 +25,34 @@ export interface FlowStatus {
   at: string
 }
 
+/**
+ * The protocol profile of a verification session: `pe` (OpenID4VP draft 20 with Presentation Exchange, the
+ * interface document's) or `dcql` (OpenID4VP 1.0 Final with a DCQL query).
+ */
+export type VerificationProfile = 'pe' | 'dcql'
+
+export const PROFILE_NAMES: Record<VerificationProfile, string> = {
+  pe: 'OpenID4VP draft 20, Presentation Exchange',
+  dcql: 'OpenID4VP 1.0, DCQL',
+}
+
+/** One thing a verification request asks for: an input descriptor (pe) or a credential query (dcql). */
+export interface RequestedCredential {
+  /** The input descriptor id or the credential query id (what the wallet's answer names). */
+  id: string
+  /** The formats it may come in: the descriptor's (else the definition's) format names, or the query's format. */
+  formats: string[]
+  /** The credential types asked for: the descriptor's type, DCQL `meta.vct_values`, or each `meta.type_values`' last element. */
+  types: string[]
+  /** Claims asked for, as dotted paths: `credentialSubject.…` (pe, jwt_vc_json) or the SD-JWT VC claim (dc+sd-jwt). */
+  claims: string[]
+}
+
 /** POST <api>/<kind>: the flow the backend opened. */
 export interface FlowCreated {
   kind: FlowKind
   id: string
-  /** The deep link: openid-credential-offer://… or openid-vp://…, what the QR code carries. */
+  /** The deep link: openid-credential-offer://…, openid-vp://… (pe) or openid4vp://… (dcql), what the QR code carries. */
   link: string
   template: string
   credentialTypes: string[]
@@ -37,6 +60,10 @@ export interface FlowCreated {
   expiresAt: string
   /** Issuance templates with a transaction code: the code the wallet asks for. */
   txCode?: string
+  /** Verification: the session's profile. */
+  profile?: VerificationProfile
+  /** Verification: what the request asks for, in the request's own order. */
+  requested?: RequestedCredential[]
 }
 
 /** A message of the WebSocket relay (GET <api>/<kind>/<id>/socket), JSON text. */
@@ -96,4 +123,108 @@ export function asFlowStatus(value: unknown): FlowStatus | undefined {
 export function isSafeDeepLink(link: string): boolean {
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(link)?.[1]?.toLowerCase()
   return scheme !== undefined && !['javascript', 'data', 'vbscript', 'blob', 'file'].includes(scheme)
+}
+
+// --- What a verification request asks for ------------------------------------------------------------------
+
+const record = (value: unknown): Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : {}
+const list = (value: unknown): unknown[] => (Array.isArray(value) ? value : [])
+const strings = (value: unknown): string[] => list(value).filter((v): v is string => typeof v === 'string')
+
+/** `$.credentialSubject.a.b` (or `$.vc.credentialSubject.a.b`) → `credentialSubject.a.b`; other paths: none. */
+function subjectPath(paths: unknown): string | undefined {
+  for (const path of strings(paths)) {
+    const match = /^\$\.(?:vc\.)?(credentialSubject(?:\.[^.[\]]+)*)$/.exec(path)
+    if (match) return match[1]
+  }
+  return undefined
+}
+
+function descriptorRequested(descriptor: unknown, definitionFormats: string[]): RequestedCredential {
+  const d = record(descriptor)
+  const fields = list(record(d.constraints).fields).map(record)
+  // The type constraint (2.8: the last element of the type array) names the type; else the descriptor's name.
+  const typeConst = fields
+    .filter((f) => strings(f.path).some((p) => /\.type\[-1:\]$/.test(p)))
+    .map((f) => record(f.filter).const)
+    .filter((c): c is string => typeof c === 'string')
+  const own = Object.keys(record(d.format))
+  return {
+    id: String(d.id ?? ''),
+    formats: own.length > 0 ? own : definitionFormats,
+    types: typeConst.length > 0 ? typeConst : typeof d.name === 'string' ? [d.name] : [],
+    claims: fields.map((f) => subjectPath(f.path)).filter((p): p is string => p !== undefined),
+  }
+}
+
+function credentialQueryRequested(query: unknown): RequestedCredential {
+  const q = record(query)
+  const meta = record(q.meta)
+  const vct = strings(meta.vct_values)
+  const typeValues = list(meta.type_values)
+    .map((t) => strings(t).at(-1))
+    .filter((t): t is string => t !== undefined)
+  return {
+    id: String(q.id ?? ''),
+    formats: typeof q.format === 'string' ? [q.format] : [],
+    types: vct.length > 0 ? vct : typeValues,
+    // §7: a path element is a claim name, an array index, or null for every element of an array.
+    claims: list(q.claims).map((c) =>
+      list(record(c).path)
+        .map((p) => (p === null ? '*' : String(p)))
+        .join('.'),
+    ),
+  }
+}
+
+/**
+ * What the answer of 4.6 asks the wallet for: its profile and one entry per input descriptor (a `pe`
+ * session's `presentation_definition`) or credential query (a `dcql` session's `dcql_query`).
+ */
+export function describeRequest(created: { presentation_definition?: unknown; dcql_query?: unknown }): {
+  profile: VerificationProfile
+  requested: RequestedCredential[]
+} {
+  if (created.dcql_query !== undefined) {
+    return {
+      profile: 'dcql',
+      requested: list(record(created.dcql_query).credentials).map(credentialQueryRequested),
+    }
+  }
+  const definition = record(created.presentation_definition)
+  const formats = Object.keys(record(definition.format))
+  return {
+    profile: 'pe',
+    requested: list(definition.input_descriptors).map((d) => descriptorRequested(d, formats)),
+  }
+}
+
+/** The requested credentials of untrusted JSON (a backend's FlowCreated): the well-formed entries only. */
+export function asRequested(value: unknown): RequestedCredential[] {
+  const texts = (v: unknown) => Array.isArray(v) && v.every((x) => typeof x === 'string')
+  return list(value)
+    .map(record)
+    .filter((r) => typeof r.id === 'string' && texts(r.formats) && texts(r.types) && texts(r.claims))
+    .map((r) => ({
+      id: r.id as string,
+      formats: r.formats as string[],
+      types: r.types as string[],
+      claims: r.claims as string[],
+    }))
+}
+
+/** One line of text for a requested credential (the QR page and the sandbox print the same). */
+export function requestedText(requested: RequestedCredential): string {
+  const types = requested.types.filter((t) => t !== requested.id)
+  return [
+    requested.id,
+    ...(types.length > 0 ? [`type ${types.join(' or ')}`] : []),
+    ...(requested.formats.length > 0
+      ? [`${requested.formats.length > 1 ? 'formats' : 'format'} ${requested.formats.join(', ')}`]
+      : []),
+    requested.claims.length > 0 ? `claims ${requested.claims.join(', ')}` : 'no claims named',
+  ].join('; ')
 }

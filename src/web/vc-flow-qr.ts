@@ -7,19 +7,23 @@
 //               poll-interval="1500"></vc-flow-qr>
 //
 // Attribute `state` (loading, waiting, scanned, issued, verified, rejected, expired, error) and a
-// `vc-flow-state` event on each change; slots title, waiting, scanned, done, rejected, expired, error; parts
-// container, title, qr, deep-link, tx-code, status, refresh.
+// `vc-flow-state` event on each change; attribute `profile` (pe, dcql) on a verification flow; slots title,
+// waiting, scanned, done, rejected, expired, error; parts container, title, qr, deep-link, tx-code, request,
+// profile, requested, status, refresh.
 
 import QRCode from 'qrcode'
 import {
   asFlowStatus,
+  asRequested,
   type FlowCreated,
   type FlowKind,
   type FlowStatus,
   isFinal,
   isSafeDeepLink,
   type PageState,
+  PROFILE_NAMES,
   pageState,
+  requestedText,
 } from './flow-state.ts'
 
 export type Transport = 'auto' | 'websocket' | 'polling'
@@ -59,6 +63,9 @@ const STYLE = `
   color: #fff; text-decoration: none; font-weight: 600; }
 [part~="deep-link"]:focus-visible, [part~="refresh"]:focus-visible { outline: 3px solid #f0b400; outline-offset: 2px; }
 [part~="tx-code"] { margin: 0; font-family: ui-monospace, monospace; font-size: 1.1rem; }
+[part~="request"] { max-width: 288px; font-size: .85rem; color: #3d4450; overflow-wrap: anywhere; }
+[part~="profile"] { margin: 0 0 .25rem; font-weight: 600; }
+[part~="requested"] { margin: 0; padding-left: 1.1rem; }
 [part~="status"] { margin: 0; min-height: 1.5em; text-align: center; }
 [part~="refresh"] { font: inherit; padding: .5rem 1rem; border-radius: .5rem; border: 1px solid #1f5fd6;
   background: #fff; color: #1f5fd6; cursor: pointer; }
@@ -81,6 +88,10 @@ const MARKUP = `
     <canvas part="qr" role="img" width="288" height="288"></canvas>
     <a part="deep-link" rel="noopener">Open in wallet</a>
     <p part="tx-code" hidden></p>
+    <div part="request" hidden>
+      <p part="profile"></p>
+      <ul part="requested" aria-label="What the request asks for"></ul>
+    </div>
   </div>
   <p part="status" role="status" aria-live="polite"></p>
   <div class="when waiting"><slot name="waiting"></slot></div>
@@ -127,6 +138,9 @@ export class VcFlowQr extends HTMLElement {
   readonly #qr: HTMLCanvasElement
   readonly #link: HTMLAnchorElement
   readonly #txCode: HTMLElement
+  readonly #request: HTMLElement
+  readonly #profile: HTMLElement
+  readonly #requested: HTMLElement
   readonly #status: HTMLElement
   readonly #title: HTMLElement
   readonly #refresh: HTMLButtonElement
@@ -152,6 +166,9 @@ export class VcFlowQr extends HTMLElement {
     this.#qr = part<HTMLCanvasElement>('qr')
     this.#link = part<HTMLAnchorElement>('deep-link')
     this.#txCode = part<HTMLElement>('tx-code')
+    this.#request = part<HTMLElement>('request')
+    this.#profile = part<HTMLElement>('profile')
+    this.#requested = part<HTMLElement>('requested')
     this.#status = part<HTMLElement>('status')
     this.#title = part<HTMLElement>('title')
     this.#refresh = part<HTMLButtonElement>('refresh')
@@ -209,6 +226,9 @@ export class VcFlowQr extends HTMLElement {
     this.#title.textContent = kind === 'issuance' ? 'Receive a credential' : 'Share a credential'
     this.#link.removeAttribute('href')
     this.#txCode.hidden = true
+    this.#request.hidden = true
+    this.#requested.replaceChildren()
+    this.removeAttribute('profile')
     this.#setState('loading', undefined)
     const controller = new AbortController()
     this.#fetches = controller
@@ -251,12 +271,27 @@ export class VcFlowQr extends HTMLElement {
         this.#txCode.textContent = `Transaction code: ${flow.txCode}`
         this.#txCode.hidden = false
       }
+      this.#showRequest(flow)
       this.#setState('waiting', { kind, id: flow.id, status: 'PENDING', step: 'created', at: '' })
       this.#follow(generation)
     } catch (error) {
       if (generation !== this.#generation) return
       this.#fail((error as Error).message)
     }
+  }
+
+  /** A verification flow: its profile and what the request asks for (text only, never HTML). */
+  #showRequest(flow: FlowCreated) {
+    if (flow.kind !== 'verification' || (flow.profile !== 'pe' && flow.profile !== 'dcql')) return
+    this.setAttribute('profile', flow.profile)
+    this.#profile.textContent = `Asks, over ${PROFILE_NAMES[flow.profile]}, for:`
+    const items = asRequested(flow.requested).map((requested) => {
+      const item = document.createElement('li')
+      item.textContent = requestedText(requested)
+      return item
+    })
+    this.#requested.replaceChildren(...items)
+    this.#request.hidden = items.length === 0
   }
 
   #follow(generation: number) {
