@@ -83,6 +83,8 @@ export interface IssuanceTemplateInput {
   claims?: { path: string; name?: string; mandatory?: boolean }[]
   /** how a pending deferred request is answered: 1.0 (202, default) or draft15 (400 issuance_pending) */
   deferredResponse?: '1.0' | 'draft15'
+  /** dc+sd-jwt with ES256: name the issuer key by an x5c chain of the tenant's test CA (HAIP) */
+  issuerKeyBinding?: 'did:key' | 'x5c'
   webhookUrl?: string
   webhookSecret?: string
   /** Secrets being rotated out: deliveries are also signed with each. */
@@ -91,6 +93,17 @@ export interface IssuanceTemplateInput {
 export interface VerificationTemplateInput {
   id: string
   name: string
+  /** pe (default): draft 20 with Presentation Exchange; dcql: OpenID4VP 1.0 (docs/verification.md) */
+  profile?: 'pe' | 'dcql'
+  dcql?: {
+    format?: 'dc+sd-jwt' | 'jwt_vc_json'
+    vctValues?: Record<string, string[]>
+    clientIdPrefix?: 'decentralized_identifier' | 'x509_san_dns' | 'x509_hash' | 'redirect_uri'
+    responseMode?: 'direct_post' | 'direct_post.jwt'
+    requestUriMethod?: 'get' | 'post'
+  }
+  /** dcql: PEM anchors of x5c-certified SD-JWT VC issuers (default: the tenant's test CA) */
+  trustAnchors?: string[]
   credentialTypes: string[]
   optionalGroups?: { name: string; credentialTypes: string[]; min?: number; purpose?: string }[]
   purpose?: string

@@ -34,7 +34,7 @@ export const STATUS_ORDER: readonly RequirementStatus[] = [
 
 /** Tags that name a spec section are always sources, even on a feature. */
 const SPEC_TAG =
-  /^@(interface-|OID4VCI-|OID4VP-|PEX-|BitstringStatusList|StandardWebhooks|RFC8414-|SD-JWT-VC-|TokenStatusList-|security$)/
+  /^@(interface-|OID4VCI-|OID4VP-|PEX-|BitstringStatusList|StandardWebhooks|RFC8414-|RFC9901-|SD-JWT-VC-|TokenStatusList-|security$)/
 /** Error message lines kept in a failure reason, and the longest line kept. */
 const REASON_LINES = 6
 const REASON_LINE_CHARS = 300

@@ -163,3 +163,27 @@ defineParameterType({
       }) as const
     )[text] as RpRequest,
 })
+
+// OpenID4VP 1.0, the dcql profile (steps/dcql.steps.ts, steps/support/dcql.ts)
+
+/** {dcqlMisbehaviour}: a deliberate defect of the wallet's OpenID4VP 1.0 answer (src/wallet/README.md). */
+defineParameterType({
+  name: 'dcqlMisbehaviour',
+  regexp:
+    /sd-tampered-disclosure|sd-extra-disclosure|kb-wrong-sd-hash|kb-wrong-nonce|kb-wrong-aud|kb-stale-iat|kb-missing|plain-response|vp-token-wrong-id|vp-wrong-nonce|vp-wrong-aud|vp-foreign-key|tampered-credential|untrusted-issuer|access-denied/,
+  transformer: (text: string) => text,
+})
+
+/** {clientIdPrefix}: how a dcql verifier names itself (OpenID4VP 1.0 §5.9.3). */
+defineParameterType({
+  name: 'clientIdPrefix',
+  regexp: /decentralized_identifier|x509_san_dns|x509_hash|redirect_uri/,
+  transformer: (text: string) => text,
+})
+
+/** {responseMode}: how the wallet answers a dcql session (OpenID4VP 1.0 §8.2, §8.3). */
+defineParameterType({
+  name: 'responseMode',
+  regexp: /direct_post\.jwt|direct_post/,
+  transformer: (text: string) => text,
+})

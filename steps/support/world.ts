@@ -4,6 +4,7 @@ import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from 'jose
 import { type ApiKeyCredentials, type ApiResponse, ok, RelyingPartyClient } from '../../src/client/index.ts'
 import type { KeySecret, Target, TenantFixture } from '../../src/harness/target.ts'
 import { PROBLEM_MEDIA_TYPE } from '../../src/shared/wire.ts'
+import { DcqlFlow } from './dcql.ts'
 import { IssuanceFlow } from './issuance.ts'
 import { SdJwtVcFlow } from './sd-jwt-vc.ts'
 import { VerificationFlow } from './verification.ts'
@@ -69,6 +70,7 @@ export class HarnessWorld extends World implements FlowWorld {
   private verificationFlow: VerificationFlow | undefined
   private webhookFlow: WebhookFlow | undefined
   private sdJwtFlow: SdJwtVcFlow | undefined
+  private dcqlFlow: DcqlFlow | undefined
 
   /** The scenario's wallet and issuance process (steps/support/issuance.ts). */
   get issuance(): IssuanceFlow {
@@ -86,6 +88,12 @@ export class HarnessWorld extends World implements FlowWorld {
   get verification(): VerificationFlow {
     this.verificationFlow ??= new VerificationFlow(this, this)
     return this.verificationFlow
+  }
+
+  /** The scenario's OpenID4VP 1.0 wallet, dcql template and session (steps/support/dcql.ts). */
+  get dcql(): DcqlFlow {
+    this.dcqlFlow ??= new DcqlFlow(this)
+    return this.dcqlFlow
   }
 
   /** The scenario's receiver endpoint and webhook expectations (steps/support/webhooks.ts). */

@@ -31,6 +31,8 @@ import { verifyIssuerJws } from './jwt-vc.ts'
 const REGISTERED = new Set([
   'iss',
   'sub',
+  'jti',
+  'aud',
   'iat',
   'nbf',
   'exp',
