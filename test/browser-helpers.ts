@@ -3,7 +3,6 @@
 // OpenID4VP 1.0 wallet built from independent code (the OWF clients of test/fixtures/owf-holder.ts) for the
 // dcql profile's flows.
 import assert from 'node:assert/strict'
-import { randomBytes } from 'node:crypto'
 import { existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -15,7 +14,7 @@ import { planSandbox } from '../src/harness/sandbox.ts'
 import type { ServiceConfig } from '../src/service/config/index.ts'
 import { type RunningServer, startServer } from '../src/service/server.ts'
 import type { Clock } from '../src/service/util/clock.ts'
-import { owfHolder, owfPresenter, owfReceive, sdJwtPresentation } from './fixtures/owf-holder.ts'
+import { owfAnswer, owfHolder, owfReceive, owfResolve, sdJwtPresentation } from './fixtures/owf-holder.ts'
 import { demoConfig } from './helpers.ts'
 
 // jsqr is CommonJS whose types declare a default export; what the loader hands over differs (cf. util/ajv.ts).
@@ -158,52 +157,20 @@ export class OwfDcqlWallet {
    * held SD-JWT VC disclosing `disclose`, and posts the answer.
    */
   async start(link: string, disclose: readonly string[] = ['familyName']) {
-    const presenter = owfPresenter()
-    const params = Object.fromEntries(new URL(link).searchParams)
-    const resolved = await presenter.resolveOpenId4vpAuthorizationRequest({
-      authorizationRequestPayload: params as never,
-      wallet: { metadata: { request_object_signing_alg_values_supported: ['EdDSA', 'ES256'] } as never },
-    })
-    const request = resolved.authorizationRequestPayload as Record<string, unknown> & {
-      nonce: string
-      client_id: string
-      response_mode: string
-    }
-    const query = resolved.dcql?.query
-    const { credentials } = (typeof query === 'string' ? JSON.parse(query) : query) as {
-      credentials: { id: string }[]
-    }
+    const resolved = await owfResolve(link)
+    const { request, queryIds } = resolved
     const respond = async (): Promise<{ status: number; body: string }> => {
       const credential = this.credential
       assert.ok(credential, 'the wallet holds no SD-JWT VC')
       const binding = { nonce: request.nonce, aud: request.client_id }
       const vpToken: Record<string, string[]> = {}
-      for (const { id } of credentials) {
+      for (const id of queryIds) {
         vpToken[id] = [await sdJwtPresentation(this.holder, credential, disclose, binding)]
       }
-      const encrypted = request.response_mode === 'direct_post.jwt'
-      const response = await presenter.createOpenid4vpAuthorizationResponse({
-        authorizationRequestPayload: request as never,
-        authorizationResponsePayload: { vp_token: vpToken } as never,
-        ...(encrypted && {
-          jarm: {
-            encryption: { nonce: randomBytes(16).toString('base64url') },
-            serverMetadata: {
-              authorization_signing_alg_values_supported: ['ES256'],
-              authorization_encryption_alg_values_supported: ['ECDH-ES'],
-              authorization_encryption_enc_values_supported: ['A128GCM'],
-            },
-          },
-        }),
-      })
-      const submitted = await presenter.submitOpenid4vpAuthorizationResponse({
-        authorizationRequestPayload: request as never,
-        authorizationResponsePayload: response.authorizationResponsePayload,
-        ...(response.jarm && { jarm: { responseJwt: response.jarm.responseJwt } }),
-      })
-      return { status: submitted.response.status, body: await submitted.response.text() }
+      const response = await owfAnswer(resolved, vpToken)
+      return { status: response.status, body: await response.text() }
     }
-    return { request, queryIds: credentials.map((c) => c.id), respond }
+    return { request, queryIds, respond }
   }
 
   /** start, then respond at once. */

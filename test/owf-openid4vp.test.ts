@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { generateKeyPairSync, randomBytes } from 'node:crypto'
+import { generateKeyPairSync } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { setGlobalConfig } from '@openid4vc/openid4vci'
 import {
@@ -13,8 +13,10 @@ import { type DcqlService, DEGREE, startDcqlService, VERIFIABLE_ID } from './fix
 import {
   jwtVpPresentation,
   type OwfHolder,
+  owfAnswer,
   owfHolder,
   owfPresenter,
+  owfResolve,
   sdJwtPresentation,
 } from './fixtures/owf-holder.ts'
 
@@ -52,48 +54,12 @@ async function run(templateId: string, answer: Answer) {
     `session ${templateId}`,
   )
   const params = Object.fromEntries(new URL(created.authentication_request).searchParams)
-  const presenter = owfPresenter([service.trustAnchor])
-  const walletNonce = randomBytes(16).toString('base64url')
-  const resolved = await presenter.resolveOpenId4vpAuthorizationRequest({
-    authorizationRequestPayload: params as never,
-    wallet: {
-      metadata: { request_object_signing_alg_values_supported: ['EdDSA', 'ES256'] } as never,
-    },
-  })
-  const request = resolved.authorizationRequestPayload as Record<string, unknown> & {
-    nonce: string
-    client_id: string
-    response_mode: string
-  }
-  // By value (redirect_uri), OWF 0.4.6 hands the dcql_query back as the link's JSON text.
-  const query = resolved.dcql?.query
-  const { credentials } = (typeof query === 'string' ? JSON.parse(query) : query) as {
-    credentials: { id: string }[]
-  }
-  const queryIds = credentials.map((c) => c.id)
-  const vpToken = await answer.present(request, queryIds)
-  const encrypted = request.response_mode === 'direct_post.jwt'
-  const response = await presenter.createOpenid4vpAuthorizationResponse({
-    authorizationRequestPayload: request as never,
-    authorizationResponsePayload: { vp_token: vpToken } as never,
-    ...(encrypted && {
-      jarm: {
-        encryption: { nonce: walletNonce },
-        serverMetadata: {
-          authorization_signing_alg_values_supported: ['ES256'],
-          authorization_encryption_alg_values_supported: ['ECDH-ES'],
-          authorization_encryption_enc_values_supported: [answer.enc ?? 'A128GCM'],
-        },
-      },
-    }),
-  })
-  const submitted = await presenter.submitOpenid4vpAuthorizationResponse({
-    authorizationRequestPayload: request as never,
-    authorizationResponsePayload: response.authorizationResponsePayload,
-    ...(response.jarm && { jarm: { responseJwt: response.jarm.responseJwt } }),
-  })
+  const owf = await owfResolve(created.authentication_request, [service.trustAnchor])
+  const { resolved, request } = owf
+  const response = await owfAnswer(owf, await answer.present(request, owf.queryIds), answer.enc)
+  const submitted = { response }
   const read = ok(await rp.readSession(appToken, created.id), 'read session') as SessionRead
-  return { created, params, resolved, request, submitted, read, walletNonce }
+  return { created, params, resolved, request, submitted, read }
 }
 
 describe('OpenID4VP 1.0 (dcql profile) answered by the OWF @openid4vc/openid4vp client', () => {
@@ -262,41 +228,19 @@ describe("a tenant's own verifier chain (tenants[].verifierCertificate) instead 
             authorizationRequestPayload: params as never,
           }),
         )
-        const presenter = owfPresenter([certificatePem(ca.certificate)])
-        const resolved = await presenter.resolveOpenId4vpAuthorizationRequest({
-          authorizationRequestPayload: params as never,
-        })
-        const request = resolved.authorizationRequestPayload as { nonce: string; client_id: string }
+        const owf = await owfResolve(created.authentication_request, [certificatePem(ca.certificate)])
+        const { request } = owf
         if (template === 'pid-x509-hash') assert.equal(request.client_id, `x509_hash:${x509Hash(leaf)}`)
         else assert.equal(request.client_id, 'x509_san_dns:127.0.0.1')
-        const query = resolved.dcql?.query as { credentials: { id: string }[] }
         const vpToken = {
-          [query.credentials[0]?.id as string]: [
+          [owf.queryIds[0] as string]: [
             await sdJwtPresentation(wallet, credential, ['familyName'], {
               nonce: request.nonce,
               aud: request.client_id,
             }),
           ],
         }
-        const response = await presenter.createOpenid4vpAuthorizationResponse({
-          authorizationRequestPayload: request as never,
-          authorizationResponsePayload: { vp_token: vpToken } as never,
-          ...((request as { response_mode?: string }).response_mode === 'direct_post.jwt' && {
-            jarm: {
-              encryption: { nonce: 'n' },
-              serverMetadata: {
-                authorization_signing_alg_values_supported: ['ES256'],
-                authorization_encryption_alg_values_supported: ['ECDH-ES'],
-                authorization_encryption_enc_values_supported: ['A128GCM'],
-              },
-            },
-          }),
-        })
-        const submitted = await presenter.submitOpenid4vpAuthorizationResponse({
-          authorizationRequestPayload: request as never,
-          authorizationResponsePayload: response.authorizationResponsePayload,
-          ...(response.jarm && { jarm: { responseJwt: response.jarm.responseJwt } }),
-        })
+        const submitted = { response: await owfAnswer(owf, vpToken) }
         assert.equal(submitted.response.status, 200, await submitted.response.clone().text())
         const read = ok(await own.rp.readSession(own.appToken, created.id), 'read') as SessionRead
         assert.equal(read.Status, 'VERIFIED', JSON.stringify(read.Validations))

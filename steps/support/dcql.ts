@@ -18,6 +18,7 @@ import type {
   Wallet,
 } from '../../src/wallet/index.ts'
 import { DEGREE_CONTENT } from './issuance.ts'
+import { type WalletAttempt, walletAttempt } from './wallet-outcome.ts'
 import { receiverFor } from './webhooks.ts'
 import type { FlowWorld } from './world-types.ts'
 
@@ -122,18 +123,7 @@ export interface DcqlTemplateChoice {
 }
 
 /** The wallet's last presentation step: success, a wire error, or a refusal before anything was sent. */
-type Outcome =
-  | { kind: 'ok'; what: string; result: PresentationResult | PresentationSessionV1 }
-  | {
-      kind: 'protocol'
-      what: string
-      step: string
-      status: number
-      error?: string
-      description: string
-      message: string
-    }
-  | { kind: 'usage'; what: string; name: string; message: string }
+type Outcome = WalletAttempt<PresentationResult | PresentationSessionV1>
 
 export class DcqlFlow {
   private walletPromise: Promise<Wallet> | undefined
@@ -353,31 +343,7 @@ export class DcqlFlow {
   // The wallet's answer
 
   private async attempt(what: string, work: () => Promise<PresentationResult | PresentationSessionV1>) {
-    try {
-      this.outcome = { kind: 'ok', what, result: await work() }
-    } catch (error) {
-      const e = error as {
-        name?: string
-        step?: string
-        status?: number
-        error?: string
-        errorDescription?: string
-        message: string
-      }
-      if (e.name === 'WalletProtocolError') {
-        this.outcome = {
-          kind: 'protocol',
-          what,
-          step: e.step ?? '?',
-          status: e.status ?? 0,
-          ...(e.error ? { error: e.error } : {}),
-          description: e.errorDescription ?? '',
-          message: e.message,
-        }
-      } else if (e.name === 'WalletUsageError' || e.name === 'DcqlUnsatisfiedError') {
-        this.outcome = { kind: 'usage', what, name: e.name, message: e.message }
-      } else throw error
-    }
+    this.outcome = await walletAttempt(what, work)
   }
 
   private describe(what: string, misbehave: readonly PresentationMisbehaviour[]) {

@@ -9,6 +9,7 @@ import type {
   PresentationSession,
 } from '../../src/wallet/index.ts'
 import { DEGREE_CONTENT, IDENTITY_CONTENT, type IssuanceFlow } from './issuance.ts'
+import { type WalletAttempt, walletAttempt } from './wallet-outcome.ts'
 import type { FlowWorld } from './world-types.ts'
 
 // The verification side of a scenario: the session the relying party opens (4.6), what the scenario's
@@ -17,10 +18,7 @@ import type { FlowWorld } from './world-types.ts'
 export type VerificationTemplateRole = 'degree check' | 'degree and identity check' | 'status-optional check'
 
 /** The wallet's last presentation step: success, a wire error, or a refusal before anything was sent. */
-type PresentOutcome =
-  | { kind: 'ok'; what: string; result: PresentationResult | PresentationSession }
-  | { kind: 'protocol'; what: string; status: number; error?: string; description: string; message: string }
-  | { kind: 'usage'; what: string; message: string }
+type PresentOutcome = WalletAttempt<PresentationResult | PresentationSession>
 
 export class VerificationFlow {
   created: SessionCreated | undefined
@@ -91,29 +89,7 @@ export class VerificationFlow {
   }
 
   private async attempt(what: string, work: () => Promise<PresentationResult | PresentationSession>) {
-    try {
-      this.outcome = { kind: 'ok', what, result: await work() }
-    } catch (error) {
-      const e = error as {
-        name?: string
-        status?: number
-        error?: string
-        errorDescription?: string
-        message: string
-      }
-      if (e.name === 'WalletProtocolError') {
-        this.outcome = {
-          kind: 'protocol',
-          what,
-          status: e.status ?? 0,
-          ...(e.error ? { error: e.error } : {}),
-          description: e.errorDescription ?? '',
-          message: e.message,
-        }
-      } else if (e.name === 'WalletUsageError' || e.name === 'NoMatchingCredentialsError') {
-        this.outcome = { kind: 'usage', what, message: e.message }
-      } else throw error
-    }
+    this.outcome = await walletAttempt(what, work)
   }
 
   /** The wallet scans the QR (the authentication request) and presents, in one call. */
