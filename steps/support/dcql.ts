@@ -19,7 +19,7 @@ import type {
 } from '../../src/wallet/index.ts'
 import { DEGREE_CONTENT } from './issuance.ts'
 import { type WalletAttempt, walletAttempt } from './wallet-outcome.ts'
-import { receiverFor } from './webhooks.ts'
+import { acknowledged, receiverFor } from './webhooks.ts'
 import type { FlowWorld } from './world-types.ts'
 
 // The OpenID4VP 1.0 side of a scenario (a verification template of profile `dcql`): the scenario's own
@@ -702,18 +702,10 @@ export class DcqlFlow {
     if (!endpoint) throw new Error('the dcql template sends no webhooks to the receiver in this scenario')
     const id = this.sessionId
     try {
-      this.delivery = await endpoint.waitFor(
-        (d) =>
-          d.signatureValid &&
-          (d.json as WebhookEventBody | undefined)?.id === id &&
-          (d.json as WebhookEventBody | undefined)?.status === status &&
-          d.answeredStatus !== null &&
-          d.answeredStatus < 300,
-        {
-          timeoutMs: seconds * 1000,
-          description: `one validly signed ${status} about session ${id}, acknowledged by the receiver`,
-        },
-      )
+      this.delivery = await endpoint.waitFor(acknowledged(id, status), {
+        timeoutMs: seconds * 1000,
+        description: `one validly signed ${status} about session ${id}, acknowledged by the receiver`,
+      })
     } catch (error) {
       this.world.fail((error as Error).message, null)
     }

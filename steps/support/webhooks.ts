@@ -39,6 +39,16 @@ export type WebhookSubject = 'process' | 'session'
 
 const VIEW_ONLY = ['id', 'hasWebhookSecret', 'source', 'createdAt', 'updatedAt']
 
+/** A validly signed delivery of the `status` event about `id`, acknowledged (2xx) by the receiver. */
+export const acknowledged =
+  (id: string, status: 'SUCCESS' | 'REJECT') =>
+  (d: { signatureValid: boolean; json?: unknown; answeredStatus: number | null }) =>
+    d.signatureValid &&
+    (d.json as WebhookEventBody | undefined)?.id === id &&
+    (d.json as WebhookEventBody | undefined)?.status === status &&
+    d.answeredStatus !== null &&
+    d.answeredStatus < 300
+
 export class WebhookFlow {
   endpoint: WebhookEndpoint | undefined
   private kind: TemplateKind | undefined
@@ -121,18 +131,10 @@ export class WebhookFlow {
     const id = this.subjectId(subject)
     const deadline = Date.now() + seconds * 1000
     try {
-      this.delivery = await endpoint.waitFor(
-        (d) =>
-          d.signatureValid &&
-          (d.json as WebhookEventBody | undefined)?.id === id &&
-          (d.json as WebhookEventBody | undefined)?.status === status &&
-          d.answeredStatus !== null &&
-          d.answeredStatus < 300,
-        {
-          timeoutMs: seconds * 1000,
-          description: `one validly signed ${status} about ${subject} ${id}, acknowledged by the receiver`,
-        },
-      )
+      this.delivery = await endpoint.waitFor(acknowledged(id, status), {
+        timeoutMs: seconds * 1000,
+        description: `one validly signed ${status} about ${subject} ${id}, acknowledged by the receiver`,
+      })
     } catch (error) {
       this.world.fail(`${(error as Error).message}`, null)
     }
