@@ -580,8 +580,12 @@ describe('request object: fetched, verified, checked', () => {
     assert.deepEqual(good.vp.header, bad.vp.header)
     assert.deepEqual(withoutId(good.submission), withoutId(bad.submission))
     assert.equal(good.form.state, bad.form.state)
-    // and start() with the misbehaviour accepts an expired request object
-    const late = await wallet.startPresentation(session.link, { now: later, misbehave: ['expired-session'] })
+    // and start() with the misbehaviour accepts an expired request object (a fresh one: the wallet refuses
+    // a request whose nonce it already answered, OpenID4VP 1.0 §14.1)
+    const late = await wallet.startPresentation(verifier.open().link, {
+      now: later,
+      misbehave: ['expired-session'],
+    })
     assert.equal(late.expired, true)
   })
 })

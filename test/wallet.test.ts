@@ -320,12 +320,14 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
           assert.equal(validator.verifiablePresentation.proof[0]?.type, 'JwtProof2020')
           assert.deepEqual(validator.verifiablePresentation.verifiableCredential, [])
         }
-        // the wallet's own calls: the offer by reference, then credential_accepted answered 204
+        // the wallet's own calls: the offer by reference, the credential's status list (read at receipt: a
+        // revoked credential is refused), then credential_accepted answered 204
         const base = new URL(issuerUrl).pathname
-        assert.deepEqual(
-          watch.calls.map((c) => `${c.method} ${c.path.slice(base.length)} ${c.status}`),
-          [`GET /credential-offer/${lastProcessId} 200`, 'POST /notification 204'],
-        )
+        const calls = watch.calls.map((c) => `${c.method} ${c.path.slice(base.length)} ${c.status}`)
+        assert.equal(calls.length, 3, calls.join(', '))
+        assert.equal(calls[0], `GET /credential-offer/${lastProcessId} 200`)
+        assert.match(calls[1] ?? '', /^GET \/status\/[\w-]+ 200$/)
+        assert.equal(calls[2], 'POST /notification 204')
       })
 
       test(`${keyType}: wallet first → 202, relying party submits, awaitDeferred honours interval`, async () => {

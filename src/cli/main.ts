@@ -2,7 +2,8 @@ const USAGE = `Usage: vc-harness <command> [options]
 
 Commands:
   serve        run the reference service (see: vc-harness serve --help)
-  wallet       the simulated wallet: receive a credential offer, present to a verification request, list held credentials (see: vc-harness wallet --help)
+  wallet       the simulated wallet: open a deep link, receive a credential offer, present to a verification request, list held credentials (see: vc-harness wallet --help)
+  wallet-test  test a wallet's safety: the service misbehaves on purpose per case, the wallet must refuse (see: vc-harness wallet-test --help)
   conformance  run the conformance suite and write the reports, or summarize existing runs (see: vc-harness conformance --help)
   bench        complete flows per second with concurrent wallets, against the service and its baselines (see: vc-harness bench --help)
   help         show this text`
@@ -11,8 +12,9 @@ Commands:
 // Each command is imported lazily: the wallet, cucumber and browser stacks are slow to load.
 // A command may return its exit code (conformance: 1 when a requirement fails); nothing means 0.
 const commands: Record<string, (argv: string[]) => Promise<number | undefined>> = {
-  serve: async (argv) => (await import('./serve.ts')).serve(argv).then(() => undefined),
+  serve: async (argv) => (await import('./serve.ts')).serve(argv),
   wallet: async (argv) => (await import('./wallet.ts')).wallet(argv).then(() => undefined),
+  'wallet-test': async (argv) => (await import('./wallet-test.ts')).walletTest(argv),
   conformance: async (argv) => (await import('./conformance.ts')).conformance(argv),
   bench: async (argv) => (await import('../../bench/run.ts')).bench(argv),
 }

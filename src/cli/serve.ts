@@ -10,6 +10,7 @@ import { type ServerOptions, startServer } from '../service/server.ts'
 export const SERVE_USAGE = `Usage: vc-harness serve [--config FILE] [--port N] [--host H] [--data DIR] [--public-url URL]
                         [--workers N] [--log-level LEVEL] [--demo | --no-demo] [--issue T] [--verify T]
                         [--sandbox [--once] [--sandbox-log FILE]]
+                        [--sandbox --wallet-plan NAME [--case-timeout S] [--reports DIR]]
 
   --config FILE       service configuration (JSON, see config/config.schema.json); default: the embedded demo
   --port N            TCP port; default 8080 (0 picks a free one)
@@ -41,6 +42,16 @@ Wallet-vendor sandbox (docs/sandbox.md):
   --once              exit after one issuance and one verification ended: 0 when both succeeded, else 1
   --sandbox-log FILE  append every reported step as JSON lines; default <data dir>/sandbox.ndjson
                       (none with --data :memory:)
+
+Wallet test plans by hand (docs/wallet-testing.md):
+  --sandbox --wallet-plan NAME
+                      instead of the configured service, run a wallet test plan (issuance-draft15,
+                      issuance-1.0, presentation-pe, presentation-dcql or all) on its own embedded service:
+                      each case's QR code in turn, in the terminal and at <public URL>/wallet-test, what the
+                      wallet did and whether that passes; the reports (JSON, Markdown, JUnit) at the end.
+                      Enter ends a case early. Exit 0 when the wallet behaved correctly in every case, else 1
+  --case-timeout S    seconds per case; default 120
+  --reports DIR       where the wallet test reports and trust-anchor.pem go; default reports/wallet-test
 
 Exit codes: 2 for a bad option or configuration (also a --sandbox or demo template no application key may use).`
 
@@ -114,11 +125,19 @@ export function parseServeArgs(argv: string[]) {
       verify: { type: 'string' },
       once: { type: 'boolean' },
       'sandbox-log': { type: 'string' },
+      'wallet-plan': { type: 'string' },
+      'case-timeout': { type: 'string' },
+      reports: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
   })
   if (values.help) return { help: true as const, values }
+  const planOnly = (['case-timeout', 'reports'] as const).filter((o) => values[o] !== undefined)
+  if (values['wallet-plan'] === undefined && planOnly.length > 0) {
+    throw usage(`--${planOnly[0]} needs --wallet-plan`)
+  }
+  if (values['wallet-plan'] !== undefined && !values.sandbox) throw usage('--wallet-plan needs --sandbox')
   const port = Number(values.port)
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new Error(`--port: not a port number: ${values.port}`)
@@ -142,13 +161,25 @@ export function parseServeArgs(argv: string[]) {
   return { help: false as const, values, port, workers, usingDemo, demo, publicUrl }
 }
 
-export async function serve(argv: string[]): Promise<void> {
+/** Returns an exit code only when it ends by itself (a wallet test plan); a service runs until stopped. */
+export async function serve(argv: string[]): Promise<number | undefined> {
   const options = parseServeArgs(argv)
   if (options.help) {
     console.log(SERVE_USAGE)
     return
   }
   const { values, port, workers, usingDemo, demo, publicUrl } = options
+  if (values['wallet-plan'] !== undefined) {
+    const { walletPlanByHand } = await import('./wallet-test.ts')
+    return walletPlanByHand({
+      plan: values['wallet-plan'],
+      host: values.host,
+      port,
+      ...(publicUrl !== undefined ? { publicUrl } : {}),
+      ...(values['case-timeout'] !== undefined ? { caseTimeout: values['case-timeout'] } : {}),
+      ...(values.reports !== undefined ? { reports: values.reports } : {}),
+    })
+  }
   const loaded = loadConfigFile(values.config ?? DEMO_CONFIG_PATH)
   // The service prefers config.publicUrl over the listening URL (src/service/app.ts), so the option goes there.
   const config = publicUrl === undefined ? loaded : { ...loaded, publicUrl }

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs'
+import { delimiter } from 'node:path'
 import { parseArgs } from 'node:util'
 // Types only: the wallet stack (Veramo, oid4vci-client) is imported when a command runs, not for --help.
 import type {
@@ -6,7 +7,9 @@ import type {
   IssuanceProtocol,
   Misbehaviour,
   PresentationMisbehaviour,
+  PresentationResult,
   PresentStep,
+  ReceiveResult,
   ReceiveStep,
   StoredCredential,
   Wallet,
@@ -26,12 +29,21 @@ Commands:
                         query answered with dc+sd-jwt (only the asked-for disclosures, KB-JWT) and
                         jwt_vc_json presentations, direct_post or direct_post.jwt (encrypted, ECDH-ES).
                         A bare did: client_id: Presentation Exchange (draft 20), direct_post.
+  open <link>           what a wallet app does with a scanned link: a credential offer (credential_offer_uri
+                        or credential_offer) is received, an authorization request (request_uri, request,
+                        client_id, dcql_query, presentation_definition; any scheme: openid-vp://,
+                        openid4vp://, haip://, https://…) is answered as present does, except that a query
+                        the held credentials cannot satisfy is declined with access_denied. Prints the outcome
+                        as JSON on stdout ({"kind": "issuance"|"presentation", "status": …}). Give the link
+                        as one argument (quote it: it carries & and %).
   list                  print the holder and the credentials of a wallet file as JSON
 
 Options:
-  --wallet FILE         keep the holder key and the credentials in FILE (JSON, created on first use).
-                        FILE holds the holder's private key unencrypted (mode 0600): test identities only.
-                        Without it, receive uses a throw-away in-memory wallet.
+  --wallet FILE         keep the holder key and the credentials in FILE (JSON, created on first use), and the
+                        nonces of the last 64 requests answered (a request reusing one is refused, OpenID4VP
+                        1.0 §14.1). FILE holds the holder's private key unencrypted (mode 0600): test
+                        identities only. Without it (and without VC_HARNESS_WALLET), receive and open use a
+                        throw-away in-memory wallet.
   --key-type T          holder key of a new wallet: Ed25519 (default), P-256 or secp256k1
   --tx-code C           the transaction code the issuer showed out of band
   --protocol P          OpenID4VCI generation: auto (default: 1.0 when the issuer metadata has
@@ -40,8 +52,9 @@ Options:
                         receive: an SD-JWT VC's issuer (e.g. the issuer's GET /oid4vci/<tenant>/trust-anchor);
                         present: an x509_san_dns / x509_hash verifier's request object. Without one, x5c-signed
                         credentials and x509 requests are refused.
-  --decline-unsatisfied present (1.0): when the held credentials cannot satisfy the DCQL query, answer
-                        access_denied naming the unsatisfied credential queries (default: fail, send nothing)
+  --decline-unsatisfied present: when the held credentials cannot satisfy the DCQL query or the presentation
+                        definition, answer access_denied naming what is missing (default: fail, send nothing;
+                        open always declines)
   --no-wait             do not poll a deferred credential: print its transaction id and stop
   --timeout S           how long to poll a deferred credential, in seconds; default 600
   --misbehave M         do one thing wrong on purpose (repeatable; see src/wallet/README.md).
@@ -57,8 +70,30 @@ Options:
                         although direct_post.jwt was asked), vp-token-wrong-id.
   -h, --help            show this text
 
-Progress goes to stderr. Exit codes: 0 received (or pending with --no-wait) / presented (or declined with
-access-denied, answered 2xx), 1 the flow failed, 2 bad arguments.`
+Environment (used when the option is absent, by every command, so a runner can set them once for
+\`vc-harness wallet open {link}\`):
+  VC_HARNESS_WALLET         the wallet file (--wallet FILE)
+  VC_HARNESS_TRUST_ANCHOR   PEM file(s) for --trust-anchor, several separated by "${delimiter}"
+
+Progress goes to stderr. Exit codes: receive/present: 0 received (or pending with --no-wait) / presented (or
+declined with access-denied, answered 2xx), 1 the flow failed; open: 0 received and accepted (or pending
+with --no-wait) / presented, 1 refused (the wallet found a rule broken), declined (nothing held satisfies
+the query) or failed; all: 2 bad arguments.`
+
+/** Environment defaults of the options (see the usage text). */
+export const WALLET_ENV = { wallet: 'VC_HARNESS_WALLET', trustAnchor: 'VC_HARNESS_TRUST_ANCHOR' } as const
+
+/** --wallet, else VC_HARNESS_WALLET (an empty value counts as unset). */
+function walletFile(option: string | undefined): string | undefined {
+  return option ?? (process.env[WALLET_ENV.wallet] || undefined)
+}
+
+/** --trust-anchor (repeatable), else the files VC_HARNESS_TRUST_ANCHOR lists (path delimiter separated). */
+function trustAnchorFiles(option: readonly string[] | undefined): { files: string[]; from: string } {
+  if (option && option.length > 0) return { files: [...option], from: '--trust-anchor' }
+  const files = (process.env[WALLET_ENV.trustAnchor] ?? '').split(delimiter).filter((f) => f.length > 0)
+  return { files, from: WALLET_ENV.trustAnchor }
+}
 
 /** An argument error: main maps codes starting with ERR_PARSE_ARGS to exit code 2. */
 function usageError(message: string): Error {
@@ -95,13 +130,14 @@ async function credentialView(credential: StoredCredential) {
   }
 }
 
-/** The PEM files of --trust-anchor, read (an unreadable file is an argument error). */
-function readTrustAnchors(files: readonly string[] | undefined): string[] {
-  return (files ?? []).map((file) => {
+/** The PEM files of --trust-anchor or VC_HARNESS_TRUST_ANCHOR, read (an unreadable file is an argument error). */
+function readTrustAnchors(option: readonly string[] | undefined): string[] {
+  const { files, from } = trustAnchorFiles(option)
+  return files.map((file) => {
     try {
       return readFileSync(file, 'utf8')
     } catch (error) {
-      throw usageError(`--trust-anchor: cannot read ${file}: ${(error as Error).message}`)
+      throw usageError(`${from}: cannot read ${file}: ${(error as Error).message}`)
     }
   })
 }
@@ -113,9 +149,11 @@ function progress(step: ReceiveStep, detail: unknown): void {
     metadata: () => 'metadata: read',
     token: () => `token: ${d.token_type ?? 'access'} token, expires in ${d.expires_in ?? '?'} s`,
     credential: () =>
-      d.status === 202
-        ? `credential: deferred, transaction ${d.transactionId}, interval ${d.interval ?? '?'} s`
-        : 'credential: issued',
+      d.retry
+        ? `credential: ${d.status} ${d.error}: retrying once with a fresh nonce (${d.retry === 'c_nonce' ? "the error's c_nonce" : 'nonce endpoint'})`
+        : d.status === 202
+          ? `credential: deferred, transaction ${d.transactionId}, interval ${d.interval ?? '?'} s`
+          : 'credential: issued',
     deferred: () => (d.status === 200 ? 'deferred: issued' : 'deferred: still pending'),
     verify: () => 'verify: signature and holder binding checked, stored',
     notification: () => `notification: ${String(detail)} sent`,
@@ -170,9 +208,10 @@ async function receive(argv: string[]): Promise<void> {
     }
   }
   try {
+    const file = walletFile(values.wallet)
     const wallet = await w.Wallet.create({
       ...(keyType !== undefined && { keyType: keyType as HolderKeyType }),
-      ...(values.wallet !== undefined && { file: values.wallet }),
+      ...(file !== undefined && { file }),
       ...(protocol !== undefined && { protocol: protocol as IssuanceProtocol }),
       ...(trustAnchors.length > 0 && { trustAnchors }),
     })
@@ -183,21 +222,7 @@ async function receive(argv: string[]): Promise<void> {
       waitForDeferred: values['no-wait'] ? false : { timeoutMs: timeoutSeconds * 1000 },
       onStep: progress,
     })
-    const output =
-      result.status === 'issued'
-        ? {
-            status: 'issued',
-            holder: wallet.did,
-            credentials: await Promise.all(result.credentials.map(credentialView)),
-            ...(result.notificationId && { notificationId: result.notificationId }),
-          }
-        : {
-            status: 'pending',
-            holder: wallet.did,
-            transactionId: result.transactionId,
-            ...(result.interval !== undefined && { interval: result.interval }),
-          }
-    console.log(JSON.stringify(output, null, 2))
+    console.log(JSON.stringify(await receiveOutput(wallet, result), null, 2))
   } catch (error) {
     if (
       error instanceof w.WalletProtocolError ||
@@ -207,6 +232,49 @@ async function receive(argv: string[]): Promise<void> {
       throw plainError(error.message)
     }
     throw error
+  }
+}
+
+/** What receive prints: the credentials received, or the deferred transaction. */
+async function receiveOutput(wallet: Wallet, result: ReceiveResult): Promise<Record<string, unknown>> {
+  return result.status === 'issued'
+    ? {
+        status: 'issued',
+        holder: wallet.did,
+        credentials: await Promise.all(result.credentials.map(credentialView)),
+        ...(result.notificationId && { notificationId: result.notificationId }),
+      }
+    : {
+        status: 'pending',
+        holder: wallet.did,
+        transactionId: result.transactionId,
+        ...(result.interval !== undefined && { interval: result.interval }),
+      }
+}
+
+/** What present prints: the answer sent and the verifier's reply. */
+function presentOutput(wallet: Wallet, result: PresentationResult): Record<string, unknown> {
+  return {
+    status: result.status,
+    profile: result.profile,
+    holder: wallet.did,
+    sessionId: result.sessionId,
+    clientId: result.clientId,
+    responseUri: result.responseUri,
+    ...(result.responseMode && { responseMode: result.responseMode }),
+    ...(result.encryption && { encryption: result.encryption }),
+    httpStatus: result.httpStatus,
+    response: result.response,
+    ...(result.redirectUri !== undefined && { redirectUri: result.redirectUri }),
+    presented: result.presented,
+    ...(result.presentationSubmission && { presentationSubmission: result.presentationSubmission }),
+    // 1.0: the vp_token object keyed by credential query id; draft 20: the JWT VP
+    ...(result.dcqlVpToken ? { vpToken: result.dcqlVpToken } : result.vpToken && { vpToken: result.vpToken }),
+    // the wallet's own error answer (access_denied), when it declined
+    ...(result.status === 'rejected-by-wallet' && {
+      error: result.form.error,
+      error_description: result.form.error_description,
+    }),
   }
 }
 
@@ -252,8 +320,9 @@ async function present(argv: string[]): Promise<void> {
   if (positionals.length !== 1)
     throw usageError('present needs exactly one argument: the authorization request link')
   const trustAnchors = readTrustAnchors(values['trust-anchor'])
-  if (values.wallet !== undefined && !existsSync(values.wallet)) {
-    throw plainError(`no wallet file at ${values.wallet} (receive a credential into it first)`)
+  const file = walletFile(values.wallet)
+  if (file !== undefined && !existsSync(file)) {
+    throw plainError(`no wallet file at ${file} (receive a credential into it first)`)
   }
   const w = await import('../wallet/index.ts')
   for (const m of values.misbehave ?? []) {
@@ -267,7 +336,7 @@ async function present(argv: string[]): Promise<void> {
   let wallet: Wallet | undefined
   try {
     wallet = await w.Wallet.create({
-      ...(values.wallet !== undefined && { file: values.wallet }),
+      ...(file !== undefined && { file }),
       ...(trustAnchors.length > 0 && { trustAnchors }),
     })
     console.error(`holder: ${wallet.did} (${wallet.keyType}, wallet ${wallet.location})`)
@@ -276,26 +345,7 @@ async function present(argv: string[]): Promise<void> {
       onStep: presentProgress,
       ...(values['decline-unsatisfied'] && { onUnsatisfied: 'access-denied' as const }),
     })
-    const output = {
-      status: result.status,
-      profile: result.profile,
-      holder: wallet.did,
-      sessionId: result.sessionId,
-      clientId: result.clientId,
-      responseUri: result.responseUri,
-      ...(result.responseMode && { responseMode: result.responseMode }),
-      ...(result.encryption && { encryption: result.encryption }),
-      httpStatus: result.httpStatus,
-      response: result.response,
-      ...(result.redirectUri !== undefined && { redirectUri: result.redirectUri }),
-      presented: result.presented,
-      ...(result.presentationSubmission && { presentationSubmission: result.presentationSubmission }),
-      // 1.0: the vp_token object keyed by credential query id; draft 20: the JWT VP
-      ...(result.dcqlVpToken
-        ? { vpToken: result.dcqlVpToken }
-        : result.vpToken && { vpToken: result.vpToken }),
-    }
-    console.log(JSON.stringify(output, null, 2))
+    console.log(JSON.stringify(presentOutput(wallet, result), null, 2))
   } catch (error) {
     if (error instanceof w.WalletProtocolError) {
       // the verifier's (or the wallet's) verdict is an outcome too: JSON on stdout, exit code 1
@@ -317,6 +367,122 @@ async function present(argv: string[]): Promise<void> {
   }
 }
 
+/**
+ * `open <link>`: what a wallet app does with whatever link it is shown (Wallet.open). Exit code 0 only when
+ * the wallet received and accepted a credential, or presented; a refusal, a decline or a failure prints its
+ * outcome as JSON and exits 1.
+ */
+async function open(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      wallet: { type: 'string' },
+      'key-type': { type: 'string' },
+      'tx-code': { type: 'string' },
+      protocol: { type: 'string' },
+      'no-wait': { type: 'boolean' },
+      timeout: { type: 'string' },
+      misbehave: { type: 'string', multiple: true },
+      'trust-anchor': { type: 'string', multiple: true },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+    strict: true,
+  })
+  if (values.help) {
+    console.log(WALLET_USAGE)
+    return
+  }
+  if (positionals.length !== 1) {
+    throw usageError(
+      'open needs exactly one argument: the link (credential offer or authorization request), quoted',
+    )
+  }
+  const link = positionals[0] as string
+  const keyType = values['key-type']
+  const timeoutSeconds = values.timeout === undefined ? 600 : Number(values.timeout)
+  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
+    throw usageError(`--timeout: not a positive number: ${values.timeout}`)
+  const trustAnchors = readTrustAnchors(values['trust-anchor'])
+  const w = await import('../wallet/index.ts')
+  if (keyType !== undefined && !w.HOLDER_KEY_TYPES.includes(keyType as HolderKeyType)) {
+    throw usageError(`--key-type: expected one of ${w.HOLDER_KEY_TYPES.join(', ')}, got ${keyType}`)
+  }
+  const protocol = values.protocol
+  if (protocol !== undefined && !w.ISSUANCE_PROTOCOLS.includes(protocol as IssuanceProtocol)) {
+    throw usageError(`--protocol: expected one of ${w.ISSUANCE_PROTOCOLS.join(', ')}, got ${protocol}`)
+  }
+  let kind: 'issuance' | 'presentation'
+  try {
+    kind = w.linkKind(link)
+  } catch (error) {
+    if (error instanceof w.WalletUsageError) throw usageError(error.message)
+    throw error
+  }
+  for (const m of values.misbehave ?? []) {
+    const fits = kind === 'issuance' ? w.isMisbehaviour(m) : w.isPresentationMisbehaviour(m)
+    if (!fits) {
+      throw usageError(
+        `--misbehave: ${m} is not ${kind === 'issuance' ? 'an issuance' : 'a presentation'} misbehaviour, and the link is ${kind === 'issuance' ? 'a credential offer' : 'an authorization request'}`,
+      )
+    }
+  }
+  const file = walletFile(values.wallet)
+  if (kind === 'presentation' && file !== undefined && !existsSync(file)) {
+    console.log(
+      JSON.stringify({ kind, status: 'failed', error_description: `no wallet file at ${file}` }, null, 2),
+    )
+    throw plainError(`no wallet file at ${file} (receive a credential into it first)`)
+  }
+  let wallet: Wallet | undefined
+  try {
+    wallet = await w.Wallet.create({
+      ...(keyType !== undefined && { keyType: keyType as HolderKeyType }),
+      ...(file !== undefined && { file }),
+      ...(protocol !== undefined && { protocol: protocol as IssuanceProtocol }),
+      ...(trustAnchors.length > 0 && { trustAnchors }),
+    })
+    console.error(`holder: ${wallet.did} (${wallet.keyType}, wallet ${wallet.location})`)
+    const opened = await wallet.open(link, {
+      ...(values['tx-code'] !== undefined && { txCode: values['tx-code'] }),
+      misbehave: (values.misbehave ?? []) as (Misbehaviour | PresentationMisbehaviour)[],
+      waitForDeferred: values['no-wait'] ? false : { timeoutMs: timeoutSeconds * 1000 },
+      onStep: (step, detail) =>
+        kind === 'issuance'
+          ? progress(step as ReceiveStep, detail)
+          : presentProgress(step as PresentStep, detail),
+      onUnsatisfied: 'access-denied',
+    })
+    if (opened.kind === 'issuance') {
+      console.log(JSON.stringify({ kind, ...(await receiveOutput(wallet, opened.result)) }, null, 2))
+      return
+    }
+    console.log(JSON.stringify({ kind, ...presentOutput(wallet, opened.result) }, null, 2))
+  } catch (error) {
+    if (error instanceof w.PresentationDeclinedError && wallet) {
+      // the wallet answered access_denied: the outcome, then exit code 1 (nothing was presented)
+      console.log(JSON.stringify({ kind, ...presentOutput(wallet, error.result) }, null, 2))
+      throw plainError(error.message)
+    }
+    const known =
+      error instanceof w.WalletProtocolError ||
+      error instanceof w.WalletUsageError ||
+      error instanceof w.WalletFileError
+    if (!known) throw error
+    const output = {
+      kind,
+      status: 'failed',
+      ...(wallet && { holder: wallet.did }),
+      ...(error instanceof w.WalletProtocolError
+        ? { step: error.step, httpStatus: error.status, error: error.error }
+        : { error: error.name }),
+      error_description: error instanceof w.WalletProtocolError ? error.errorDescription : error.message,
+    }
+    console.log(JSON.stringify(output, null, 2))
+    throw plainError(error.message)
+  }
+}
+
 async function list(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
@@ -327,12 +493,13 @@ async function list(argv: string[]): Promise<void> {
     console.log(WALLET_USAGE)
     return
   }
-  if (values.wallet === undefined) throw usageError('list needs --wallet FILE')
-  if (!existsSync(values.wallet)) throw plainError(`no wallet file at ${values.wallet}`)
+  const file = walletFile(values.wallet)
+  if (file === undefined) throw usageError(`list needs --wallet FILE (or ${WALLET_ENV.wallet})`)
+  if (!existsSync(file)) throw plainError(`no wallet file at ${file}`)
   const w = await import('../wallet/index.ts')
   let wallet: Wallet
   try {
-    wallet = await w.Wallet.create({ file: values.wallet })
+    wallet = await w.Wallet.create({ file })
   } catch (error) {
     if (error instanceof w.WalletFileError) throw plainError(error.message)
     throw error
@@ -352,6 +519,7 @@ export async function wallet(argv: string[]): Promise<void> {
   }
   if (command === 'receive') return receive(rest)
   if (command === 'present') return present(rest)
+  if (command === 'open') return open(rest)
   if (command === 'list') return list(rest)
   console.error(WALLET_USAGE)
   throw usageError(command === undefined ? 'missing command' : `unknown command "${command}"`)

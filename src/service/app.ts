@@ -15,6 +15,9 @@ import { loadServiceKey } from './crypto/keys.ts'
 import { installErrorHandling } from './errors/handler.ts'
 import { ProblemSchema } from './errors/schemas.ts'
 import { ServiceEvents } from './events.ts'
+import { CredentialFaults } from './faults/credentials.ts'
+import type { FaultRegistry } from './faults/index.ts'
+import { installExchangeObserver } from './faults/observer.ts'
 import { issuanceRoutes } from './issuance/routes.ts'
 import { ProcessSchema } from './issuance/schemas.ts'
 import { IssuanceService } from './issuance/service.ts'
@@ -55,6 +58,11 @@ export interface AppOptions {
   webhookPollMs?: number
   /** Told where the time of every credential check went (benchmarks); none by default. */
   checkMetrics?: CheckMetrics
+  /**
+   * Wallet test plans (src/service/faults): per tenant, an issuer or verifier that breaks one rule on
+   * purpose, and a record of every wallet-facing exchange. Refused unless `webhooks.mode` is 'test'.
+   */
+  faults?: FaultRegistry
 }
 
 export interface AppServices {
@@ -92,7 +100,12 @@ function validatorCompiler() {
 
 /** Builds the service (plugins, routes, store, keys) without listening: tests drive it with `inject`. */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
-  const { config } = options
+  const { config, faults } = options
+  if (faults && config.webhooks.mode !== 'test') {
+    throw new Error(
+      `deliberate faults (AppOptions.faults) are for wallet tests only: the configuration must set webhooks.mode "test" (it is "${config.webhooks.mode}"), never a production configuration`,
+    )
+  }
   const clock = options.clock ?? systemClock
   const store = options.store ?? (await openSqliteStore(options.dataDir ?? ':memory:', { clock }))
   const app = Fastify({
@@ -109,6 +122,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.addHook('onSend', async (_request, reply) => {
     reply.header('X-Content-Type-Options', 'nosniff')
   })
+  // Root hooks, added before any route plugin: they run for the encapsulated wallet-facing plugins too.
+  if (faults) installExchangeObserver(app, faults, clock)
 
   await seedFromConfig(store, config, clock)
   const key = await loadServiceKey(store, clock)
@@ -149,6 +164,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     webhooks: outbox,
     grants,
     cursorSecret: key.deriveSecret('list cursor'),
+    ...(faults && { faults }),
   })
   // Lists this service publishes are read in-process; any other issuer's over HTTP. One checker serves
   // issuance-time (di_vp) and verification-time checks alike.
@@ -175,12 +191,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     options: config.oid4vci,
     status,
     ...metrics,
+    ...(faults && { faults: new CredentialFaults(faults, { store, statusLists, clock }) }),
   })
   // One request builder per OpenID4VP profile a verification template may choose.
   const requests = {
-    pe: new PresentationExchangeRequests(urls),
+    pe: new PresentationExchangeRequests(urls, faults),
     dcql: new Openid4vp1Requests({
       urls,
+      clock,
+      ...(faults && { faults }),
       issuerKeys,
       certificates: issuerCertificates,
       configured: new Map(
@@ -198,6 +217,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     certificates: issuerCertificates,
     events,
     requests,
+    ...(faults && { faults }),
   })
   const oid4vp = new Oid4vpService({
     store,
@@ -207,6 +227,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     status,
     requests,
     ...metrics,
+    ...(faults && { faults }),
   })
   const services: AppServices = {
     store,
@@ -273,12 +294,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   })
   await app.register(oid4vciRoutes, {
     oid4vci,
-    metadata: new IssuerMetadata({ store, urls, issuerKeys }),
+    metadata: new IssuerMetadata({ store, urls, issuerKeys, ...(faults && { faults }) }),
     statusLists,
     issuerCertificates,
   })
   await app.register(verificationRoutes, { auth, verification, clock })
-  await app.register(oid4vpRoutes, { oid4vp })
+  await app.register(oid4vpRoutes, { oid4vp, observe: faults !== undefined })
   await app.register(streamRoutes, { auth, store, issuance, verification, events, clock })
   await app.register(portalRoutes, {
     prefix: '/portal/v1',

@@ -92,3 +92,20 @@ export function protocolError(
     wwwAuthenticate: wwwAuthenticate ?? undefined,
   })
 }
+
+/**
+ * The request reuses the nonce of a request this wallet already answered with a vp_token: answering would
+ * hand out a presentation for a nonce that is no longer fresh (OpenID4VP 1.0 §14.1, replay).
+ */
+export function replayedNonce(
+  status: number,
+  nonce: string,
+  error = 'invalid_request_object',
+): WalletProtocolError {
+  return new WalletProtocolError({
+    step: 'request',
+    status,
+    error,
+    errorDescription: `nonce (OpenID4VP 1.0 §14.1): this wallet already answered a request with the nonce ${JSON.stringify(nonce)}; a verifier must use a fresh nonce per request, and a reused one is how a presentation is replayed. Nothing was sent.`,
+  })
+}

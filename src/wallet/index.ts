@@ -1,5 +1,6 @@
 // Public entry of the simulated wallet (see README.md in this folder).
 export { createWalletAgent, KEY_TYPE_INFO, P256KeyDIDProvider, type WalletAgent } from './agent.ts'
+export { CredentialStatusError } from './credential-status.ts'
 export { type ParsedDeepLink, parseDeepLink } from './deep-link.ts'
 export { WalletProtocolError, type WalletStep, WalletUsageError } from './errors.ts'
 export type { FetchLike } from './http.ts'
@@ -16,7 +17,7 @@ export {
   type Sleep,
   type TokenResponse,
 } from './issuance.ts'
-export { ISSUANCE_PROTOCOLS, type IssuanceProtocol } from './issuance-v1.ts'
+export { ISSUANCE_PROTOCOLS, type IssuanceProtocol, IssuerMismatchError } from './issuance-v1.ts'
 export {
   isMisbehaviour,
   isPresentationMisbehaviour,
@@ -46,7 +47,7 @@ export {
   DcqlUnsatisfiedError,
   selectForDcql,
 } from './presentation-dcql.ts'
-export { type ParsedPresentationLink, parsePresentationLink } from './presentation-link.ts'
+export { linkKind, type ParsedPresentationLink, parsePresentationLink } from './presentation-link.ts'
 export { type DescriptorMatch, NoMatchingCredentialsError, type Selection } from './presentation-select.ts'
 export { PresentationSessionV1, type RespondV1Options } from './presentation-v1.ts'
 export {
@@ -67,6 +68,10 @@ export {
   WalletFileError,
 } from './store.ts'
 export {
+  MAX_ANSWERED_NONCES,
+  type OpenOptions,
+  type OpenResult,
+  PresentationDeclinedError,
   type PresentOptions,
   type ReceiveOptions,
   type ReceiveResult,

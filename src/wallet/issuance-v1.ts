@@ -77,27 +77,62 @@ export function isV1Metadata(metadata: IssuerMetadataResult): boolean {
   return metadata.originalDraftVersion === Openid4vciVersion.V1
 }
 
+/**
+ * The issuer metadata names another credential_issuer than the offer: OpenID4VCI 1.0 §12.2.2 says the data
+ * of such a response MUST NOT be used. Raised on both paths, before the pre-authorized code is redeemed.
+ */
+export class IssuerMismatchError extends WalletProtocolError {
+  override name = 'IssuerMismatchError'
+  constructor(found: unknown, expected: string, url: string | undefined, body?: unknown) {
+    super({
+      step: 'metadata',
+      status: 200,
+      error: 'invalid_issuer_metadata',
+      errorDescription: `credential_issuer (OpenID4VCI 1.0 §12.2.2): the issuer metadata${url ? ` at ${url}` : ''} names credential_issuer ${JSON.stringify(found)}, not the offer's ${expected}; metadata whose credential_issuer differs MUST NOT be used. The pre-authorized code was not redeemed.`,
+      body,
+    })
+  }
+}
+
+export interface V1ClientOptions {
+  /**
+   * The careless wallet (WalletOptions.trustEverything): issuer metadata naming another credential_issuer is
+   * used anyway (the library, which refuses it, is shown the offer's identifier instead). Test-only.
+   */
+  trustEverything?: boolean
+}
+
+const METADATA_PATH = '/.well-known/openid-credential-issuer'
+
 export class V1Client {
   readonly metadata: IssuerMetadataResult
   readonly offer: CredentialOfferObject
   /** the wallet's own HTTP client: the requests the library will not send (misbehaviours) */
   private readonly fetchImpl: FetchLike | undefined
+  private readonly options: V1ClientOptions
   private last: WireAnswer | undefined
   private unreachable: string | undefined
+  private mismatch: IssuerMismatchError | undefined
 
   private constructor(
     fetchImpl: FetchLike | undefined,
     offer: CredentialOfferObject,
     metadata: IssuerMetadataResult,
+    options: V1ClientOptions = {},
   ) {
     this.fetchImpl = fetchImpl
     this.offer = offer
     this.metadata = metadata
+    this.options = options
   }
 
   /** Validates the offer with the library and reads the issuer and authorization server metadata. */
-  static async discover(offerJson: Record<string, unknown>, fetchImpl: FetchLike | undefined) {
-    const probe = new V1Client(fetchImpl, offerJson as CredentialOfferObject, undefined as never)
+  static async discover(
+    offerJson: Record<string, unknown>,
+    fetchImpl: FetchLike | undefined,
+    options: V1ClientOptions = {},
+  ) {
+    const probe = new V1Client(fetchImpl, offerJson as CredentialOfferObject, undefined as never, options)
     const client = probe.client()
     const offer = await probe.call('offer', () =>
       client.resolveCredentialOffer(
@@ -105,7 +140,32 @@ export class V1Client {
       ),
     )
     const metadata = await probe.call('metadata', () => client.resolveIssuerMetadata(offer.credential_issuer))
-    return new V1Client(fetchImpl, offer, metadata)
+    return new V1Client(fetchImpl, offer, metadata, options)
+  }
+
+  /**
+   * A credential issuer metadata answer whose credential_issuer is not the offer's: the careful wallet notes
+   * it (the library refuses it too, with a message that names no clause; `call` reports this one instead),
+   * the careless one shows the library the offer's identifier.
+   */
+  private async checkIssuer(url: string, response: Response): Promise<Response> {
+    const expected = this.offer.credential_issuer
+    if (!url.includes(METADATA_PATH) || response.status !== 200) return response
+    let body: unknown
+    try {
+      body = JSON.parse(await response.clone().text())
+    } catch {
+      return response // signed metadata (a JWT) or garbage: the library judges it
+    }
+    if (!isObject(body) || body.credential_issuer === expected) return response
+    if (!this.options.trustEverything) {
+      this.mismatch = new IssuerMismatchError(body.credential_issuer, expected, url, body)
+      return response
+    }
+    return new Response(JSON.stringify({ ...body, credential_issuer: expected }), {
+      status: response.status,
+      headers: response.headers,
+    })
   }
 
   /**
@@ -122,6 +182,7 @@ export class V1Client {
         this.unreachable = `${String(input)}: ${message(error)}`
         throw error
       }
+      response = await this.checkIssuer(String(input instanceof Request ? input.url : input), response)
       const text = await response.clone().text()
       this.last = {
         status: response.status,
@@ -154,10 +215,12 @@ export class V1Client {
   private async call<T>(step: WalletStep, run: () => Promise<T>): Promise<T> {
     this.last = undefined
     this.unreachable = undefined
+    this.mismatch = undefined
     try {
       return await run()
     } catch (error) {
       if (error instanceof WalletProtocolError || error instanceof WalletUsageError) throw error
+      if (this.mismatch) throw this.mismatch
       // set by the recording fetch while the call ran (TypeScript cannot see that)
       const last = this.last as WireAnswer | undefined
       const unreachable = this.unreachable as string | undefined
@@ -368,16 +431,19 @@ export async function chooseProtocol(
   protocol: IssuanceProtocol,
   offerJson: Record<string, unknown>,
   fetchImpl: FetchLike | undefined,
+  options: V1ClientOptions = {},
 ): Promise<V1Client | undefined> {
   if (protocol === 'draft15') return undefined
-  if (protocol === '1.0') return V1Client.discover(offerJson, fetchImpl)
+  if (protocol === '1.0') return V1Client.discover(offerJson, fetchImpl, options)
   // An offer asking the holder to share credentials (a di_vp key proof, the interface's requiredPresentation)
   // is a draft-15-era extension the 1.0 path does not speak: the draft-15 path handles it.
   if (offerJson.presentation_definition !== undefined) return undefined
   try {
-    const v1 = await V1Client.discover(offerJson, fetchImpl)
+    const v1 = await V1Client.discover(offerJson, fetchImpl, options)
     return isV1Metadata(v1.metadata) ? v1 : undefined
-  } catch {
+  } catch (error) {
+    // metadata of another issuer is refused whatever its generation (§12.2.2), not read again as draft 15
+    if (error instanceof IssuerMismatchError) throw error
     return undefined
   }
 }

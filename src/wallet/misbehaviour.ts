@@ -122,6 +122,16 @@ export const EXCLUSIVE_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbehav
   'access-denied',
 ]
 
+/**
+ * Presentation misbehaviours after which the answer does not carry the request's nonce (another nonce, or
+ * an earlier VP): the request's nonce is then not remembered as answered (OpenID4VP 1.0 §14.1).
+ */
+export const NONCE_LESS_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbehaviour[] = [
+  'vp-replayed',
+  'vp-wrong-nonce',
+  'kb-wrong-nonce',
+]
+
 /** The `aud` (jwt proof, VP) or `domain` (di_vp) of the 'wrong-aud' and 'vp-wrong-aud' misbehaviours. */
 export const WRONG_AUDIENCE = 'https://wrong-audience.invalid'
 /** How far in the past 'expired-iat' puts `iat` (jwt) or `created` (di_vp), and 'kb-stale-iat' the KB-JWT `iat`. */

@@ -78,3 +78,43 @@ export function parsePresentationLink(link: string): ParsedPresentationLink {
     params,
   }
 }
+
+/** Parameters that make a link a credential offer (OpenID4VCI 1.0 §4.1) or an authorization request. */
+const OFFER_PARAMETERS = ['credential_offer_uri', 'credential_offer']
+const REQUEST_PARAMETERS = [
+  'request_uri',
+  'request',
+  'client_id',
+  'response_type',
+  'dcql_query',
+  'presentation_definition',
+  'presentation_definition_uri',
+]
+
+/**
+ * What a link asks of the wallet, from its parameters whatever its scheme (`openid-credential-offer://`,
+ * `openid-vp://`, `openid4vp://`, `haip://`, `https://…`): 'issuance' for a credential offer, 'presentation'
+ * for an authorization request. A link carrying both, or neither, is a WalletUsageError.
+ */
+export function linkKind(link: string): 'issuance' | 'presentation' {
+  const text = typeof link === 'string' ? link.trim() : ''
+  const match = LINK.exec(text)
+  if (!match) {
+    throw new WalletUsageError(
+      `not a credential offer nor an authorization request link (expected <scheme>://…?credential_offer_uri=… or ${SHAPE}): ${preview(text)}`,
+    )
+  }
+  const keys = new Set(new URLSearchParams(match[3]).keys())
+  const offer = OFFER_PARAMETERS.filter((k) => keys.has(k))
+  const request = REQUEST_PARAMETERS.filter((k) => keys.has(k))
+  if (offer.length > 0 && request.length > 0) {
+    throw new WalletUsageError(
+      `the link carries a credential offer (${offer.join(', ')}) and an authorization request (${request.join(', ')}); a wallet answers one or the other`,
+    )
+  }
+  if (offer.length > 0) return 'issuance'
+  if (request.length > 0) return 'presentation'
+  throw new WalletUsageError(
+    `the link carries neither a credential offer (credential_offer_uri, credential_offer) nor an authorization request (${REQUEST_PARAMETERS.join(', ')}): ${preview(text)}`,
+  )
+}

@@ -145,6 +145,31 @@ function describe(descriptor: InputDescriptor): string {
   return label ? `${descriptor.id} (${label})` : descriptor.id
 }
 
+/** Format identifiers of a JWT VC, and of the JWT VP that carries it (OpenID4VP, PEX and the older `jwt`). */
+const JWT_VC_FORMATS = ['jwt_vc_json', 'jwt_vc', 'jwt']
+const JWT_VP_FORMATS = ['jwt_vp_json', 'jwt_vp', 'jwt']
+
+/**
+ * Why a descriptor cannot take a JWT VC in a JWT VP, or undefined when it can: its `format` (else the
+ * definition's) names claim formats, none a JWT VC one; or the definition's `format` names presentation
+ * formats (`…vp…`), none a JWT VP one. PEX 4.1.0 filters on a descriptor's own `format` but not on the
+ * definition's, so a definition asking for `ldp_vc` / `ldp_vp` only would match the wallet's JWT VCs
+ * (DIF Presentation Exchange v2 §5, `format`).
+ */
+function formatProblem(definition: IPresentationDefinition, descriptor: InputDescriptor): string | undefined {
+  const top = (definition as { format?: unknown }).format
+  const own = (descriptor as { format?: unknown }).format
+  const vcFormat = isRecord(own) ? own : isRecord(top) ? top : undefined
+  if (vcFormat && !JWT_VC_FORMATS.some((f) => f in vcFormat)) {
+    return `it accepts ${Object.keys(vcFormat).join(', ')}, and this wallet holds jwt_vc_json`
+  }
+  const vpFormats = isRecord(top) ? Object.keys(top).filter((f) => f.includes('vp')) : []
+  if (vpFormats.length > 0 && !JWT_VP_FORMATS.some((f) => vpFormats.includes(f))) {
+    return `it accepts presentations as ${vpFormats.join(', ')}, and this wallet presents jwt_vp_json`
+  }
+  return undefined
+}
+
 /** Every held credential PEX selects for each descriptor on its own (newest first). */
 export async function matchDescriptors(
   definition: IPresentationDefinition,
@@ -160,7 +185,7 @@ export async function matchDescriptors(
     const single = { ...evaluated, input_descriptors: [descriptor] } as IPresentationDefinition
     delete (single as { submission_requirements?: unknown }).submission_requirements
     const candidates: StoredCredential[] = []
-    if (jwts.length > 0) {
+    if (jwts.length > 0 && !formatProblem(definition, descriptor)) {
       const result = pex.selectFrom(single, jwts, { holderDIDs: [holderDid] })
       if (result.areRequiredCredentialsPresent !== 'error') {
         // PEX 4.1.0 leaves vcIndexes undefined; map the selected JWTs back to what the wallet holds
@@ -270,7 +295,8 @@ export async function selectCredentials(
     const byId = new Map(descriptorsOf(definition).map((d) => [d.id, d]))
     const names = unmatched.map((id) => {
       const descriptor = byId.get(id)
-      return descriptor ? describe(descriptor) : id
+      const problem = descriptor && formatProblem(definition, descriptor)
+      return `${descriptor ? describe(descriptor) : id}${problem ? ` [format: ${problem}]` : ''}`
     })
     throw new NoMatchingCredentialsError(
       `no held credential satisfies input descriptor${unmatched.length > 1 ? 's' : ''} ${names.join(', ')} of presentation definition ${definitionId} (the wallet holds ${held.length} credential${held.length === 1 ? '' : 's'})`,
@@ -296,4 +322,9 @@ export async function selectCredentials(
     )
   }
   return { definitionId, matches, chosen, credentials }
+}
+
+/** The ids of a definition's input descriptors, in definition order. */
+export function descriptorIds(definition: IPresentationDefinition): string[] {
+  return descriptorsOf(definition).map((d) => d.id)
 }

@@ -13,7 +13,7 @@ import { DidKeyError, didOf, JWS_ALGS, type JwsAlg, resolveDidKey } from '../sha
 import { isObject } from '../shared/json.ts'
 import { decodeJws, JwsError, verifyJws } from '../shared/jws.ts'
 import { JWT_MEDIA_TYPE, REQUEST_OBJECT_MEDIA_TYPE, REQUEST_OBJECT_TYP } from '../shared/wire.ts'
-import { protocolError, WalletProtocolError } from './errors.ts'
+import { protocolError, replayedNonce, WalletProtocolError } from './errors.ts'
 import { type FetchLike, type HttpAnswer, httpRequest } from './http.ts'
 import { loadX509 } from './lazy.ts'
 import type { ParsedPresentationLink } from './presentation-link.ts'
@@ -90,6 +90,13 @@ export interface ResolveContext {
   allowExpired: boolean
   /** the holder's signing algorithm (kb-jwt_alg_values of wallet_metadata) */
   holderAlg: JwsAlg
+  /** whether this wallet already answered a request with this nonce (OpenID4VP 1.0 §14.1); default never */
+  answeredNonce?: (nonce: string) => Promise<boolean>
+  /**
+   * The careless wallet (WalletOptions.trustEverything): no signature, client_id, nonce, expiry, origin or
+   * prefix check; an unknown prefix is taken for decentralized_identifier. Test-only.
+   */
+  trustEverything?: boolean
 }
 
 function message(error: unknown): string {
@@ -113,14 +120,21 @@ export function clientIdPrefixOf(clientId: string): { prefix: string; identifier
 }
 
 /**
- * Whether a link is an OpenID4VP 1.0 request: its client_id carries a 1.0 client identifier prefix, or it
- * carries the request parameters themselves (the unsigned `redirect_uri:` form). A bare DID client_id, or
- * none, is the draft-20 Presentation Exchange profile (presentation.ts).
+ * Whether a link is an OpenID4VP 1.0 request: its client_id carries a client identifier prefix (1.0 §5.9.1:
+ * whatever precedes the first `:` — one this wallet does not know included, which resolveRequestV1 then
+ * refuses rather than taking it for a draft-20 client_id), or it carries the request parameters themselves
+ * (the unsigned `redirect_uri:` form). A bare DID client_id (`did:…`), or none, is the draft-20
+ * Presentation Exchange profile (presentation.ts).
  */
 export function isV1Link(parsed: ParsedPresentationLink): boolean {
   if (parsed.byValue) return true
-  return parsed.clientId !== undefined && clientIdPrefixOf(parsed.clientId) !== undefined
+  const clientId = parsed.clientId
+  if (clientId === undefined || clientId.startsWith('did:')) return false
+  return clientIdPrefixOf(clientId) !== undefined || PREFIX_SHAPE.test(clientId)
 }
+
+/** `<prefix>:<identifier>`: how a 1.0 client_id with a prefix looks, whether or not the prefix is known. */
+const PREFIX_SHAPE = /^[A-Za-z][\w.+-]*:./
 
 /**
  * What the wallet tells a verifier in a request_uri POST (§5.10, §10.1): the formats and algorithms it
@@ -197,7 +211,7 @@ async function verifyByPrefix(
   compact: string,
   header: Record<string, unknown>,
   payload: Record<string, unknown>,
-  ctx: ResolveContext,
+  ctx: ResolveContext & { requestUri: string | undefined },
   status: number,
 ): Promise<ResolvedRequestV1['certificate']> {
   const signature = (key: Parameters<typeof verifyJws>[1], what: string) => {
@@ -281,17 +295,27 @@ async function verifyByPrefix(
           `x509_san_dns (OpenID4VP 1.0 §5.9.3): ${identifier} is not a dNSName SAN of the leaf certificate (${chain.leaf.subject}; dNSNames ${JSON.stringify(chain.dns)})`,
         )
       }
-      // no list of trusted client identifiers here, so the response goes to the certified host only
+      // No list of trusted client identifiers here, so the response goes to the certified host only — and,
+      // since a certificate names no port, to the origin (scheme, host, port) that served the request object:
+      // another port of the same host is another service the certificate does not speak for.
       const target = payload.response_uri ?? payload.redirect_uri
-      let host: string | undefined
+      let url: URL | undefined
       try {
-        host = new URL(String(target)).hostname
+        url = new URL(String(target))
       } catch {}
-      if (host !== identifier) {
+      if (url?.hostname !== identifier) {
         throw refuse(
           status,
           'invalid_request',
-          `x509_san_dns (OpenID4VP 1.0 §5.9.3): the host of response_uri ${JSON.stringify(target)} must be the client identifier ${identifier}`,
+          `x509_san_dns (OpenID4VP 1.0 §5.9.3): the host of response_uri ${JSON.stringify(target)} must be the client identifier ${identifier}. Nothing was sent.`,
+        )
+      }
+      const expected = ctx.requestUri !== undefined ? new URL(ctx.requestUri).origin : undefined
+      if (expected !== undefined && url.origin !== expected) {
+        throw refuse(
+          status,
+          'invalid_request',
+          `x509_san_dns (OpenID4VP 1.0 §5.9.3): response_uri ${JSON.stringify(target)} is on the origin ${url.origin}, not on ${expected}, where the certified verifier ${identifier} served its request; a certificate names no port, so the wallet answers only the origin it was asked from. Nothing was sent.`,
         )
       }
     } else {
@@ -358,10 +382,18 @@ function responseEncryption(metadata: unknown, status: number): ResponseEncrypti
 /** The checks of the request parameters every prefix shares (1.0 §5.1, §5.10.1, §6, §8.2, §8.3). */
 function checkParameters(
   payload: Record<string, unknown>,
-  opts: { status: number; walletNonce: string | undefined; now: number; allowExpired: boolean },
+  opts: {
+    status: number
+    walletNonce: string | undefined
+    now: number
+    allowExpired: boolean
+    /** the careless wallet: no wallet_nonce, nonce or exp check */
+    careless?: boolean
+  },
 ): { dcqlQuery: DcqlQuery; responseMode: ResponseModeV1; responseUri: string; nonce: string } {
   const fail = (error: string, description: string) => refuse(opts.status, error, description, payload)
-  if (opts.walletNonce !== undefined && payload.wallet_nonce !== opts.walletNonce) {
+  const careless = opts.careless === true
+  if (opts.walletNonce !== undefined && payload.wallet_nonce !== opts.walletNonce && !careless) {
     throw fail(
       'invalid_request',
       `wallet_nonce (OpenID4VP 1.0 §5.10.1): the request object must echo the wallet_nonce the wallet posted (${opts.walletNonce}); it carries ${JSON.stringify(payload.wallet_nonce)}`,
@@ -393,8 +425,11 @@ function checkParameters(
       `response_uri ${JSON.stringify(responseUri)} is not an http(s) URL (OpenID4VP 1.0 §8.2)`,
     )
   }
-  if (typeof payload.nonce !== 'string' || payload.nonce.length === 0) {
-    throw fail('invalid_request', 'the request has no nonce (OpenID4VP 1.0 §5.2)')
+  if ((typeof payload.nonce !== 'string' || payload.nonce.length === 0) && !careless) {
+    throw fail(
+      'invalid_request',
+      'the request has no nonce (OpenID4VP 1.0 §5.2: nonce is REQUIRED; without it a presentation can be replayed). Nothing was sent.',
+    )
   }
   if (payload.state !== undefined && typeof payload.state !== 'string') {
     throw fail('invalid_request', 'state is not a string')
@@ -432,16 +467,21 @@ function checkParameters(
     const reason = error instanceof DcqlError || error instanceof SyntaxError ? error.message : message(error)
     throw fail('invalid_request', `dcql_query is not a valid DCQL query (OpenID4VP 1.0 §6): ${reason}`)
   }
-  if (payload.exp !== undefined) {
+  if (payload.exp !== undefined && !careless) {
     if (typeof payload.exp !== 'number') throw fail('invalid_request_object', 'exp is not a number')
     if (!opts.allowExpired && payload.exp * 1000 <= opts.now) {
       throw fail(
         'invalid_request_object',
-        `the request object expired at ${new Date(payload.exp * 1000).toISOString()} (wallet clock ${new Date(opts.now).toISOString()})`,
+        `the request object expired at ${new Date(payload.exp * 1000).toISOString()} (wallet clock ${new Date(opts.now).toISOString()}; exp, RFC 7519 §4.1.4, RFC 9101 §6.3). Nothing was sent.`,
       )
     }
   }
-  return { dcqlQuery, responseMode: mode, responseUri, nonce: payload.nonce }
+  return {
+    dcqlQuery,
+    responseMode: mode,
+    responseUri,
+    nonce: typeof payload.nonce === 'string' ? payload.nonce : '',
+  }
 }
 
 /**
@@ -460,13 +500,27 @@ export async function resolveRequestV1(
       'the authorization request link has no client_id (OpenID4VP 1.0 §5.10.1, RFC 9101 §5)',
     )
   }
-  const split = clientIdPrefixOf(linkClientId)
+  const careless = ctx.trustEverything === true
+  let split = clientIdPrefixOf(linkClientId)
+  if (!split && careless) {
+    // the careless wallet takes any `<prefix>:<rest>` for a DID client identifier
+    const colon = linkClientId.indexOf(':')
+    split = {
+      prefix: 'decentralized_identifier',
+      identifier: linkClientId.startsWith('did:') || colon < 0 ? linkClientId : linkClientId.slice(colon + 1),
+    }
+  }
   if (!split || !(SUPPORTED_CLIENT_ID_PREFIXES as readonly string[]).includes(split.prefix)) {
-    const named = split ? `prefix ${split.prefix}` : 'no client identifier prefix this wallet recognises'
+    const unknown = /^([^:]+):/.exec(linkClientId)?.[1]
+    const named = split
+      ? `prefix ${split.prefix}`
+      : unknown
+        ? `the unknown client identifier prefix ${unknown} (OpenID4VP 1.0 §5.9.1: a prefix the wallet does not support is refused, not taken for another client identifier scheme)`
+        : 'no client identifier prefix this wallet recognises'
     throw refuse(
       0,
       'invalid_request',
-      `client_id ${linkClientId} has ${named}; this wallet verifies ${SUPPORTED_CLIENT_ID_PREFIXES.join(', ')} (OpenID4VP 1.0 §5.9.3)${split?.prefix === 'origin' ? ', and origin is reserved for the DC API' : ''}`,
+      `client_id ${linkClientId} has ${named}; this wallet verifies ${SUPPORTED_CLIENT_ID_PREFIXES.join(', ')} (OpenID4VP 1.0 §5.9.3)${split?.prefix === 'origin' ? ', and origin is reserved for the DC API' : ''}. Nothing was sent.`,
     )
   }
   const prefix = split.prefix as ClientIdPrefix
@@ -524,7 +578,7 @@ export async function resolveRequestV1(
     }
     // §5: "Wallets MUST NOT process Request Objects where the typ Header Parameter is not present or does
     // not have the value oauth-authz-req+jwt"
-    if (header.typ !== REQUEST_OBJECT_TYP) {
+    if (header.typ !== REQUEST_OBJECT_TYP && !careless) {
       throw refuse(
         status,
         'invalid_request_object',
@@ -534,7 +588,7 @@ export async function resolveRequestV1(
     signed = header.alg !== 'none'
     // §5.10.1: "The Client Identifier value in the client_id Authorization Request parameter and the Request
     // Object client_id claim value MUST be identical, including the Client Identifier Prefix."
-    if (payload.client_id !== linkClientId) {
+    if (payload.client_id !== linkClientId && !careless) {
       throw refuse(
         status,
         'invalid_request',
@@ -546,14 +600,17 @@ export async function resolveRequestV1(
   }
 
   let certificate: ResolvedRequestV1['certificate']
-  if (signed) {
+  if (careless) {
+    // nothing verified: whatever signed it, wherever the answer goes
+    payload.response_uri ??= prefix === 'redirect_uri' ? split.identifier : undefined
+  } else if (signed) {
     certificate = await verifyByPrefix(
       prefix,
       split.identifier,
       requestObject as string,
       header ?? {},
       payload,
-      ctx,
+      { ...ctx, requestUri: parsed.requestUri },
       status,
     )
   } else if (prefix !== 'redirect_uri') {
@@ -569,7 +626,7 @@ export async function resolveRequestV1(
       throw refuse(
         status,
         'invalid_request',
-        `redirect_uri (OpenID4VP 1.0 §5.9.3): response_uri ${JSON.stringify(payload.response_uri)} must be the client identifier ${split.identifier}`,
+        `redirect_uri (OpenID4VP 1.0 §5.9.3): response_uri ${JSON.stringify(payload.response_uri)} must be the client identifier ${split.identifier}. Nothing was sent.`,
       )
     }
   }
@@ -578,7 +635,10 @@ export async function resolveRequestV1(
     walletNonce,
     now: ctx.now,
     allowExpired: ctx.allowExpired,
+    careless,
   })
+  if (!careless && (await ctx.answeredNonce?.(checked.nonce)))
+    throw replayedNonce(status, checked.nonce, 'invalid_request')
   if (payload.client_metadata !== undefined && !isObject(payload.client_metadata)) {
     throw refuse(status, 'invalid_request', 'client_metadata is not a JSON object (OpenID4VP 1.0 §5.1)')
   }

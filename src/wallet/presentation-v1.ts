@@ -12,6 +12,7 @@ import {
   assertPresentationMisbehaviours,
   EXCLUSIVE_PRESENTATION_MISBEHAVIOURS,
   JWT_VP_MISBEHAVIOURS,
+  NONCE_LESS_PRESENTATION_MISBEHAVIOURS,
   PE_ONLY_PRESENTATION_MISBEHAVIOURS,
   type PresentationMisbehaviour,
   SD_JWT_PRESENTATION_MISBEHAVIOURS,
@@ -46,14 +47,8 @@ import {
 } from './presentation-v1-response.ts'
 import { buildVpToken, errorForm, selfIssueCopy, tamperCredential } from './presentation-vp.ts'
 
-export interface RespondV1Options extends RespondOptions {
-  /**
-   * What to do when the DCQL query cannot be satisfied: 'throw' (default) a DcqlUnsatisfiedError and send
-   * nothing, or 'access-denied': answer `access_denied` (1.0 §8.5: "The Wallet did not have the requested
-   * Credentials") naming the unsatisfied credential queries.
-   */
-  onUnsatisfied?: 'throw' | 'access-denied'
-}
+/** `onUnsatisfied` (RespondOptions): 'access-denied' answers access_denied naming the unsatisfied queries. */
+export type RespondV1Options = RespondOptions
 
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
@@ -119,6 +114,8 @@ export class PresentationSessionV1 {
       now: now(),
       allowExpired: misbehave.includes('expired-session'),
       holderAlg: wallet.alg,
+      answeredNonce: (nonce) => wallet.answeredNonce(nonce),
+      trustEverything: wallet.trustEverything,
     })
     return new PresentationSessionV1(wallet, link, request, now)
   }
@@ -164,7 +161,7 @@ export class PresentationSessionV1 {
         `'plain-response' answers direct_post where direct_post.jwt was asked; this request asks for ${this.responseMode}`,
       )
     }
-    if (!misbehave.includes('expired-session') && this.expired) {
+    if (!misbehave.includes('expired-session') && !this.wallet.trustEverything && this.expired) {
       throw new WalletProtocolError({
         step: 'request',
         status: this.request.status,
@@ -180,15 +177,18 @@ export class PresentationSessionV1 {
     try {
       selection = await this.select()
     } catch (error) {
-      if (error instanceof DcqlUnsatisfiedError && opts.onUnsatisfied === 'access-denied') {
+      if (error instanceof DcqlUnsatisfiedError && this.wallet.trustEverything) {
+        selection = this.carelessSelection(error)
+      } else if (error instanceof DcqlUnsatisfiedError && opts.onUnsatisfied === 'access-denied') {
         step('select', { unsatisfied: error.credentialQueries })
         return this.decline(
           opts.errorDescription ??
             `the wallet holds no credential for the credential quer${error.credentialQueries.length === 1 ? 'y' : 'ies'} ${error.credentialQueries.join(', ')}`,
           step,
         )
+      } else {
+        throw error
       }
-      throw error
     }
     step('select', {
       dcql: selection.answers.flatMap((a) =>
@@ -239,6 +239,10 @@ export class PresentationSessionV1 {
     } else {
       form = directPostForm(vpToken, this.state)
     }
+    // remembered before it leaves: a verifier that asks again with this nonce is refused (§14.1)
+    if (!misbehave.some((m) => NONCE_LESS_PRESENTATION_MISBEHAVIOURS.includes(m))) {
+      await this.wallet.rememberAnsweredNonce(this.nonce)
+    }
     const answer = await postAuthorizationResponse(this, form, step, this.wallet.fetch)
     const presented = choices.map((c) => c.credential.id)
     return {
@@ -247,6 +251,22 @@ export class PresentationSessionV1 {
       dcqlVpToken: vpToken,
       responseMode: misbehave.includes('plain-response') ? 'direct_post' : this.responseMode,
       ...(encryption && { encryption }),
+    }
+  }
+
+  /**
+   * The careless wallet (trustEverything) when nothing matches: the first held credential anyway, under every
+   * credential query id, disclosing no selectively disclosable claim.
+   */
+  private carelessSelection(unsatisfied: DcqlUnsatisfiedError): DcqlSelection {
+    const first = this.wallet.credentials()[0]
+    if (!first) throw unsatisfied
+    const format = first.format as DcqlChoice['format']
+    return {
+      answers: this.queryIds.map((queryId) => ({
+        queryId,
+        credentials: [{ queryId, format, credential: first, claimPaths: [], claimSetIndex: undefined }],
+      })),
     }
   }
 

@@ -23,19 +23,22 @@ import { didOf, JWS_ALGS, type JwsAlg, resolveDidKey } from '../shared/did-key.t
 import { isObject } from '../shared/json.ts'
 import { decodeJws, verifyJws } from '../shared/jws.ts'
 import { JWT_MEDIA_TYPE, REQUEST_OBJECT_MEDIA_TYPE, REQUEST_OBJECT_TYP } from '../shared/wire.ts'
-import { protocolError, WalletProtocolError, WalletUsageError } from './errors.ts'
+import { protocolError, replayedNonce, WalletProtocolError, WalletUsageError } from './errors.ts'
 import { type FetchLike, type HttpAnswer, httpRequest } from './http.ts'
 import { loadSiop } from './lazy.ts'
 import {
   assertPresentationMisbehaviours,
   EXCLUSIVE_PRESENTATION_MISBEHAVIOURS,
+  NONCE_LESS_PRESENTATION_MISBEHAVIOURS,
   type PresentationMisbehaviour,
   V1_ONLY_PRESENTATION_MISBEHAVIOURS,
 } from './misbehaviour.ts'
 import { parsePresentationLink } from './presentation-link.ts'
 import {
   answerFormats,
+  descriptorIds,
   evaluationDefinition,
+  NoMatchingCredentialsError,
   type Selection,
   selectCredentials,
 } from './presentation-select.ts'
@@ -95,10 +98,19 @@ export interface PresentationContext {
   readonly fetch: FetchLike | undefined
   /** PEM trust anchors an x5c-signed request object must chain to (1.0 x509_san_dns, x509_hash) */
   readonly trustAnchors: readonly string[]
+  /**
+   * WalletOptions.trustEverything: the test-only careless wallet, which checks nothing a request says and
+   * presents even when nothing matches (to prove that wallet test plans fail such a wallet)
+   */
+  readonly trustEverything: boolean
   jwtSigner(): JwtSigner
   credentials(): StoredCredential[]
   lastPresentation(): RememberedPresentation | undefined
   rememberPresentation(presentation: RememberedPresentation): void
+  /** whether this wallet already answered a request with this nonce with a vp_token (OpenID4VP 1.0 §14.1) */
+  answeredNonce(nonce: string): Promise<boolean>
+  /** remembers a nonce answered with a vp_token (kept in a file wallet, so across runs) */
+  rememberAnsweredNonce(nonce: string): Promise<void>
 }
 
 export type PresentStep = 'request' | 'select' | 'status' | 'response'
@@ -115,6 +127,13 @@ export interface RespondOptions {
   onStep?: (step: PresentStep, detail?: unknown) => void
   /** error_description of the 'access-denied' answer */
   errorDescription?: string
+  /**
+   * What to do when the held credentials cannot satisfy the query (presentation_definition or DCQL): 'throw'
+   * (default) NoMatchingCredentialsError / DcqlUnsatisfiedError and send nothing, or 'access-denied': answer
+   * `access_denied` naming what is missing (OpenID4VP 1.0 §8.5: "The Wallet did not have the requested
+   * Credentials").
+   */
+  onUnsatisfied?: 'throw' | 'access-denied'
 }
 
 export interface PresentationResult {
@@ -197,13 +216,16 @@ export function checkRequestObject(
 ): string | undefined {
   const clientId = payload.client_id
   if (typeof clientId !== 'string' || !clientId.startsWith('did:')) {
-    return `client_id ${JSON.stringify(clientId)} is not a DID (this wallet supports client_id_scheme did only)`
+    const prefix = typeof clientId === 'string' ? /^([a-z][\w.+-]*):/i.exec(clientId)?.[1] : undefined
+    return prefix
+      ? `client_id ${clientId} has the client identifier prefix ${prefix}, which this wallet does not know (OpenID4VP 1.0 §5.9.1, §5.9.3): refused, not taken for a draft-20 DID`
+      : `client_id ${JSON.stringify(clientId)} is not a DID (this wallet supports client_id_scheme did only)`
   }
   if (payload.client_id_scheme !== undefined && payload.client_id_scheme !== 'did') {
     return `client_id_scheme ${JSON.stringify(payload.client_id_scheme)} is not supported (did only)`
   }
   if (opts.linkClientId !== undefined && opts.linkClientId !== clientId) {
-    return `client_id of the link (${opts.linkClientId}) differs from the request object's (${clientId})`
+    return `client_id of the link (${opts.linkClientId}) differs from the request object's (${clientId}); they must be identical (RFC 9101 §5, OpenID4VP 1.0 §5.10.1)`
   }
   const responseType = String(payload.response_type ?? '')
   if (!responseType.split(' ').includes('vp_token')) {
@@ -216,48 +238,62 @@ export function checkRequestObject(
     return `response_uri ${JSON.stringify(payload.response_uri)} is not an http(s) URL`
   }
   if (typeof payload.nonce !== 'string' || payload.nonce.length === 0)
-    return 'the request object has no nonce'
+    return 'the request object has no nonce (OpenID4VP §5.2: nonce is REQUIRED; without it a presentation can be replayed)'
   if (payload.state !== undefined && typeof payload.state !== 'string') return 'state is not a string'
   if (payload.exp !== undefined) {
     if (typeof payload.exp !== 'number') return 'exp is not a number'
     if (!opts.allowExpired && payload.exp * 1000 <= opts.nowMs) {
-      return `the request object expired at ${new Date(payload.exp * 1000).toISOString()} (wallet clock ${new Date(opts.nowMs).toISOString()})`
+      return `the request object expired at ${new Date(payload.exp * 1000).toISOString()} (wallet clock ${new Date(opts.nowMs).toISOString()}; exp, RFC 7519 §4.1.4, RFC 9101 §6.3)`
     }
   }
   return undefined
 }
 
 /**
- * did-auth-siop's verifyJwtCallback: a did:key request object signature whose DID is the client_id.
- * `status` is the HTTP status that carried the request object (0: by value), for the errors.
+ * The request object is signed by a key of its client_id (client_id_scheme did: the header `kid` is a did:key
+ * URL of that DID, RFC 9101 §6.2). Checked by the wallet before anything the payload says is used, and again
+ * by did-auth-siop through its verifyJwtCallback. `status` is the HTTP status that carried the object.
  */
+function checkRequestSignature(
+  status: number,
+  kid: string | undefined,
+  jwt: { header: Record<string, unknown>; payload: Record<string, unknown>; raw: string },
+  method = 'did',
+): void {
+  const rule = 'request object signature (RFC 9101 §6.2, client_id_scheme did)'
+  if (method !== 'did' || kid === undefined || jwt.header.alg === 'none') {
+    throw requestError(
+      status,
+      `${rule}: the request object must be signed by a did:key of the client_id (header kid); got ${jwt.header.alg === 'none' ? 'an unsigned (alg none)' : kid === undefined ? 'one without a kid' : `a ${method}`} request object`,
+    )
+  }
+  let publicKey: ReturnType<typeof resolveDidKey>['publicKey']
+  try {
+    publicKey = resolveDidKey(kid).publicKey
+  } catch (error) {
+    throw requestError(status, `${rule}: kid ${kid}: ${message(error)}`)
+  }
+  if (didOf(kid) !== jwt.payload.client_id) {
+    throw requestError(
+      status,
+      `${rule}: kid ${kid} is not a key of client_id ${String(jwt.payload.client_id)}`,
+    )
+  }
+  try {
+    verifyJws(jwt.raw, publicKey, { algorithms: JWS_ALGS })
+  } catch (error) {
+    throw requestError(status, `${rule}: it does not verify with ${kid}: ${message(error)}`)
+  }
+}
+
+/** did-auth-siop's verifyJwtCallback: the same check as checkRequestSignature. */
 const verifyRequestObjectJwt =
   (status: number) =>
   async (
     verifier: { method: string; didUrl?: string },
     jwt: { header: Record<string, unknown>; payload: Record<string, unknown>; raw: string },
   ): Promise<boolean> => {
-    if (verifier.method !== 'did' || typeof verifier.didUrl !== 'string') {
-      throw requestError(
-        status,
-        `the request object must be signed by a did:key of the client_id (header kid); got ${jwt.header.alg === 'none' ? 'an unsigned (alg none)' : `a ${verifier.method}`} request object`,
-      )
-    }
-    const kid = verifier.didUrl
-    let publicKey: ReturnType<typeof resolveDidKey>['publicKey']
-    try {
-      publicKey = resolveDidKey(kid).publicKey
-    } catch (error) {
-      throw requestError(status, `kid ${kid}: ${message(error)}`)
-    }
-    if (didOf(kid) !== jwt.payload.client_id) {
-      throw requestError(status, `kid ${kid} is not a key of client_id ${String(jwt.payload.client_id)}`)
-    }
-    try {
-      verifyJws(jwt.raw, publicKey, { algorithms: JWS_ALGS })
-    } catch (error) {
-      throw requestError(status, `request object signature: ${message(error)}`)
-    }
+    checkRequestSignature(status, verifier.didUrl, jwt, verifier.method)
     return true
   }
 
@@ -323,8 +359,9 @@ export class PresentationSession {
   readonly expiresAt: number | undefined
 
   private readonly wallet: PresentationContext
-  private readonly op: OP
-  private readonly verified: VerifiedAuthorizationRequest
+  /** did-auth-siop's OP and its verified request; undefined for the careless wallet (trustEverything) */
+  private readonly op: OP | undefined
+  private readonly verified: VerifiedAuthorizationRequest | undefined
   private readonly correlationId: string
   private readonly now: () => number
 
@@ -333,11 +370,13 @@ export class PresentationSession {
     link: string
     requestUri: string | undefined
     requestObject: string
-    op: OP
-    verified: VerifiedAuthorizationRequest
+    op: OP | undefined
+    verified: VerifiedAuthorizationRequest | undefined
     correlationId: string
     definition: IPresentationDefinition
     now: () => number
+    /** the client_id when the request object has none (careless wallet only) */
+    clientId?: string | undefined
   }) {
     this.wallet = init.wallet
     this.link = init.link
@@ -346,8 +385,9 @@ export class PresentationSession {
     const { header, payload } = decodeJws(init.requestObject)
     this.requestHeader = header
     this.requestPayload = payload
-    this.clientId = payload.client_id as string
-    this.nonce = payload.nonce as string
+    this.clientId = typeof payload.client_id === 'string' ? payload.client_id : (init.clientId ?? '')
+    // a nonce-less request gets this far only in the careless wallet, which answers with an empty one
+    this.nonce = typeof payload.nonce === 'string' ? payload.nonce : ''
     this.state = typeof payload.state === 'string' ? payload.state : undefined
     this.responseUri = payload.response_uri as string
     this.sessionId = decodeURIComponent(
@@ -361,7 +401,10 @@ export class PresentationSession {
     this.now = init.now
   }
 
-  /** Fetches the request object (request_uri) and checks it: signature, client_id, response mode, expiry. */
+  /**
+   * Fetches the request object (request_uri) and checks it: signature, client_id, nonce (present, and not one
+   * this wallet already answered), response mode, expiry.
+   */
   static async start(
     wallet: PresentationContext,
     link: string,
@@ -386,7 +429,7 @@ export class PresentationSession {
     } catch (error) {
       throw requestError(status, `not a compact JWS: ${message(error)}`, requestObject)
     }
-    if (header.typ !== undefined && header.typ !== REQUEST_OBJECT_TYP) {
+    if (!wallet.trustEverything && header.typ !== undefined && header.typ !== REQUEST_OBJECT_TYP) {
       throw requestError(status, `header typ ${JSON.stringify(header.typ)} is not ${REQUEST_OBJECT_TYP}`)
     }
     // DCQL before the library: did-auth-siop 0.19.0 wants dcql_query as a JSON string and fails on a 1.0
@@ -405,7 +448,22 @@ export class PresentationSession {
       }
       throw new DcqlNotSupportedError(payload.client_id, payload.dcql_query)
     }
-    // the signature first (the library calls verifyRequestObjectJwt), then what the payload says
+    if (wallet.trustEverything) return PresentationSession.careless(wallet, link, parsed, requestObject, now)
+    // the signature first: nothing the payload says counts before the client's key is shown to have signed it
+    checkRequestSignature(status, typeof header.kid === 'string' ? header.kid : undefined, {
+      header,
+      payload,
+      raw: requestObject,
+    })
+    const problem = checkRequestObject(payload, {
+      linkClientId: parsed.clientId,
+      nowMs: now(),
+      allowExpired: misbehave.includes('expired-session'),
+    })
+    if (problem) throw requestError(status, problem, payload)
+    if (await wallet.answeredNonce(payload.nonce as string))
+      throw replayedNonce(status, payload.nonce as string)
+    // then did-auth-siop, which checks the signature again (verifyRequestObjectJwt) and finds the definition
     const op = await buildOp(wallet.did, status)
     const correlationId = randomUUID()
     let verified: VerifiedAuthorizationRequest
@@ -415,12 +473,6 @@ export class PresentationSession {
       if (error instanceof WalletProtocolError) throw error
       throw requestError(status, `did-auth-siop: ${message(error)}`, payload)
     }
-    const problem = checkRequestObject(payload, {
-      linkClientId: parsed.clientId,
-      nowMs: now(),
-      allowExpired: misbehave.includes('expired-session'),
-    })
-    if (problem) throw requestError(status, problem, payload)
     if (verified.dcqlQuery) throw new DcqlNotSupportedError(payload.client_id, verified.dcqlQuery)
     const definitions = verified.presentationDefinitions ?? []
     if (definitions.length !== 1) {
@@ -436,6 +488,46 @@ export class PresentationSession {
       correlationId,
       definition: (definitions[0] as { definition: IPresentationDefinition }).definition,
       now,
+    })
+  }
+
+  /**
+   * The careless wallet (trustEverything): the request object is only read — no signature, client_id, nonce,
+   * expiry or replay check — and did-auth-siop is not asked. What it needs to answer at all must be there: a
+   * presentation_definition and an http(s) response_uri.
+   */
+  private static careless(
+    wallet: PresentationContext,
+    link: string,
+    parsed: ReturnType<typeof parsePresentationLink>,
+    requestObject: string,
+    now: () => number,
+  ): PresentationSession {
+    const status = parsed.requestUri ? 200 : 0
+    const { payload } = decodeJws(requestObject)
+    let definition = payload.presentation_definition
+    if (typeof definition === 'string') {
+      try {
+        definition = JSON.parse(definition)
+      } catch {}
+    }
+    if (!isObject(definition) || !Array.isArray(definition.input_descriptors)) {
+      throw requestError(status, 'the request object carries no presentation_definition to answer', payload)
+    }
+    if (typeof payload.response_uri !== 'string' || !/^https?:\/\//.test(payload.response_uri)) {
+      throw requestError(status, 'the request object has no http(s) response_uri to answer to', payload)
+    }
+    return new PresentationSession({
+      wallet,
+      link,
+      requestUri: parsed.requestUri,
+      requestObject,
+      op: undefined,
+      verified: undefined,
+      correlationId: randomUUID(),
+      definition: definition as unknown as IPresentationDefinition,
+      now,
+      clientId: parsed.clientId,
     })
   }
 
@@ -500,7 +592,7 @@ export class PresentationSession {
         `misbehaviour ${exclusive[0]} replaces the whole answer: combine it with expired-session only, not with ${[...exclusive.slice(1), ...others].join(', ')}`,
       )
     }
-    if (!misbehave.includes('expired-session') && this.expired) {
+    if (!misbehave.includes('expired-session') && !this.wallet.trustEverything && this.expired) {
       throw requestError(
         this.requestUri ? 200 : 0,
         `the request object expired at ${new Date(this.expiresAt as number).toISOString()}: not answering it (misbehaviour expired-session answers anyway)`,
@@ -531,14 +623,33 @@ export class PresentationSession {
       jwts = credentialsOf(previous.vpToken)
       step('select', { replayed: previous.presented })
     } else {
-      const selection = await this.select({
-        revoked: misbehave.includes('revoked-credential'),
-        onStatus: (lists) => step('status', { lists }),
-      })
+      let selection: Selection
+      try {
+        selection = await this.select({
+          revoked: misbehave.includes('revoked-credential'),
+          onStatus: (lists) => step('status', { lists }),
+        })
+      } catch (error) {
+        if (!(error instanceof NoMatchingCredentialsError)) throw error
+        if (this.wallet.trustEverything) return this.respondCarelessly(step)
+        if (opts.onUnsatisfied !== 'access-denied') throw error
+        // §8.5 access_denied: the wallet does not hold what is asked; say which descriptors, send no VP
+        step('select', { unsatisfied: error.descriptors })
+        const form = errorForm({
+          error: 'access_denied',
+          errorDescription:
+            opts.errorDescription ??
+            `the wallet holds no credential for the input descriptor${error.descriptors.length === 1 ? '' : 's'} ${error.descriptors.join(', ')}`,
+          state: this.state,
+        })
+        const answer = await postAuthorizationResponse(this, form, step, this.wallet.fetch)
+        return presentationResult(this, 'pe', 'rejected-by-wallet', answer, form, [])
+      }
       step('select', {
         chosen: selection.chosen.map((c) => ({ descriptor: c.descriptorId, credential: c.credential.id })),
       })
       jwts = selection.credentials.map((c) => c.credential)
+      if (this.wallet.trustEverything) return this.respondCarelessly(step, selection)
     }
 
     const { PresentationExchange } = await loadSiop()
@@ -599,8 +710,9 @@ export class PresentationSession {
     if (misbehave.some((m) => BYPASS_LIBRARY.includes(m))) {
       form = responseForm({ vpToken, submission, state: this.state })
     } else {
+      const op = this.op as OP
       const response = await quietly(() =>
-        this.op.createAuthorizationResponse(this.checkedRequest(), {
+        op.createAuthorizationResponse(this.checkedRequest(), {
           correlationId: this.correlationId,
           presentationExchange: {
             verifiablePresentations: [vpToken],
@@ -611,6 +723,10 @@ export class PresentationSession {
       form = libraryForm(response.response.payload as unknown as Record<string, unknown>)
       // same field, same place: only the format identifiers differ from what the library checked
       form.presentation_submission = JSON.stringify(submission)
+    }
+    // remembered before it leaves: a verifier that asks again with this nonce is refused (§14.1)
+    if (!misbehave.some((m) => NONCE_LESS_PRESENTATION_MISBEHAVIOURS.includes(m))) {
+      await this.wallet.rememberAnsweredNonce(this.nonce)
     }
     const answer = await postAuthorizationResponse(this, form, step, this.wallet.fetch)
     const presented = presentedJwts.map(credentialId)
@@ -629,15 +745,82 @@ export class PresentationSession {
   }
 
   /**
+   * The careless wallet's answer (trustEverything): the credentials PEX selected, or when nothing matches the
+   * first held credential anyway, for every input descriptor; a JWT VP and a presentation_submission laid out
+   * by the wallet itself, with no library checking them against the definition.
+   */
+  private async respondCarelessly(
+    step: (step: PresentStep, detail?: unknown) => void,
+    selection?: Selection,
+  ): Promise<PresentationResult> {
+    const held = this.wallet.credentials()
+    const first = held.find((c) => c.format === 'jwt_vc_json') ?? held[0]
+    const chosen =
+      selection?.chosen ??
+      (first
+        ? descriptorIds(this.presentationDefinition).map((descriptorId) => ({
+            descriptorId,
+            credential: first,
+          }))
+        : [])
+    if (chosen.length === 0) {
+      throw new NoMatchingCredentialsError('the wallet holds no credential at all to present', [])
+    }
+    if (!selection) {
+      step('select', {
+        chosen: chosen.map((c) => ({ descriptor: c.descriptorId, credential: c.credential.id })),
+      })
+    }
+    const credentials = [...new Set(chosen.map((c) => c.credential))]
+    const vpToken = await buildVpToken(this.wallet.jwtSigner(), {
+      holder: this.wallet.did,
+      audience: this.clientId,
+      nonce: this.nonce,
+      presentation: { holder: this.wallet.did, verifiableCredential: credentials.map((c) => c.credential) },
+      now: () => Math.floor(this.now() / 1000),
+    })
+    const submission: PresentationSubmission = withAnswerFormats(
+      {
+        id: randomUUID(),
+        definition_id: String(this.presentationDefinition.id),
+        descriptor_map: chosen.map((c) => ({
+          id: c.descriptorId,
+          format: 'jwt_vp',
+          path: '$',
+          path_nested: {
+            id: c.descriptorId,
+            format: 'jwt_vc',
+            path: `$.vp.verifiableCredential[${credentials.indexOf(c.credential)}]`,
+          },
+        })),
+      },
+      answerFormats(this.presentationDefinition),
+    )
+    const form = responseForm({ vpToken, submission, state: this.state })
+    await this.wallet.rememberAnsweredNonce(this.nonce)
+    const answer = await postAuthorizationResponse(this, form, step, this.wallet.fetch)
+    return presentationResult(
+      this,
+      'pe',
+      'verified',
+      answer,
+      form,
+      credentials.map((c) => c.id),
+      { vpToken, presentationSubmission: submission },
+    )
+  }
+
+  /**
    * The verified request as createAuthorizationResponse checks the VP against it: its presentation
    * definitions in PEX's words for the formats (evaluationDefinition; the library's PEX, like ours, calls a
    * JWT VC `jwt_vc` and would refuse it for a descriptor that names only `jwt_vc_json`). A plain object from
    * the library, so a shallow copy keeps everything else.
    */
   private checkedRequest(): VerifiedAuthorizationRequest {
+    const verified = this.verified as VerifiedAuthorizationRequest
     return {
-      ...this.verified,
-      presentationDefinitions: (this.verified.presentationDefinitions ?? []).map((pd) => ({
+      ...verified,
+      presentationDefinitions: (verified.presentationDefinitions ?? []).map((pd) => ({
         ...pd,
         definition: evaluationDefinition(pd.definition as IPresentationDefinition) as never,
       })),

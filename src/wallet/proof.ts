@@ -85,7 +85,8 @@ export interface JwtSigner {
 export interface JwtProofInput {
   /** the credential issuer identifier */
   audience: string
-  nonce: string
+  /** the c_nonce; undefined only for the careless wallet's nonce-less proof (WalletOptions.trustEverything) */
+  nonce: string | undefined
   misbehave?: readonly Misbehaviour[]
   /** the key id 'foreign-kid' names; default: a freshly generated did:key of the signer's algorithm */
   foreignKid?: () => string
@@ -201,7 +202,7 @@ export async function buildJwtProof(signer: JwtSigner, input: JwtProofInput): Pr
   const proof = await ProofOfPossessionBuilder.fromJwt({
     jwt: {
       header: { typ: PROOF_TYP, alg: signer.alg, kid: signer.kid },
-      payload: { aud: input.audience, nonce },
+      payload: { aud: input.audience, ...(nonce !== undefined && { nonce }) },
     },
     callbacks: { signCallback },
     version: OpenId4VCIVersion.VER_1_0_15,

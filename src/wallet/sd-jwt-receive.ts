@@ -1,9 +1,10 @@
 // Receiving an SD-JWT VC (format `dc+sd-jwt`, OpenID4VCI 1.0 Appendix A.3): the shared verifier
 // (src/shared/sd-jwt.ts) checks the issuer's signature, every disclosure, iat/nbf/exp; this module finds the
 // issuer key and checks what only the holder knows: that `cnf.jwk` is its own key.
-import { createHash } from 'node:crypto'
+import { createHash, type KeyObject } from 'node:crypto'
 import { DidKeyError, didOf, JWS_ALGS, resolveDidKey } from '../shared/did-key.ts'
-import { SdJwtError, verifySdJwtVc } from '../shared/sd-jwt.ts'
+import { decodeJws } from '../shared/jws.ts'
+import { SdJwtError, sdJwtClaims, splitSdJwt, verifySdJwtVc } from '../shared/sd-jwt.ts'
 import { loadX509 } from './lazy.ts'
 
 /** A verified SD-JWT VC, as the store keeps it. */
@@ -15,6 +16,10 @@ export interface ReceivedSdJwt {
   claims: Record<string, unknown>
   issuedAt?: string
   expiresAt?: string
+  /** the payload with every disclosure applied (registered claims included: `status`, `cnf`, …) */
+  payload: Record<string, unknown>
+  /** the key that signed it (its status list must be signed by the same key); undefined when not verified */
+  issuerKey: KeyObject | undefined
 }
 
 /** A refusal with the wallet-side code the verify step reports. */
@@ -114,26 +119,56 @@ export async function verifyReceivedSdJwt(
 ): Promise<ReceivedSdJwt> {
   const now = expected.now ?? Date.now()
   const trust = { anchors: expected.trustAnchors ?? [], now }
+  // the validity period first, with the rule named (the library's message does not say which claim)
+  let exp: unknown
+  try {
+    exp = decodeJws(splitSdJwt(compact).jwt).payload.exp
+  } catch {}
+  if (typeof exp === 'number' && exp * 1000 <= now) {
+    throw new SdJwtReceiveError(
+      'invalid_credential',
+      `validity period: exp ${new Date(exp * 1000).toISOString()} has passed (RFC 7519 §4.1.4, SD-JWT VC); an expired credential is not stored`,
+    )
+  }
   let verified: Awaited<ReturnType<typeof verifySdJwtVc>>
+  let signer: KeyObject | undefined
   try {
     verified = await verifySdJwtVc(compact, {
-      issuerKey: (header, payload) => issuerKey(header, payload, trust),
+      issuerKey: async (header, payload) => {
+        signer = await issuerKey(header, payload, trust)
+        return signer
+      },
       algorithms: JWS_ALGS,
       now,
     })
   } catch (error) {
-    throw new SdJwtReceiveError('invalid_credential', (error as Error).message)
+    // the issuer's signature by the key its header names, every disclosure's digest, iat/nbf/exp
+    throw new SdJwtReceiveError(
+      'invalid_credential',
+      `SD-JWT VC verification (RFC 9901 §7.1; issuer key SD-JWT VC §3.5): ${(error as Error).message}`,
+    )
   }
   const { claims, holderJwk } = verified
   if (!holderJwk) throw new SdJwtReceiveError('wrong_holder_key', 'the SD-JWT VC has no cnf.jwk')
   if (!sameKey(holderJwk, expected.holderJwk)) {
-    throw new SdJwtReceiveError('wrong_holder_key', "cnf.jwk is not this holder's key")
+    throw new SdJwtReceiveError(
+      'wrong_holder_key',
+      "holder binding: cnf.jwk is not this holder's key (the key its proof showed); the credential is bound to someone else",
+    )
   }
   if (typeof claims.vct !== 'string')
     throw new SdJwtReceiveError('invalid_credential', 'the SD-JWT VC has no vct')
   if (expected.vct !== undefined && claims.vct !== expected.vct) {
     throw new SdJwtReceiveError('invalid_credential', `vct ${claims.vct} is not the offered ${expected.vct}`)
   }
+  return received(compact, claims, signer)
+}
+
+function received(
+  compact: string,
+  claims: Record<string, unknown>,
+  issuerKey: KeyObject | undefined,
+): ReceivedSdJwt {
   const shown = Object.fromEntries(Object.entries(claims).filter(([key]) => !REGISTERED.includes(key)))
   const issuedAt = iso(claims.nbf ?? claims.iat)
   const expiresAt = iso(claims.exp)
@@ -143,9 +178,25 @@ export async function verifyReceivedSdJwt(
         ? claims.jti
         : `urn:sha256:${createHash('sha256').update(compact).digest('hex')}`,
     issuer: typeof claims.iss === 'string' ? claims.iss : '',
-    vct: claims.vct,
+    vct: typeof claims.vct === 'string' ? claims.vct : '',
     claims: shown,
     ...(issuedAt && { issuedAt }),
     ...(expiresAt && { expiresAt }),
+    payload: claims,
+    issuerKey,
   }
+}
+
+/**
+ * An SD-JWT VC read without verifying anything (the careless wallet of WalletOptions.trustEverything):
+ * its claims with every disclosure applied, whatever signed it and whoever it is bound to.
+ */
+export async function parseReceivedSdJwt(compact: string): Promise<ReceivedSdJwt> {
+  let claims: Record<string, unknown>
+  try {
+    claims = await sdJwtClaims(compact)
+  } catch (error) {
+    throw new SdJwtReceiveError('invalid_credential', `not an SD-JWT: ${(error as Error).message}`)
+  }
+  return received(compact, claims, undefined)
 }

@@ -52,6 +52,11 @@ export interface WalletState {
   version: 1
   holder?: StoredHolder
   credentials: StoredCredential[]
+  /**
+   * The nonces of the last authorization requests this wallet answered with a vp_token, oldest first
+   * (bounded): a request reusing one is refused (OpenID4VP 1.0 §14.1), across runs of a file wallet.
+   */
+  answeredNonces?: string[]
 }
 
 export interface WalletStore {
@@ -95,6 +100,10 @@ export function validateState(value: unknown, location: string): WalletState {
     if (!isObject(c) || typeof c.credential !== 'string' || typeof c.id !== 'string') {
       fail(`credentials[${i}] is not a stored credential`)
     }
+  }
+  const nonces = value.answeredNonces
+  if (nonces !== undefined && (!Array.isArray(nonces) || nonces.some((n) => typeof n !== 'string'))) {
+    fail('answeredNonces is not an array of strings')
   }
   const holder = value.holder
   if (holder !== undefined) {

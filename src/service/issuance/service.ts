@@ -7,6 +7,8 @@ import type { IssuerCertificates, SigningKey } from '../crypto/issuer-certificat
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import { AppError, type ProblemCode } from '../errors/problem.ts'
 import type { ServiceEvents, WebhookBody } from '../events.ts'
+import { issuanceFaultProblem } from '../faults/credentials.ts'
+import type { FaultRegistry } from '../faults/index.ts'
 import type { StatusLists } from '../status/service.ts'
 import {
   ConflictError,
@@ -125,6 +127,8 @@ export interface IssuanceDeps {
   grants: OfferGrants
   /** MACs list cursors. */
   cursorSecret: Buffer
+  /** Wallet test plans only: an offer of a template its tenant's fault cannot apply to is refused. */
+  faults?: FaultRegistry
 }
 
 export class IssuanceService {
@@ -164,6 +168,10 @@ export class IssuanceService {
     }
     const template = await this.store.templates.get(principal.tenantId, group, 'issuance')
     if (!template) throw new AppError('template_not_found', `no issuance template "${group}" in this tenant`)
+    const { faults } = this.deps
+    const misfit =
+      faults && issuanceFaultProblem(faults.fault(principal.tenantId), template.body.format ?? 'jwt_vc_json')
+    if (misfit) throw misfit
     const now = this.clock.now()
     const process: ProcessRecord = {
       id: randomUUID(),

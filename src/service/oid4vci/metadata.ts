@@ -3,6 +3,7 @@ import { PRE_AUTHORIZED_GRANT, SD_JWT_VC_TYP } from '../../shared/wire.ts'
 import { DEFAULT_LOCALE, type ResolvedIssuanceTemplate } from '../config/schema.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import { OAuthError } from '../errors/oauth.ts'
+import type { FaultRegistry } from '../faults/index.ts'
 import { vctOf } from '../issuance/credentials.ts'
 import type { Store, TemplateRecord } from '../store/index.ts'
 import type { PublicUrls } from '../util/urls.ts'
@@ -54,14 +55,23 @@ export function presentationDefinition(
 }
 
 export class IssuerMetadata {
-  constructor(private readonly deps: { store: Store; urls: PublicUrls; issuerKeys: IssuerKeys }) {}
+  constructor(
+    private readonly deps: {
+      store: Store
+      urls: PublicUrls
+      issuerKeys: IssuerKeys
+      /** Wallet test plans only: the tenants whose metadata is draft-15 shaped or breaks a rule. */
+      faults?: FaultRegistry
+    },
+  ) {}
 
   /**
    * One credential configuration (OpenID4VCI 1.0 §12.2.4 and Appendix A). Display and claims sit under
    * `credential_metadata` as 1.0 has them; `display` stays at the top too for draft-15 wallets (unknown
-   * members are ignored by both). A 1.0 wallet recognises the version by `credential_metadata`.
+   * members are ignored by both). A 1.0 wallet recognises the version by `credential_metadata`; `draft15`
+   * leaves it out (a wallet test plan's draft-15 issuer).
    */
-  private configuration(template: TemplateRecord<'issuance'>) {
+  private configuration(template: TemplateRecord<'issuance'>, draft15 = false) {
     const body: ResolvedIssuanceTemplate = template.body
     const display = [
       {
@@ -97,7 +107,7 @@ export class IssuerMetadata {
       ...(sdJwt
         ? { vct: vctOf(template, this.deps.urls) }
         : { credential_definition: { type: ['VerifiableCredential', body.credentialType] } }),
-      credential_metadata: { display, ...(claims.length > 0 ? { claims } : {}) },
+      ...(!draft15 && { credential_metadata: { display, ...(claims.length > 0 ? { claims } : {}) } }),
       display,
     }
   }
@@ -107,15 +117,18 @@ export class IssuerMetadata {
     await requireIssuer(this.deps.store, tenantId)
     const issuer = this.deps.urls.credentialIssuer(tenantId)
     const templates = await this.deps.store.templates.list(tenantId, 'issuance')
+    const setting = this.deps.faults?.setting(tenantId)
     return {
-      credential_issuer: issuer,
+      // metadata-issuer-mismatch (OpenID4VCI 1.0 §12.2.2: credential_issuer MUST be the identifier the
+      // metadata was fetched for): another issuer's; the endpoints stay ours so a careless wallet goes on.
+      credential_issuer: setting?.fault === 'metadata-issuer-mismatch' ? `${issuer}/other` : issuer,
       credential_endpoint: `${issuer}/credential`,
       nonce_endpoint: `${issuer}/nonce`,
       deferred_credential_endpoint: `${issuer}/deferred_credential`,
       notification_endpoint: `${issuer}/notification`,
       display: [{ name: `vc-harness issuer (${tenantId})`, locale: 'en' }],
       credential_configurations_supported: Object.fromEntries(
-        templates.map((t) => [t.id, this.configuration(t)]),
+        templates.map((t) => [t.id, this.configuration(t, setting?.issuance === 'draft15')]),
       ),
       vc_harness_issuer_dids: await this.deps.issuerKeys.didsOf(tenantId),
     }

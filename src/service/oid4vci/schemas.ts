@@ -89,8 +89,9 @@ export const tokenSchema = {
       access_token: Type.String(),
       token_type: Type.String({ description: 'Bearer' }),
       expires_in: Type.Integer(),
-      c_nonce: Type.String(),
-      c_nonce_expires_in: Type.Integer(),
+      // Always sent, except under a wallet test's token-without-c-nonce fault (OpenID4VCI 1.0 has none).
+      c_nonce: Type.Optional(Type.String()),
+      c_nonce_expires_in: Type.Optional(Type.Integer()),
     }),
     ...errors(400, 401, 404),
   },

@@ -4,10 +4,12 @@ import { PRE_AUTHORIZED_GRANT, SD_JWT_VC_TYP } from '../../shared/wire.ts'
 import type { Oid4vciOptions } from '../config/schema.ts'
 import type { CheckMetrics } from '../credentials/pipeline.ts'
 import type { StatusChecker } from '../credentials/status.ts'
+import type { SigningKey } from '../crypto/issuer-certificates.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import { OAuthError, type OAuthErrorCode, tokenError } from '../errors/oauth.ts'
 import { AppError } from '../errors/problem.ts'
 import type { ServiceEvents } from '../events.ts'
+import type { CredentialFaults } from '../faults/credentials.ts'
 import { holderConflict } from '../issuance/credentials.ts'
 import {
   nextStamp,
@@ -50,6 +52,8 @@ export interface Oid4vciDeps {
   status: StatusChecker
   /** Told where the time of each di_vp proof's checks went (the bench sets it); none by default. */
   metrics?: CheckMetrics
+  /** Wallet test plans only: what the wallet is handed under its tenant's issuance fault. */
+  faults?: CredentialFaults
 }
 
 type Form = Record<string, unknown>
@@ -215,12 +219,17 @@ export class Oid4vciService {
     if (!(await store.grants.consumeCode(grant.processId, sha256(accessToken), now + expiresIn * 1000))) {
       throw new OAuthError('invalid_grant', 'pre-authorized_code was already used')
     }
+    // token-without-c-nonce (draft 15 §6.2: a token answer of an issuer that wants proofs carries c_nonce):
+    // left out; the nonce endpoint stays announced and the credential endpoint still wants a nonce.
+    const withoutNonce = this.deps.faults?.registry.is(tenantId, 'token-without-c-nonce')
     return {
       access_token: accessToken,
       token_type: 'Bearer',
       expires_in: expiresIn,
-      c_nonce: await this.newNonce(tenantId),
-      c_nonce_expires_in: options.cNonceLifetimeSeconds,
+      ...(!withoutNonce && {
+        c_nonce: await this.newNonce(tenantId),
+        c_nonce_expires_in: options.cNonceLifetimeSeconds,
+      }),
     }
   }
 
@@ -292,6 +301,26 @@ export class Oid4vciService {
 
   private static credentialsOf(process: ProcessRecord) {
     return (process.data ?? []).map((c) => ({ credential: c.proof.jwt }))
+  }
+
+  /**
+   * The credentials a wallet is handed: the process's, or under a wallet test's issuance fault those
+   * transformed by faults/credentials.ts (the process data stays genuine).
+   */
+  private async handOut(process: ProcessRecord, template: TemplateRecord<'issuance'>, key?: SigningKey) {
+    const genuine = Oid4vciService.credentialsOf(process)
+    const faults = this.deps.faults
+    if (!faults?.registry.fault(process.tenantId)) return genuine
+    const credentials = await faults.handOut(
+      genuine.map((c) => c.credential),
+      {
+        tenantId: process.tenantId,
+        processId: process.id,
+        format: template.body.format ?? 'jwt_vc_json',
+        key: key ?? (await this.deps.issuance.signingKey(template)),
+      },
+    )
+    return credentials.map((credential) => ({ credential }))
   }
 
   /** Credential endpoint (OpenID4VCI section 8). */
@@ -411,7 +440,7 @@ export class Oid4vciService {
     return {
       status: 200 as const,
       body: {
-        credentials: Oid4vciService.credentialsOf(outcome.process),
+        credentials: await this.handOut(outcome.process, template, key),
         // Set whenever the credentials are handed out (no transaction_id).
         ...(outcome.notificationId ? { notification_id: outcome.notificationId } : {}),
       },
@@ -457,9 +486,16 @@ export class Oid4vciService {
     })
     if (!redeemed) throw new OAuthError('invalid_transaction_id', 'transaction_id was already redeemed')
     this.deps.events.emit(processChanged(process, 'credential_retrieved'))
+    // Only a wallet test's faulty tenant needs the template (its format and signing key) to hand out.
+    const template = this.deps.faults?.registry.fault(tenantId)
+      ? await this.deps.store.templates.get(tenantId, process.templateId, 'issuance')
+      : null
     return {
       status: 200,
-      body: { credentials: Oid4vciService.credentialsOf(process), notification_id: notificationId },
+      body: {
+        credentials: template ? await this.handOut(process, template) : Oid4vciService.credentialsOf(process),
+        notification_id: notificationId,
+      },
     }
   }
 

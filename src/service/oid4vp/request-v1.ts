@@ -5,7 +5,16 @@ import { OPENID4VP_SCHEME, REQUEST_OBJECT_TYP, SD_JWT_VC_TYP, SIOP_AUDIENCE } fr
 import type { ResolvedVerificationTemplate } from '../config/schema.ts'
 import type { ConfiguredVerifier, IssuerCertificates } from '../crypto/issuer-certificates.ts'
 import type { IssuerKey, IssuerKeys } from '../crypto/issuer-keys.ts'
+import { type FaultRegistry, isPresentationFault, type PresentationFault } from '../faults/index.ts'
+import {
+  foreignResponseUri,
+  presentationFault,
+  requestObjectFault,
+  UNKNOWN_PREFIX,
+  unknownPrefixClientId,
+} from '../faults/requests.ts'
 import type { RequestObjectClaims, SessionRecord } from '../store/index.ts'
+import { type Clock, systemClock } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
 import type { AuthorizationRequests, BuiltRequest, RequestInput } from '../verification/service.ts'
 
@@ -51,9 +60,13 @@ function ephemeralKey(): { publicJwk: JsonWebKey; privateJwk: JsonWebKey } {
   }
 }
 
-/** The prefix a stored client_id was built with (its text up to the first ':'). */
+/**
+ * The prefix a stored client_id was built with (its text up to the first ':'); the unknown prefix of the
+ * unknown-client-id-prefix fault is built like decentralized_identifier.
+ */
 function prefixOf(clientId: string): Prefix {
-  return clientId.slice(0, clientId.indexOf(':')) as Prefix
+  const prefix = clientId.slice(0, clientId.indexOf(':'))
+  return (prefix === UNKNOWN_PREFIX ? 'decentralized_identifier' : prefix) as Prefix
 }
 
 export class Openid4vp1Requests implements AuthorizationRequests {
@@ -64,6 +77,10 @@ export class Openid4vp1Requests implements AuthorizationRequests {
       certificates: IssuerCertificates
       /** Tenants whose configuration names their own verifier chain (tenants[].verifierCertificate). */
       configured?: ReadonlyMap<string, ConfiguredVerifier>
+      /** Wallet test plans only: the tenants whose request breaks a rule on purpose (faults/requests.ts). */
+      faults?: FaultRegistry
+      /** The time a request object re-signed for request_uri_method=post is dated at; default the system's. */
+      clock?: Clock
     },
   ) {}
 
@@ -97,15 +114,40 @@ export class Openid4vp1Requests implements AuthorizationRequests {
     return { clientId, signer: { alg: 'ES256', privateKey, header: { x5c: chain.x5c } } }
   }
 
-  private sign(signer: Signer, claims: Record<string, unknown>): string {
-    return signJws({ alg: signer.alg, typ: REQUEST_OBJECT_TYP, ...signer.header }, claims, signer.privateKey)
+  /** The request object as the wallet gets it: signed, with the tenant's presentation fault (if any) applied. */
+  private sign(
+    signer: Signer,
+    claims: Record<string, unknown>,
+    fault: PresentationFault | undefined,
+    now: number,
+  ): string {
+    const shown = requestObjectFault(fault, claims, signer, now)
+    return signJws(
+      { alg: signer.alg, typ: REQUEST_OBJECT_TYP, ...signer.header },
+      shown.claims,
+      shown.privateKey,
+    )
   }
 
   async build(input: RequestInput): Promise<BuiltRequest> {
     const { tenantId, sessionId, nonce, state, verifier, now, expiresAt, dcqlQuery, settings } = input
     if (!dcqlQuery || !settings) throw new Error('a dcql session needs its dcql_query and settings')
-    const responseUri = this.deps.urls.verifierResponse(tenantId, sessionId)
-    const { clientId, signer } = await this.identity(settings.clientIdPrefix, tenantId, responseUri, verifier)
+    const fault = presentationFault(this.deps.faults, tenantId, {
+      profile: 'dcql',
+      prefix: settings.clientIdPrefix,
+    })
+    const publicResponseUri = this.deps.urls.verifierResponse(tenantId, sessionId)
+    // unknown-client-id-prefix: signed like decentralized_identifier, whatever the template's prefix.
+    const prefix = fault === 'unknown-client-id-prefix' ? 'decentralized_identifier' : settings.clientIdPrefix
+    const identity = await this.identity(prefix, tenantId, publicResponseUri, verifier)
+    const { signer } = identity
+    const clientId =
+      fault === 'unknown-client-id-prefix' ? unknownPrefixClientId(identity.clientId) : identity.clientId
+    // response-uri-foreign-origin: a redirect_uri client id keeps naming the public response_uri.
+    const responseUri =
+      fault === 'response-uri-foreign-origin' && this.deps.faults
+        ? foreignResponseUri(this.deps.faults, this.deps.urls.absolute(''), publicResponseUri, prefix)
+        : publicResponseUri
     const encrypted = settings.responseMode === 'direct_post.jwt'
     const responseKey = encrypted ? ephemeralKey() : undefined
     const clientMetadata = {
@@ -137,13 +179,15 @@ export class Openid4vp1Requests implements AuthorizationRequests {
       if (settings.requestUriMethod === 'post') link.set('request_uri_method', 'post')
     } else {
       // redirect_uri: no request object (it could not be signed); every parameter travels in the link.
-      for (const [name, value] of Object.entries(request)) {
+      const { nonce: _nonce, ...withoutNonce } = request
+      // nonce-missing (OpenID4VP 1.0 §5.2): the link then carries no nonce; the session keeps one to check.
+      for (const [name, value] of Object.entries(fault === 'nonce-missing' ? withoutNonce : request)) {
         if (name !== 'client_id') link.set(name, typeof value === 'string' ? value : JSON.stringify(value))
       }
     }
     return {
       request,
-      requestJwt: signer ? this.sign(signer, request) : '',
+      requestJwt: signer ? this.sign(signer, request, fault, now) : '',
       link: `${OPENID4VP_SCHEME}://?${link.toString().replaceAll('+', '%20')}`,
       responseKey: responseKey?.privateJwk ?? null,
     }
@@ -158,9 +202,13 @@ export class Openid4vp1Requests implements AuthorizationRequests {
     const verifier = await this.deps.issuerKeys.forTenant(session.tenantId, 'EdDSA')
     const { signer } = await this.identity(prefix, session.tenantId, session.request.response_uri, verifier)
     if (!signer) throw new Error('a redirect_uri request has no request object')
-    return this.sign(signer, {
-      ...session.request,
-      ...(walletNonce !== undefined && { wallet_nonce: walletNonce }),
-    })
+    // The fault was judged applicable when the session opened; re-signing applies it again.
+    const fault = this.deps.faults?.fault(session.tenantId)
+    return this.sign(
+      signer,
+      { ...session.request, ...(walletNonce !== undefined && { wallet_nonce: walletNonce }) },
+      fault && isPresentationFault(fault) ? fault : undefined,
+      (this.deps.clock ?? systemClock).now(),
+    )
   }
 }

@@ -1,5 +1,7 @@
 import { signJws } from '../../shared/jws.ts'
 import { AUTHORIZATION_REQUEST_SCHEME, REQUEST_OBJECT_TYP, SIOP_AUDIENCE } from '../../shared/wire.ts'
+import type { FaultRegistry } from '../faults/index.ts'
+import { peDefinitionFault, presentationFault, requestObjectFault } from '../faults/requests.ts'
 import type { PublicUrls } from '../util/urls.ts'
 import { difDefinition } from '../verification/definition.ts'
 import { AUTH_REQUEST_SCOPE, type AuthorizationRequests, type RequestInput } from '../verification/service.ts'
@@ -10,10 +12,15 @@ import { AUTH_REQUEST_SCOPE, type AuthorizationRequests, type RequestInput } fro
 // the relying-party API (verification/) asks it for the request and never builds protocol messages itself.
 
 export class PresentationExchangeRequests implements AuthorizationRequests {
-  constructor(private readonly urls: PublicUrls) {}
+  constructor(
+    private readonly urls: PublicUrls,
+    /** Wallet test plans only: the tenants whose request breaks a rule on purpose (faults/requests.ts). */
+    private readonly faults?: FaultRegistry,
+  ) {}
 
   async build({ tenantId, sessionId, definition, nonce, state, verifier, now, expiresAt }: RequestInput) {
     if (!definition) throw new Error('a pe session needs its presentation definition')
+    const fault = presentationFault(this.faults, tenantId, { profile: 'pe' })
     const responseUri = this.urls.verifierResponse(tenantId, sessionId)
     const request = {
       iss: verifier.did,
@@ -27,16 +34,17 @@ export class PresentationExchangeRequests implements AuthorizationRequests {
       response_uri: responseUri,
       nonce,
       state,
-      presentation_definition: difDefinition(definition),
+      presentation_definition: peDefinitionFault(fault, difDefinition(definition)),
       iat: Math.floor(now / 1000),
       nbf: Math.floor(now / 1000),
       exp: Math.floor(expiresAt / 1000),
       jti: sessionId,
     }
+    const shown = requestObjectFault(fault, request, verifier, now)
     const requestJwt = signJws(
       { alg: verifier.alg, typ: REQUEST_OBJECT_TYP, kid: verifier.kid },
-      request,
-      verifier.privateKey,
+      shown.claims,
+      shown.privateKey,
     )
     // Section 2.7's link, exactly: the request object by reference plus the parameters the interface shows.
     const link = new URLSearchParams({

@@ -2,11 +2,18 @@ import formbody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { FORM_MEDIA_TYPE, REQUEST_OBJECT_MEDIA_TYPE } from '../../shared/wire.ts'
 import { installOAuthErrors, isForm, OAuthError } from '../errors/oauth.ts'
+import { noteExchange } from '../faults/observer.ts'
 import { authorizationResponseSchema, requestObjectPostSchema, requestObjectSchema } from './schemas.ts'
 import type { Oid4vpService } from './service.ts'
 
-/** The wallet-facing verifier (docs/verification.md). Encapsulated: form parser and OAuth errors. */
-export const oid4vpRoutes: FastifyPluginAsyncTypebox<{ oid4vp: Oid4vpService }> = async (app, { oid4vp }) => {
+/**
+ * The wallet-facing verifier (docs/verification.md). Encapsulated: form parser and OAuth errors. `observe`
+ * (wallet test plans): the response route notes what the wallet sent for the exchange observer.
+ */
+export const oid4vpRoutes: FastifyPluginAsyncTypebox<{ oid4vp: Oid4vpService; observe?: boolean }> = async (
+  app,
+  { oid4vp, observe },
+) => {
   await app.register(formbody, { bodyLimit: 512 * 1024 })
   installOAuthErrors(app)
 
@@ -53,6 +60,7 @@ export const oid4vpRoutes: FastifyPluginAsyncTypebox<{ oid4vp: Oid4vpService }> 
         request.params.id,
         request.body,
         request.headers['user-agent'],
+        observe ? (facts) => noteExchange(request, facts) : undefined,
       )
       return reply.type('application/json').send(body)
     },

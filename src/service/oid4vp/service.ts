@@ -6,6 +6,7 @@ import type { CheckMetrics } from '../credentials/pipeline.ts'
 import type { StatusChecker } from '../credentials/status.ts'
 import { OAuthError } from '../errors/oauth.ts'
 import type { ServiceEvents, WebhookBody } from '../events.ts'
+import type { Exchange, FaultRegistry } from '../faults/index.ts'
 import type { SessionRecord, Store, Validations } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
 import { type Verdict, verifyDcqlResponse, verifyResponse } from '../verification/checks.ts'
@@ -32,7 +33,12 @@ export interface Oid4vpDeps {
   requests: Record<SessionRecord['profile'], AuthorizationRequests>
   /** Told where the time of each response's checks went (the bench sets it); none by default. */
   metrics?: CheckMetrics
+  /** Wallet test plans only: told the nonce of every verified answer (for the nonce-reused fault). */
+  faults?: FaultRegistry
 }
+
+/** What a response carried that a wallet test's judge needs, known only once it is read (and decrypted). */
+export type ResponseFacts = Pick<Exchange, 'vpToken' | 'walletError' | 'walletErrorDescription'>
 
 export class Oid4vpService {
   constructor(private readonly deps: Oid4vpDeps) {}
@@ -164,12 +170,21 @@ export class Oid4vpService {
     id: string,
     body: Record<string, unknown>,
     userAgent: string | undefined,
+    /** Wallet test plans: told what the response carried, also when it is refused below. */
+    observe?: (facts: ResponseFacts) => void,
   ): Promise<Record<string, never>> {
     const session = await this.session(tenantId, id)
     this.allow(session, 'verify')
     const encryptedMode = session.request.response_mode === 'direct_post.jwt'
     const encrypted = encryptedMode && body.response !== undefined
     const params = encrypted ? await this.decrypt(session, body.response) : body
+    observe?.({
+      vpToken: params.vp_token !== undefined && params.vp_token !== '',
+      ...(params.error !== undefined && { walletError: String(params.error) }),
+      ...(params.error_description !== undefined && {
+        walletErrorDescription: clip(String(params.error_description)),
+      }),
+    })
     const { state, nonce, client_id: clientId } = session.request
     if (params.state !== state) {
       throw new OAuthError(
@@ -239,6 +254,8 @@ export class Oid4vpService {
       },
       verified ? verdict.claims : undefined,
     )
+    // A wallet answered this nonce: the nonce-reused fault of a later session offers it again.
+    if (verified && this.deps.faults) this.deps.faults.lastAnsweredNonce = nonce
     if (!verified) {
       throw new OAuthError(
         'invalid_presentation',

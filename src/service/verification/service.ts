@@ -5,6 +5,8 @@ import type { IssuerCertificates } from '../crypto/issuer-certificates.ts'
 import type { IssuerKey, IssuerKeys } from '../crypto/issuer-keys.ts'
 import { AppError } from '../errors/problem.ts'
 import type { ServiceEvents } from '../events.ts'
+import type { FaultRegistry } from '../faults/index.ts'
+import { otherFormat, presentationFault, unsatisfiableDcqlQuery } from '../faults/requests.ts'
 import type { RequestObjectClaims, SessionRecord, Store } from '../store/index.ts'
 import { type Clock, isoTime } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
@@ -64,6 +66,8 @@ export interface VerificationDeps {
   events: ServiceEvents
   /** One request builder per profile a template may choose. */
   requests: Record<SessionRecord['profile'], AuthorizationRequests>
+  /** Wallet test plans only: tenants whose sessions ask something wrong on purpose (faults/requests.ts). */
+  faults?: FaultRegistry
 }
 
 const b64 = (bytes: number) => randomBytes(bytes).toString('base64url')
@@ -90,10 +94,20 @@ export class VerificationService {
     const trustedIssuers = template.body.trustedIssuers ?? keys.map((k) => k.did)
     const now = clock.now()
     const id = randomUUID()
-    const nonce = b64(32)
-    const state = b64(16)
     const profile = template.body.profile
-    const settings = template.body.dcql
+    const fault = presentationFault(this.deps.faults, principal.tenantId, {
+      profile,
+      ...(template.body.dcql && { prefix: template.body.dcql.clientIdPrefix }),
+    })
+    // nonce-reused (OpenID4VP 1.0 §14.1: a fresh nonce per request): the session expects the reused one too,
+    // so a wallet that answers anyway is VERIFIED (presentationFault made sure there is one).
+    const nonce = fault === 'nonce-reused' ? (this.deps.faults?.lastAnsweredNonce as string) : b64(32)
+    const state = b64(16)
+    // format-not-offered: the query (and vp_formats_supported) name the other format (faults/requests.ts).
+    const settings =
+      fault === 'format-not-offered' && template.body.dcql
+        ? { ...template.body.dcql, format: otherFormat(template.body.dcql.format) }
+        : template.body.dcql
     const definition =
       profile === 'pe'
         ? buildDefinition({
@@ -107,7 +121,7 @@ export class VerificationService {
             now,
           })
         : null
-    const dcqlQuery =
+    const genuineQuery =
       profile === 'dcql' && settings
         ? buildDcqlQuery({
             credentialTypes: template.body.credentialTypes,
@@ -117,6 +131,8 @@ export class VerificationService {
             vctValues: (type) => settings.vctValues?.[type] ?? [urls.defaultVct(principal.tenantId, type)],
           })
         : undefined
+    const dcqlQuery =
+      genuineQuery && fault === 'query-unsatisfiable' ? unsatisfiableDcqlQuery(genuineQuery) : genuineQuery
     const expiresAt = now + template.body.sessionLifetimeSeconds * 1000
     const { request, requestJwt, link, responseKey } = await this.deps.requests[profile].build({
       tenantId: principal.tenantId,

@@ -1,0 +1,220 @@
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { delimiter, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import { isPlanChoice, PLAN_CHOICES, planCases } from '../harness/wallet-test/plans.ts'
+// Types only: the runner (and the service it builds) loads when a plan runs, not for --help.
+import type { WalletTestOptions, WalletTestRun } from '../harness/wallet-test/runner.ts'
+
+export const WALLET_TEST_USAGE = `Usage: vc-harness wallet-test [--plan NAME] --wallet-command "<command with {link}>" [options]
+       vc-harness wallet-test --list [--plan NAME]
+
+Tests a wallet's safety: the embedded reference service acts as an issuer or verifier that breaks one rule
+on purpose per case (or none, in the positive cases), hands each case's deep link to the wallet by running
+the command, and judges what the wallet did: completed the flow, refused it with an error, or did nothing.
+Each case documents which outcomes pass. See docs/wallet-testing.md.
+
+Plans: issuance-draft15, issuance-1.0, presentation-pe, presentation-dcql, all (default: every plan).
+
+Options:
+  --plan NAME             the plan to run; default all
+  --case ID               run only this case (repeatable; ids as --list prints them)
+  --wallet-command CMD    run for every case through /bin/sh. {link} becomes the deep link as one safely
+                          quoted argument (links carry & and %); {trust_anchor} the PEM file of the CA the
+                          x509 request objects chain to; {wallet_file} a file the wallet may keep its state
+                          in for the run; {case} the case id. The same values are in the environment:
+                          VC_HARNESS_LINK, VC_HARNESS_TRUST_ANCHOR, VC_HARNESS_WALLET (unless already set),
+                          VC_HARNESS_CASE; and vc-harness itself is on the command's PATH. Exit status 0 means
+                          the wallet completed the flow and kept what it got; anything else that it refused.
+                          Example: --wallet-command "vc-harness wallet open {link}"
+  --case-timeout S        seconds a wallet has per case; default 60
+  --host H, --port P      where the service listens; default 127.0.0.1 and any free port
+  --public-url URL        the base URL wallets reach (a phone: http://<this machine's address>:<port>)
+  --reports DIR           where wallet-test.json, wallet-test.md (Markdown) and wallet-test.xml (JUnit) and
+                          trust-anchor.pem go; default reports/wallet-test
+  --list                  print the plan's cases (id, expectation, sources) and exit
+  -h, --help              show this text
+
+Exit codes: 0 the wallet behaved correctly in every case; 1 it did not in at least one; 2 bad arguments;
+3 the harness could not run (e.g. the port is taken).`
+
+/** The package root: bin/vc-harness.mjs lives there. */
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+
+function usageError(message: string): Error {
+  return Object.assign(new TypeError(`${message} (see vc-harness wallet-test --help)`), {
+    code: 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE',
+  })
+}
+
+/** A folder holding a `vc-harness` launcher, to put first on the wallet command's PATH. */
+function launcherDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'vc-harness-bin-'))
+  const launcher = join(dir, 'vc-harness')
+  writeFileSync(
+    launcher,
+    `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, 'bin/vc-harness.mjs')}" "$@"\n`,
+  )
+  chmodSync(launcher, 0o755)
+  return dir
+}
+
+export async function walletTest(argv: string[]): Promise<number> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      plan: { type: 'string' },
+      case: { type: 'string', multiple: true },
+      'wallet-command': { type: 'string' },
+      'case-timeout': { type: 'string' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      'public-url': { type: 'string' },
+      reports: { type: 'string' },
+      list: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    strict: true,
+    allowPositionals: false,
+  })
+  if (values.help) {
+    console.log(WALLET_TEST_USAGE)
+    return 0
+  }
+  const plan = values.plan ?? 'all'
+  if (!isPlanChoice(plan))
+    throw usageError(`--plan ${plan}: unknown plan (known: ${PLAN_CHOICES.join(', ')})`)
+  const cases = planCases(plan)
+  if (values.list) {
+    for (const c of cases) {
+      console.log(
+        `${c.id}\t${c.expect}${c.fault ? ` (fault ${c.fault})` : ''}\t${c.sources.join(' ')}\t${c.title}`,
+      )
+    }
+    return 0
+  }
+  const unknown = (values.case ?? []).filter((id) => !cases.some((c) => c.id === id))
+  if (unknown.length)
+    throw usageError(`--case ${unknown.join(', ')}: not a case of plan ${plan} (see --list)`)
+  const command = values['wallet-command']
+  if (command === undefined) throw usageError('--wallet-command is required')
+  const { commandDriver, commandProblem } = await import('../harness/wallet-test/drivers.ts')
+  const problem = commandProblem(command)
+  if (problem) throw usageError(problem)
+  const timeout = values['case-timeout'] === undefined ? 60 : Number(values['case-timeout'])
+  if (!Number.isInteger(timeout) || timeout < 1 || timeout > 3600) {
+    throw usageError(`--case-timeout ${values['case-timeout']}: whole seconds from 1 to 3600`)
+  }
+  const port = values.port === undefined ? 0 : Number(values.port)
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw usageError(`--port ${values.port}: not a port`)
+  if (values['public-url'] !== undefined) {
+    try {
+      new URL(values['public-url'])
+    } catch {
+      throw usageError(`--public-url ${values['public-url']}: not a URL`)
+    }
+  }
+  const reports = resolve(values.reports ?? 'reports/wallet-test')
+  const bin = launcherDir()
+  try {
+    const driver = commandDriver(command, {
+      env: { ...process.env, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}` },
+    })
+    return await runAndReport({
+      plan,
+      driver,
+      ...(values.case?.length ? { only: values.case } : {}),
+      ...(values.host !== undefined ? { host: values.host } : {}),
+      port,
+      ...(values['public-url'] !== undefined ? { publicUrl: values['public-url'] } : {}),
+      caseTimeoutMs: timeout * 1000,
+      reports,
+    })
+  } finally {
+    rmSync(bin, { recursive: true, force: true })
+  }
+}
+
+type RunOptions = Omit<WalletTestOptions, 'workDir' | 'onProgress'> & { reports: string }
+
+/** Runs the plan, printing a line per case, writes the reports; the exit code (3: the harness broke). */
+async function runAndReport(
+  options: RunOptions,
+  print = (text: string) => console.log(text),
+): Promise<number> {
+  const { runWalletTest } = await import('../harness/wallet-test/runner.ts')
+  const { caseLine, renderConsoleSummary, writeWalletTestReports } = await import(
+    '../harness/wallet-test/report.ts'
+  )
+  const { reports, ...rest } = options
+  mkdirSync(reports, { recursive: true })
+  let run: WalletTestRun
+  try {
+    run = await runWalletTest({
+      ...rest,
+      workDir: reports,
+      onProgress: (event) => {
+        if (event.kind === 'ready') {
+          console.error(
+            `wallet-test: ${event.cases} cases against the service at ${event.serviceUrl}; trust anchor ${event.trustAnchorFile}`,
+          )
+          if (rest.driver.interactive) print(`The current case is also shown at ${event.pageUrl}`)
+        } else if (event.kind === 'exchange' && rest.driver.interactive) {
+          print(`  wallet: ${event.line}`)
+        } else if (event.kind === 'result') {
+          print(caseLine(event.result, event.index, event.total))
+        }
+      },
+    })
+  } catch (error) {
+    const code = (error as { code?: string }).code
+    console.error(
+      `vc-harness wallet-test: the harness could not run: ${(error as Error).message}${code === 'EADDRINUSE' ? ' (choose another --port)' : ''}`,
+    )
+    return 3
+  }
+  const written = writeWalletTestReports(run, reports)
+  print(renderConsoleSummary(run, written))
+  return run.passed ? 0 : 1
+}
+
+/** `serve --sandbox --wallet-plan NAME`: the plan with a person driving the wallet. */
+export async function walletPlanByHand(options: {
+  plan: string
+  host: string
+  port: number
+  publicUrl?: string
+  caseTimeout?: string
+  reports?: string
+}): Promise<number> {
+  if (!isPlanChoice(options.plan)) {
+    throw usageError(`--wallet-plan ${options.plan}: unknown plan (known: ${PLAN_CHOICES.join(', ')})`)
+  }
+  const timeout = options.caseTimeout === undefined ? 120 : Number(options.caseTimeout)
+  if (!Number.isInteger(timeout) || timeout < 1 || timeout > 3600) {
+    throw usageError(`--case-timeout ${options.caseTimeout}: whole seconds from 1 to 3600`)
+  }
+  const { interactiveDriver, walletTestPage } = await import('../harness/wallet-test/interactive.ts')
+  const print = (text: string) => console.log(text)
+  const stdin = process.stdin.isTTY ? process.stdin : undefined
+  stdin?.resume()
+  try {
+    return await runAndReport(
+      {
+        plan: options.plan,
+        driver: interactiveDriver(print, stdin),
+        host: options.host,
+        port: options.port,
+        ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
+        caseTimeoutMs: timeout * 1000,
+        reports: resolve(options.reports ?? 'reports/wallet-test'),
+        configureApp: walletTestPage,
+      },
+      print,
+    )
+  } finally {
+    stdin?.pause()
+  }
+}

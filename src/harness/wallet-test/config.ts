@@ -1,0 +1,120 @@
+// The service configuration a wallet test plan runs on: one tenant per case (a fault is on for exactly that
+// tenant), each with one application key and the one template its flow needs, and one verifier certificate
+// chain for every tenant so a wallet configures a single trust anchor.
+
+import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto'
+import { parseConfig, type ServiceConfig } from '../../service/config/index.ts'
+import { certificatePem, generateTestCa, issueCertificate } from '../../shared/x509.ts'
+import { type PresentationFlow, tenantOf, type WalletCase } from './plans.ts'
+
+/** The template ids every case tenant uses. */
+export const ISSUANCE_TEMPLATE = 'credential'
+export const VERIFICATION_TEMPLATE = 'check'
+/** One vct per credential type for every tenant (the default one names the tenant's issuer URL). */
+export const walletTestVct = (credentialType: string) => `urn:vc-harness:wallet-test:${credentialType}`
+
+export interface CaseKey {
+  keyId: string
+  secret: string
+  /** the tenant administrator's key (portal: a presentation tenant learns which issuer to trust) */
+  admin: { keyId: string; secret: string }
+}
+
+export interface WalletTestConfig {
+  config: ServiceConfig
+  /** the application key of each case's tenant */
+  keys: Map<string, CaseKey>
+  /** PEM of the CA the x509_san_dns / x509_hash request objects chain to: the wallet's trust anchor */
+  trustAnchorPem: string
+}
+
+export function verificationTemplate(flow: PresentationFlow) {
+  return {
+    id: VERIFICATION_TEMPLATE,
+    name: `Wallet test: ${flow.credentialType}`,
+    credentialTypes: [flow.credentialType],
+    requestedFields: [{ path: '$.credentialSubject.familyName' }],
+    ...(flow.profile === 'dcql'
+      ? {
+          profile: 'dcql',
+          dcql: {
+            format: flow.format,
+            ...(flow.format === 'dc+sd-jwt'
+              ? { vctValues: { [flow.credentialType]: [walletTestVct(flow.credentialType)] } }
+              : {}),
+            clientIdPrefix: flow.clientIdPrefix ?? 'decentralized_identifier',
+            responseMode: flow.responseMode ?? 'direct_post',
+            requestUriMethod: flow.requestUriMethod ?? 'get',
+          },
+        }
+      : {}),
+  }
+}
+
+function issuanceTemplate(testCase: WalletCase) {
+  const flow = testCase.flow
+  if (flow.kind !== 'issuance') throw new Error('not an issuance case')
+  return {
+    id: ISSUANCE_TEMPLATE,
+    credentialType: flow.credentialType,
+    format: flow.format,
+    display: { name: 'Verifiable ID (wallet test)' },
+    ...(flow.format === 'dc+sd-jwt'
+      ? {
+          vct: walletTestVct(flow.credentialType),
+          claims: [
+            { path: 'familyName', name: 'Family name' },
+            { path: 'givenName', name: 'Given name' },
+            { path: 'dateOfBirth', name: 'Date of birth' },
+          ],
+        }
+      : {}),
+  }
+}
+
+/**
+ * The configuration for `cases`. The verifier leaf's dNSName SAN is `publicHost`, the host wallets reach, so
+ * x509_san_dns client identifiers name it; `publicUrl` is set when known before listening.
+ */
+export async function walletTestConfig(
+  cases: readonly WalletCase[],
+  publicHost: string,
+  publicUrl?: string,
+): Promise<WalletTestConfig> {
+  const ca = await generateTestCa({ name: 'CN=vc-harness wallet test CA, O=vc-harness' })
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+  const host = publicHost.replace(/^\[|\]$/g, '')
+  const leaf = await issueCertificate({ issuer: ca, publicKey, dns: [host], subject: `CN=${host}` })
+  const verifierCertificate = {
+    chain: [certificatePem(leaf)],
+    privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+  }
+  const keys = new Map<string, CaseKey>()
+  const tenants = cases.map((c) => {
+    const id = tenantOf(c)
+    const secret = () => randomBytes(24).toString('base64url')
+    const key = { keyId: randomUUID(), secret: secret(), admin: { keyId: randomUUID(), secret: secret() } }
+    keys.set(c.id, key)
+    return {
+      id,
+      verifierCertificate,
+      apiKeys: [
+        { id: key.keyId, secret: key.secret, role: 'app', label: `wallet test ${c.id}` },
+        {
+          id: key.admin.keyId,
+          secret: key.admin.secret,
+          role: 'admin',
+          label: `wallet test ${c.id} (admin)`,
+        },
+      ],
+      issuanceTemplates: c.flow.kind === 'issuance' ? [issuanceTemplate(c)] : [],
+      // A presentation case's template is created over the portal before its flow (runner.ts): it must
+      // trust the issuer of the plan's setup case, whose DID exists only once that case has issued.
+    }
+  })
+  const config = parseConfig(
+    { ...(publicUrl ? { publicUrl } : {}), webhooks: { mode: 'test' }, tenants },
+    'the wallet test configuration',
+  )
+  return { config, keys, trustAnchorPem: certificatePem(ca.certificate) }
+}

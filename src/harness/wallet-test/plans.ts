@@ -1,0 +1,374 @@
+// The wallet test plans (docs/wallet-testing.md): each case opens one flow on its own tenant, with or without
+// a deliberate fault of the service, hands the deep link to the wallet, and is judged on what the wallet did.
+// Pure data: the runner (runner.ts) builds the service from it, the judge (judge.ts) reads `expect`.
+
+import type { Fault, IssuanceFault, PresentationFault } from '../../service/faults/index.ts'
+
+export const PLAN_NAMES = [
+  'issuance-draft15',
+  'issuance-1.0',
+  'presentation-pe',
+  'presentation-dcql',
+] as const
+export type PlanName = (typeof PLAN_NAMES)[number]
+/** What `--plan` accepts: a plan, or `all` (every plan in order). */
+export type PlanChoice = PlanName | 'all'
+export const PLAN_CHOICES: readonly PlanChoice[] = [...PLAN_NAMES, 'all']
+
+export const PLAN_TITLES: Record<PlanName, string> = {
+  'issuance-draft15': 'OpenID4VCI, draft 15 issuer metadata, jwt_vc_json',
+  'issuance-1.0': 'OpenID4VCI 1.0 Final, SD-JWT VC (dc+sd-jwt)',
+  'presentation-pe': 'OpenID4VP draft 20 with Presentation Exchange, jwt_vc_json',
+  'presentation-dcql': 'OpenID4VP 1.0 Final with DCQL, SD-JWT VC, client identifier prefixes',
+}
+
+export type CredentialFormat = 'jwt_vc_json' | 'dc+sd-jwt'
+export type ClientIdPrefix = 'decentralized_identifier' | 'x509_san_dns' | 'x509_hash' | 'redirect_uri'
+
+export interface IssuanceFlow {
+  kind: 'issuance'
+  /** the issuer metadata's generation (FlowSetting.issuance) */
+  generation: 'draft15' | '1.0'
+  format: CredentialFormat
+  /** the credential type offered (the presentation plans ask for the one their setup case issues) */
+  credentialType: string
+}
+
+export interface PresentationFlow {
+  kind: 'presentation'
+  profile: 'pe' | 'dcql'
+  format: CredentialFormat
+  credentialType: string
+  clientIdPrefix?: ClientIdPrefix
+  responseMode?: 'direct_post' | 'direct_post.jwt'
+  requestUriMethod?: 'get' | 'post'
+}
+
+/**
+ * What passes. `accept`: the wallet must complete the flow (credential verified and kept; presentation sent and
+ * VERIFIED). `refuse`: the wallet must not complete it; refusing with an error (a credential_failure
+ * notification, an error response to the verifier, a non-zero exit of the wallet command) and doing nothing
+ * both pass.
+ */
+export type Expectation = 'accept' | 'refuse'
+
+export interface WalletCase {
+  /** stable id: the tenant's name and the JUnit test name */
+  id: string
+  plan: PlanName
+  /** the requirement, as the reports name it */
+  title: string
+  flow: IssuanceFlow | PresentationFlow
+  fault?: Fault
+  expect: Expectation
+  /** clause tags, as the conformance suite writes them */
+  sources: string[]
+  /** the broken rule, in words: the reason of a failure starts with it */
+  rule?: string
+  /** documented per case: which outcomes pass */
+  passes: string
+  /**
+   * The fault shows in the deep link itself (an unknown client identifier prefix): a wallet may refuse
+   * without fetching anything, so silence is no sign the case went untested.
+   */
+  visibleInLink?: boolean
+}
+
+const REFUSE_ISSUANCE =
+  'passes when the wallet does not keep the credential: a credential_failure (or credential_deleted) notification, a non-zero exit of the wallet command, or never asking for it; fails when it notifies credential_accepted, or the command exits 0 having received it'
+const REFUSE_PRESENTATION =
+  'passes when no vp_token reaches the verifier: an error response (access_denied, invalid_request, …) or nothing; fails when the wallet sends a presentation'
+const ACCEPT_ISSUANCE =
+  'passes when the wallet receives the credential and keeps it (credential_accepted, or the command exits 0 with no credential_failure); fails otherwise'
+const ACCEPT_PRESENTATION =
+  'passes when the wallet sends a presentation the verifier finds valid (session VERIFIED); fails on an error response, a rejected presentation or no answer'
+
+function issuanceCases(plan: PlanName, generation: 'draft15' | '1.0', format: CredentialFormat) {
+  const v = generation === '1.0' ? 'OID4VCI-1.0' : 'OID4VCI-draft15'
+  const flow: IssuanceFlow = { kind: 'issuance', generation, format, credentialType: 'VerifiableId' }
+  const sdJwt = format === 'dc+sd-jwt'
+  const negative = (
+    fault: IssuanceFault,
+    title: string,
+    rule: string,
+    sources: string[],
+    passes = REFUSE_ISSUANCE,
+  ): WalletCase => ({
+    id: `${plan}:${fault}`,
+    plan,
+    title,
+    flow,
+    fault,
+    expect: 'refuse',
+    sources,
+    rule,
+    passes,
+  })
+  const cases: WalletCase[] = [
+    {
+      id: `${plan}:positive`,
+      plan,
+      title: `The wallet receives and keeps a valid ${format} credential`,
+      flow,
+      expect: 'accept',
+      sources: [`@${v}-8.3`, `@${v}-10`],
+      passes: ACCEPT_ISSUANCE,
+    },
+    negative(
+      'metadata-issuer-mismatch',
+      'The wallet does not use issuer metadata whose credential_issuer differs from the offer',
+      "the issuer metadata's credential_issuer is not the offer's credential_issuer",
+      [`@${v}-12.2.2`],
+      'passes when the wallet stops before redeeming the pre-authorized code (the metadata MUST NOT be used); fails when it goes on to the token endpoint',
+    ),
+    negative(
+      'credential-foreign-signature',
+      "The wallet refuses a credential that is not signed by the issuer's key",
+      "the credential's signature is made by a key that is not the issuer's",
+      sdJwt ? [`@${v}-8.3`, '@SD-JWT-VC-3.5', '@RFC9901-7.1'] : [`@${v}-8.3`, '@VC-JOSE-COSE-3.1'],
+    ),
+    negative(
+      'credential-other-holder',
+      "The wallet refuses a credential bound to another holder's key",
+      sdJwt
+        ? "the credential's cnf key is not the key the wallet proved"
+        : "the credential's subject is another DID than the wallet's",
+      sdJwt ? [`@${v}-8.2`, '@SD-JWT-VC-3.2.2.2'] : [`@${v}-8.2`, '@VC-DM-4.4'],
+    ),
+    ...(sdJwt
+      ? [
+          negative(
+            'sd-jwt-tampered-disclosure',
+            'The wallet refuses an SD-JWT VC with a disclosure whose digest is not in the credential',
+            'a disclosure of the SD-JWT does not match any digest the issuer signed',
+            ['@RFC9901-7.1', '@RFC9901-7.3'],
+          ),
+        ]
+      : []),
+    negative(
+      'credential-expired',
+      'The wallet refuses a credential that has already expired',
+      "the credential's expiry (exp / validUntil) is in the past",
+      sdJwt ? ['@RFC9901-7.1', '@SD-JWT-VC-3.2.2.2'] : ['@VC-DM-4.9', '@VC-JOSE-COSE-3.1'],
+    ),
+    negative(
+      'credential-revoked',
+      'The wallet refuses a credential whose status is already revoked',
+      "the credential's status list entry says revoked when it is handed out",
+      sdJwt ? ['@TokenStatusList-8.3', '@SD-JWT-VC-3.2.2.2'] : ['@BitstringStatusList-3.2'],
+    ),
+  ]
+  if (generation === 'draft15') {
+    cases.push({
+      id: `${plan}:token-without-c-nonce`,
+      plan,
+      title: 'Without a c_nonce in the token answer, the wallet fetches one from the nonce endpoint',
+      flow,
+      fault: 'token-without-c-nonce',
+      expect: 'accept',
+      sources: [`@${v}-7`, `@${v}-8.2`, `@${v}-8.3.1.2`],
+      rule: 'the token answer carries no c_nonce; the nonce endpoint (or the invalid_nonce error) gives one',
+      passes:
+        'passes when the wallet obtains the credential with a key proof carrying a nonce the issuer gave (nonce endpoint, or the c_nonce of an invalid_nonce error) and keeps it; fails when it sends a proof without a nonce and gives up, or gets nothing',
+    })
+  }
+  return cases
+}
+
+function presentationCases(plan: PlanName, profile: 'pe' | 'dcql'): WalletCase[] {
+  const pe = profile === 'pe'
+  const format: CredentialFormat = pe ? 'jwt_vc_json' : 'dc+sd-jwt'
+  // A type no other plan issues: format-not-offered asks for it as jwt_vc_json, which the wallet must not hold
+  // (under plan all it holds VerifiableId in both formats).
+  const credentialType = pe ? 'VerifiableId' : 'PersonIdentificationData'
+  const v = pe ? 'OID4VP-draft20' : 'OID4VP-1.0'
+  // The wallet needs the credential the verifier asks for: the plan issues it first (itself a judged case).
+  const setup: WalletCase = {
+    id: `${plan}:setup`,
+    plan,
+    title: `The wallet receives the ${format} ${credentialType} the presentation cases ask for`,
+    flow: {
+      kind: 'issuance',
+      generation: pe ? 'draft15' : '1.0',
+      format,
+      credentialType,
+    },
+    expect: 'accept',
+    sources: [pe ? '@OID4VCI-draft15-8.3' : '@OID4VCI-1.0-8.3'],
+    passes: ACCEPT_ISSUANCE,
+  }
+  const base: PresentationFlow = {
+    kind: 'presentation',
+    profile,
+    format,
+    credentialType,
+    ...(pe
+      ? {}
+      : { clientIdPrefix: 'decentralized_identifier' as const, responseMode: 'direct_post' as const }),
+  }
+  const positive = (suffix: string, title: string, flow: Partial<PresentationFlow>, sources: string[]) => ({
+    id: `${plan}:${suffix}`,
+    plan,
+    title,
+    flow: { ...base, ...flow },
+    expect: 'accept' as const,
+    sources,
+    passes: ACCEPT_PRESENTATION,
+  })
+  const negative = (
+    fault: PresentationFault,
+    title: string,
+    rule: string,
+    sources: string[],
+    flow: Partial<PresentationFlow> = {},
+    suffix: string = fault,
+  ): WalletCase => ({
+    id: `${plan}:${suffix}`,
+    plan,
+    title,
+    flow: { ...base, ...flow },
+    fault,
+    expect: 'refuse',
+    sources,
+    rule,
+    passes: REFUSE_PRESENTATION,
+  })
+  const x509Dns = { clientIdPrefix: 'x509_san_dns' as const, responseMode: 'direct_post.jwt' as const }
+  const cases: WalletCase[] = [setup]
+  // A positive case first: 'nonce-reused' replays the nonce of the last request a wallet answered.
+  if (pe) {
+    cases.push(
+      positive('positive', 'The wallet answers a valid request with a valid presentation', {}, [
+        `@${v}-5`,
+        `@${v}-6.2`,
+        '@PEX-2.0-8',
+      ]),
+    )
+  } else {
+    cases.push(
+      positive('positive', 'The wallet answers a valid request (decentralized_identifier, direct_post)', {}, [
+        `@${v}-5.9.3`,
+        `@${v}-6`,
+        `@${v}-8.2`,
+      ]),
+      positive(
+        'positive-x509-san-dns-jwt',
+        'The wallet answers a valid request (x509_san_dns, direct_post.jwt)',
+        x509Dns,
+        [`@${v}-5.9.3`, `@${v}-8.3`, '@HAIP-5'],
+      ),
+      positive(
+        'positive-x509-hash-post',
+        'The wallet answers a valid request (x509_hash, request_uri_method post)',
+        { clientIdPrefix: 'x509_hash', requestUriMethod: 'post' },
+        [`@${v}-5.9.3`, `@${v}-5.10`],
+      ),
+      positive(
+        'positive-redirect-uri',
+        'The wallet answers a valid unsigned request (redirect_uri)',
+        { clientIdPrefix: 'redirect_uri' },
+        [`@${v}-5.9.3`],
+      ),
+    )
+  }
+  cases.push(
+    negative(
+      'request-foreign-signature',
+      "The wallet refuses a request object not signed by the client's key",
+      "the request object's signature is made by a key that is not the client's",
+      [`@${v}-5.9.3`, '@RFC9101-6.2'],
+      pe ? {} : x509Dns,
+    ),
+    negative(
+      'client-id-mismatch',
+      "The wallet refuses a request object whose client_id differs from the link's",
+      "the request object's client_id is not the client_id of the authorization request",
+      [`@${v}-5.10`, '@RFC9101-5'],
+    ),
+    negative(
+      'nonce-missing',
+      'The wallet refuses a request without a nonce',
+      'the request object carries no nonce',
+      [`@${v}-5.2`, `@${v}-14.1`],
+    ),
+    negative(
+      'nonce-reused',
+      'The wallet refuses a request that reuses the nonce of a request it already answered',
+      'the request reuses the nonce of a request this wallet already answered',
+      [`@${v}-14.1`],
+    ),
+    negative(
+      'request-expired',
+      'The wallet refuses an expired request object',
+      "the request object's exp is in the past",
+      ['@RFC9101-6.3', '@RFC7519-4.1.4'],
+    ),
+  )
+  if (!pe) {
+    cases.push(
+      negative(
+        'response-uri-foreign-origin',
+        'The wallet refuses a response_uri on another origin than the x509_san_dns client identifier allows',
+        "the response_uri's origin is not the one the x509_san_dns client identifier names",
+        [`@${v}-5.9.3`],
+        x509Dns,
+        'response-uri-foreign-origin-x509-san-dns',
+      ),
+      negative(
+        'response-uri-foreign-origin',
+        'The wallet refuses a response_uri that is not the redirect_uri client identifier',
+        'the response_uri is not the redirect_uri the client identifier names',
+        [`@${v}-5.9.3`],
+        { clientIdPrefix: 'redirect_uri' },
+        'response-uri-foreign-origin-redirect-uri',
+      ),
+      {
+        ...negative(
+          'unknown-client-id-prefix',
+          'The wallet refuses a client identifier with an unknown prefix',
+          'the client_id carries a client identifier prefix no specification defines',
+          [`@${v}-5.9.1`, `@${v}-5.9.2`],
+        ),
+        visibleInLink: true,
+      },
+    )
+  }
+  cases.push(
+    negative(
+      'query-unsatisfiable',
+      pe
+        ? 'The wallet sends nothing for a presentation definition it cannot satisfy'
+        : 'The wallet sends nothing for a DCQL query it cannot satisfy',
+      'the query asks for a credential the wallet does not hold',
+      pe ? [`@${v}-6.4`, '@PEX-2.0-5'] : [`@${v}-6.4.2`, `@${v}-8.5`],
+    ),
+    negative(
+      'format-not-offered',
+      'The wallet does not present a credential in another format than the request asks for',
+      'the request asks for the held credential in another format than the one it was issued in',
+      pe ? [`@${v}-5.1`, '@PEX-2.0-5.1'] : [`@${v}-6.1`, `@${v}-B.1`],
+    ),
+  )
+  return cases
+}
+
+const PLANS: Record<PlanName, () => WalletCase[]> = {
+  'issuance-draft15': () => issuanceCases('issuance-draft15', 'draft15', 'jwt_vc_json'),
+  'issuance-1.0': () => issuanceCases('issuance-1.0', '1.0', 'dc+sd-jwt'),
+  'presentation-pe': () => presentationCases('presentation-pe', 'pe'),
+  'presentation-dcql': () => presentationCases('presentation-dcql', 'dcql'),
+}
+
+/** The cases of a plan (`all`: every plan, in PLAN_NAMES order). */
+export function planCases(choice: PlanChoice): WalletCase[] {
+  const names = choice === 'all' ? PLAN_NAMES : [choice]
+  return names.flatMap((name) => PLANS[name]())
+}
+
+export const isPlanChoice = (value: string): value is PlanChoice =>
+  (PLAN_CHOICES as readonly string[]).includes(value)
+
+/** The tenant a case runs on: ids are `[a-z0-9-]`, so the case id is made one. */
+export function tenantOf(testCase: WalletCase): string {
+  return `wt-${testCase.id.replace(/[^a-z0-9]+/gi, '-').toLowerCase()}`.slice(0, 63)
+}

@@ -1,0 +1,152 @@
+// The reports of a wallet test run, like the conformance suite's: JSON (the run as it is), Markdown (a
+// requirement per case with its clauses and the reason of every verdict) and JUnit (a testcase per case,
+// a failure with its reason), plus the console summary.
+
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { PLAN_TITLES } from './plans.ts'
+import type { CaseResult, WalletTestRun } from './runner.ts'
+
+const xml = (s: string) =>
+  s
+    .replaceAll('&', '&amp;')
+    .replaceAll('<', '&lt;')
+    .replaceAll('>', '&gt;')
+    .replaceAll('"', '&quot;')
+    // XML 1.0 has no place for most control characters (a wallet's output may carry them).
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: that is the point
+    .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '')
+const cell = (s: string) => s.replaceAll('|', '\\|').replaceAll('\n', ' ')
+const seconds = (ms: number) => (ms / 1000).toFixed(3)
+
+function byPlan(run: WalletTestRun): Map<string, CaseResult[]> {
+  const plans = new Map<string, CaseResult[]>()
+  for (const r of run.results) {
+    if (!plans.has(r.plan)) plans.set(r.plan, [])
+    plans.get(r.plan)?.push(r)
+  }
+  return plans
+}
+
+export function renderJunit(run: WalletTestRun): string {
+  const out = ['<?xml version="1.0" encoding="UTF-8"?>']
+  out.push(
+    `<testsuites name="vc-harness wallet-test" tests="${run.totals.cases}" failures="${run.totals.fail}" time="${seconds(run.durationMs)}">`,
+  )
+  for (const [plan, results] of byPlan(run)) {
+    const failures = results.filter((r) => !r.verdict.pass).length
+    const time = results.reduce((t, r) => t + r.durationMs, 0)
+    out.push(
+      `  <testsuite name="${xml(plan)}" tests="${results.length}" failures="${failures}" time="${seconds(time)}">`,
+    )
+    for (const r of results) {
+      out.push(
+        `    <testcase classname="${xml(`wallet-test.${plan}`)}" name="${xml(`${r.title} [${r.sources.join(' ')}]`)}" time="${seconds(r.durationMs)}">`,
+      )
+      const details = [
+        `case: ${r.id}${r.fault ? ` (fault ${r.fault})` : ''}`,
+        `expected: ${r.passes}`,
+        `outcome: ${r.verdict.outcome}`,
+        ...r.verdict.observed.map((o) => `observed: ${o}`),
+        ...(r.output ? [`wallet output:\n${r.output}`] : []),
+      ].join('\n')
+      if (!r.verdict.pass) {
+        out.push(
+          `      <failure message="${xml(r.verdict.reason)}" type="${xml(r.fault ?? 'positive')}">${xml(details)}</failure>`,
+        )
+      } else {
+        out.push(`      <system-out>${xml(`${r.verdict.reason}\n${details}`)}</system-out>`)
+      }
+      out.push('    </testcase>')
+    }
+    out.push('  </testsuite>')
+  }
+  out.push('</testsuites>')
+  return `${out.join('\n')}\n`
+}
+
+export function renderMarkdown(run: WalletTestRun): string {
+  const out = ['# Wallet test report', '']
+  out.push(
+    `Wallet: \`${cell(run.wallet)}\` · Plan: **${run.plan}** · Service: ${run.serviceUrl} · Started: ${run.startedAt} · Wall time: ${(run.durationMs / 1000).toFixed(1)} s`,
+    '',
+  )
+  out.push(
+    `**${run.totals.cases} cases: ${run.totals.pass} pass, ${run.totals.fail} fail** — the wallet ${run.passed ? 'behaved correctly in every case' : 'did NOT behave correctly in every case'}`,
+    '',
+  )
+  for (const [plan, results] of byPlan(run)) {
+    out.push(`## ${plan}: ${PLAN_TITLES[plan as keyof typeof PLAN_TITLES] ?? plan}`, '')
+    out.push(
+      '| Requirement | Sources | Fault | Result | Outcome | Reason |',
+      '| --- | --- | --- | --- | --- | --- |',
+    )
+    for (const r of results) {
+      out.push(
+        `| ${cell(r.title)} <sub>${r.id}</sub> | ${r.sources.join(' ')} | ${r.fault ?? '—'} | ${r.verdict.pass ? 'PASS' : '**FAIL**'} | ${r.verdict.outcome} | ${cell(r.verdict.reason)} |`,
+      )
+    }
+    out.push('')
+  }
+  const failed = run.results.filter((r) => !r.verdict.pass)
+  if (failed.length) {
+    out.push('## Failures in detail', '')
+    for (const r of failed) {
+      out.push(
+        `### ${cell(r.title)} (\`${r.id}\`)`,
+        '',
+        `- Sources: ${r.sources.join(' ')}`,
+        `- What passes: ${r.passes}`,
+      )
+      out.push(`- Reason: ${r.verdict.reason}`, `- Observed:`)
+      for (const o of r.verdict.observed) out.push(`  - ${o}`)
+      if (r.output) out.push('', '```text', r.output, '```')
+      out.push('')
+    }
+  }
+  return `${out.join('\n').trimEnd()}\n`
+}
+
+/** Writes wallet-test.json, wallet-test.md and wallet-test.xml into `dir`; returns label → path. */
+export function writeWalletTestReports(run: WalletTestRun, dir: string): [string, string][] {
+  mkdirSync(dir, { recursive: true })
+  const files: [string, string, string][] = [
+    ['JSON', 'wallet-test.json', `${JSON.stringify(run, null, 2)}\n`],
+    ['Markdown', 'wallet-test.md', renderMarkdown(run)],
+    ['JUnit', 'wallet-test.xml', renderJunit(run)],
+  ]
+  return files.map(([label, name, text]) => {
+    const path = join(dir, name)
+    writeFileSync(path, text)
+    return [label, path]
+  })
+}
+
+/** One line per case as it finishes. */
+export function caseLine(r: CaseResult, index: number, total: number): string {
+  const mark = r.verdict.pass ? '✔' : '✘'
+  return `${mark} [${index}/${total}] ${r.title} (${r.id})\n      ${r.verdict.pass ? '' : 'FAIL: '}${r.verdict.reason}`
+}
+
+/** The end-of-run summary for the console. */
+export function renderConsoleSummary(run: WalletTestRun, reports: [string, string][] = []): string {
+  const out = ['']
+  const failed = run.results.filter((r) => !r.verdict.pass)
+  if (failed.length) {
+    out.push(`Failures (${failed.length}):`)
+    for (const r of failed)
+      out.push(`  ✘ ${r.title} [${r.sources.join(' ')}]`, `      ${r.id}: ${r.verdict.reason}`)
+    out.push('')
+  }
+  if (reports.length) {
+    out.push('Reports:')
+    const width = Math.max(...reports.map(([label]) => label.length))
+    for (const [label, path] of reports) out.push(`  ${label.padEnd(width)}  ${path}`)
+    out.push('')
+  }
+  out.push(
+    `Wallet test (${run.plan}) in ${(run.durationMs / 1000).toFixed(1)} s: ${run.totals.cases} cases: ${run.totals.pass} pass, ${run.totals.fail} fail`,
+  )
+  out.push(run.passed ? 'Verdict: the wallet behaved correctly in every case' : 'Verdict: FAILED')
+  return out.join('\n')
+}

@@ -1,0 +1,456 @@
+// Runs a wallet test plan: builds the reference service with the plan's tenants and a fault registry, then
+// for each case switches its fault on, opens the flow as a relying party would (over HTTP, RelyingPartyClient),
+// hands the deep link to the wallet through a driver (a command, our own wallet in-process, or a person with
+// a phone), waits until the wallet is done or the window closes, and judges what the service saw.
+
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { hostname, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import {
+  type DcqlSessionCreated,
+  ok,
+  parseCredentialOfferUri,
+  RelyingPartyClient,
+  type SessionCreated,
+  type SessionRead,
+  sessionIdOf,
+  type VerificationTemplateInput,
+} from '../../client/index.ts'
+import { buildApp } from '../../service/app.ts'
+import { FaultRegistry, startForeignOrigin } from '../../service/faults/index.ts'
+import {
+  type CaseKey,
+  ISSUANCE_TEMPLATE,
+  VERIFICATION_TEMPLATE,
+  verificationTemplate,
+  walletTestConfig,
+} from './config.ts'
+import { type Evidence, judge, settled, type Verdict } from './judge.ts'
+import { type PlanChoice, type PresentationFlow, planCases, tenantOf, type WalletCase } from './plans.ts'
+
+/** The content a case's relying party submits: the claims every presentation case asks for or may. */
+function sampleContent(credentialType: string) {
+  return [
+    {
+      type: ['VerifiableCredential', credentialType],
+      credentialSubject: { familyName: 'Doe', givenName: 'Jane', dateOfBirth: '1990-01-01' },
+    },
+  ]
+}
+
+/** What a driver gets for one case. */
+export interface CaseContext {
+  testCase: WalletCase
+  /** 1-based position and the number of cases */
+  index: number
+  total: number
+  /** the deep link, exactly as a QR code would carry it */
+  link: string
+  /** PEM file of the CA x509 request objects chain to (the wallet's trust anchor) */
+  trustAnchorFile: string
+  /** a wallet file the command may keep its state in for the whole run (VC_HARNESS_WALLET) */
+  walletFile: string
+  /** aborted when the case is over (settled or its window closed): stop the wallet */
+  signal: AbortSignal
+}
+
+export interface DriverResult {
+  /** the wallet command's exit status; null when it was stopped; undefined when there is no command */
+  exitCode?: number | null
+  /** the end of what the command printed, for the reports */
+  output?: string
+}
+
+export interface WalletDriver {
+  /** how the reports name the wallet (the command, "built-in wallet", "by hand") */
+  readonly describe: string
+  /**
+   * false: the driver's end says the wallet is done (a command exited). true: a person drives the wallet, so
+   * the case ends when the evidence settles it, the person says so, or the window closes.
+   */
+  readonly interactive?: boolean
+  open(ctx: CaseContext): Promise<DriverResult>
+}
+
+export interface CaseResult {
+  id: string
+  plan: WalletCase['plan']
+  title: string
+  sources: string[]
+  expect: WalletCase['expect']
+  fault?: string
+  passes: string
+  tenant: string
+  link?: string
+  verdict: Verdict
+  durationMs: number
+  output?: string
+}
+
+export interface WalletTestRun {
+  format: 'vc-harness-wallet-test/1'
+  plan: PlanChoice
+  wallet: string
+  serviceUrl: string
+  startedAt: string
+  finishedAt: string
+  durationMs: number
+  totals: { cases: number; pass: number; fail: number }
+  passed: boolean
+  results: CaseResult[]
+}
+
+export type Progress =
+  | { kind: 'ready'; serviceUrl: string; cases: number; trustAnchorFile: string; pageUrl: string }
+  | { kind: 'case'; ctx: Omit<CaseContext, 'signal'> }
+  | { kind: 'exchange'; testCase: WalletCase; line: string }
+  | { kind: 'result'; result: CaseResult; index: number; total: number }
+
+export interface WalletTestOptions {
+  plan: PlanChoice
+  driver: WalletDriver
+  /** only these case ids (in plan order) */
+  only?: readonly string[]
+  /** where the service listens; default 127.0.0.1, port 0 (any free one) */
+  host?: string
+  port?: number
+  /** the base URL wallets reach; default http://<host>:<port> once listening */
+  publicUrl?: string
+  /** how long a wallet has per case; default 60 s (a person with a phone: 120 s) */
+  caseTimeoutMs?: number
+  /** after a command finished: how long late notifications and answers may still arrive; default 300 ms */
+  settleMs?: number
+  /** where trust-anchor.pem is written (and kept, for vendors to configure); default a temporary folder */
+  workDir?: string
+  onProgress?: (event: Progress) => void
+  /** told the app before it listens (the interactive page registers its routes) */
+  configureApp?: (app: import('fastify').FastifyInstance, state: () => LiveState) => Promise<void> | void
+}
+
+/** What the interactive page shows. */
+export interface LiveState {
+  plan: PlanChoice
+  current?: {
+    index: number
+    total: number
+    id: string
+    title: string
+    passes: string
+    link: string
+    startedAt: number
+    windowMs: number
+  }
+  results: CaseResult[]
+  finished: boolean
+  /** ends the current case now (a person says the wallet is done) */
+  next: () => void
+}
+
+/** Runs the plan; never throws for a wallet's behaviour (that is a failed case), only for harness errors. */
+export async function runWalletTest(options: WalletTestOptions): Promise<WalletTestRun> {
+  const started = Date.now()
+  const all = planCases(options.plan)
+  const cases = options.only?.length ? all.filter((c) => options.only?.includes(c.id)) : all
+  if (cases.length === 0)
+    throw new Error(`no case of plan ${options.plan} matches ${options.only?.join(', ')}`)
+  const host = options.host ?? '127.0.0.1'
+  const publicHost = options.publicUrl
+    ? new URL(options.publicUrl).hostname
+    : host === '0.0.0.0' || host === '::'
+      ? '127.0.0.1'
+      : host
+  const { config, keys, trustAnchorPem } = await walletTestConfig(cases, publicHost, options.publicUrl)
+  const tmp = mkdtempSync(join(tmpdir(), 'vc-harness-wallet-test-'))
+  const workDir = options.workDir ?? tmp
+  const trustAnchorFile = join(workDir, 'trust-anchor.pem')
+  writeFileSync(trustAnchorFile, trustAnchorPem)
+  const walletFile = join(tmp, 'wallet.json')
+
+  const faults = new FaultRegistry()
+  let listening = ''
+  const app = await buildApp({ config, faults, publicUrl: () => options.publicUrl ?? listening })
+  let endCase: (() => void) | undefined
+  const live: LiveState = { plan: options.plan, results: [], finished: false, next: () => endCase?.() }
+  await options.configureApp?.(app, () => live)
+  let foreign: { url: string; close(): Promise<void> } | undefined
+  try {
+    await app.listen({ host, port: options.port ?? 0 })
+    const address = app.server.address()
+    const port = typeof address === 'object' && address ? address.port : options.port
+    const bracket = (h: string) => (h.includes(':') ? `[${h}]` : h)
+    listening = `http://${bracket(publicHost)}:${port}`
+    const serviceUrl = options.publicUrl ?? listening
+    // The "other origin" of response-uri-foreign-origin: the same service on another port, so a careless
+    // wallet's answer still arrives and is seen.
+    // x509_san_dns compares host names, redirect_uri whole URIs: another name for this machine and another
+    // port break both. A LAN address has no second name a phone could resolve: the machine's own name is used.
+    const otherName =
+      publicHost === '127.0.0.1' || publicHost === '::1'
+        ? 'localhost'
+        : publicHost === 'localhost'
+          ? '127.0.0.1'
+          : hostname()
+    const second = await startForeignOrigin(app, { host })
+    foreign = second
+    faults.foreignOrigin = `${new URL(serviceUrl).protocol}//${bracket(otherName)}:${new URL(second.url).port}`
+    const apiHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host
+    const api = new RelyingPartyClient(`http://${bracket(apiHost)}:${port}`)
+    options.onProgress?.({
+      kind: 'ready',
+      serviceUrl,
+      cases: cases.length,
+      trustAnchorFile,
+      pageUrl: `${serviceUrl}/wallet-test`,
+    })
+    const windowMs = options.caseTimeoutMs ?? (options.driver.interactive ? 120_000 : 60_000)
+    for (const [i, testCase] of cases.entries()) {
+      const result = await runCase({
+        testCase,
+        apiUrl: `http://${bracket(apiHost)}:${port}`,
+        index: i + 1,
+        total: cases.length,
+        api,
+        faults,
+        key: keys.get(testCase.id) as CaseKey,
+        driver: options.driver,
+        windowMs,
+        settleMs: options.settleMs ?? 300,
+        trustAnchorFile,
+        walletFile,
+        onProgress: options.onProgress,
+        live,
+        setEnd: (end) => {
+          endCase = end
+        },
+      })
+      live.results.push(result)
+      options.onProgress?.({ kind: 'result', result, index: i + 1, total: cases.length })
+    }
+  } finally {
+    live.finished = true
+    delete live.current
+    await foreign?.close()
+    await app.close()
+    rmSync(tmp, { recursive: true, force: true })
+  }
+  const results = live.results
+  const pass = results.filter((r) => r.verdict.pass).length
+  const finished = Date.now()
+  return {
+    format: 'vc-harness-wallet-test/1',
+    plan: options.plan,
+    wallet: options.driver.describe,
+    serviceUrl: options.publicUrl ?? listening,
+    startedAt: new Date(started).toISOString(),
+    finishedAt: new Date(finished).toISOString(),
+    durationMs: finished - started,
+    totals: { cases: results.length, pass, fail: results.length - pass },
+    passed: pass === results.length,
+    results,
+  }
+}
+
+/**
+ * A presentation case's verification template, created over the portal as the tenant's administrator would,
+ * just before its first flow: a template trusts its own tenant's issuers by default, and the credential comes
+ * from the plan's setup case, so that tenant's DIDs (public in its issuer metadata) become the trusted issuers.
+ */
+async function createVerificationTemplate(run: CaseRun, tenant: string, flow: PresentationFlow) {
+  const setup = tenantOf({ id: `${run.testCase.plan}:setup` } as WalletCase)
+  const metadata = await fetch(`${run.apiUrl}/.well-known/openid-credential-issuer/oid4vci/${setup}`)
+  const dids = metadata.ok
+    ? (((await metadata.json()) as { vc_harness_issuer_dids?: string[] }).vc_harness_issuer_dids ?? [])
+    : []
+  const token = await run.api.token({ keyId: run.key.admin.keyId, secret: run.key.admin.secret, tenant })
+  ok(
+    await run.api.createVerificationTemplate(token, {
+      ...verificationTemplate(flow),
+      // none yet (the setup case issued nothing): the positive cases will say which issuer was not trusted
+      ...(dids.length > 0 ? { trustedIssuers: dids } : {}),
+    } as VerificationTemplateInput),
+    `create the verification template of ${tenant}`,
+  )
+}
+
+interface CaseRun {
+  testCase: WalletCase
+  /** the relying-party API's base URL (loopback) */
+  apiUrl: string
+  index: number
+  total: number
+  api: RelyingPartyClient
+  faults: FaultRegistry
+  key: CaseKey
+  driver: WalletDriver
+  windowMs: number
+  settleMs: number
+  trustAnchorFile: string
+  walletFile: string
+  onProgress: WalletTestOptions['onProgress']
+  live: LiveState
+  setEnd: (end: () => void) => void
+}
+
+/** Opens the case's flow as its relying party: the deep link, and the session id of a presentation. */
+async function openFlow(
+  run: CaseRun,
+  tenant: string,
+): Promise<{ link: string; token: string; sessionId?: string }> {
+  const { testCase, api, key } = run
+  const issuance = testCase.flow.kind === 'issuance'
+  if (testCase.flow.kind === 'presentation') await createVerificationTemplate(run, tenant, testCase.flow)
+  const token = await api.token({
+    keyId: key.keyId,
+    secret: key.secret,
+    tenant,
+    ssiconfig: issuance ? ISSUANCE_TEMPLATE : VERIFICATION_TEMPLATE,
+  })
+  if (issuance) {
+    const offer = ok<{ credential_offer_uri: string }>(
+      await api.createOffer(token, ISSUANCE_TEMPLATE),
+      'create offer',
+    )
+    const { processId } = parseCredentialOfferUri(offer.credential_offer_uri)
+    // Submitted before the wallet arrives: the credential endpoint answers at once.
+    ok(
+      await api.submitCredentials(token, processId, sampleContent(testCase.flow.credentialType)),
+      'submit content',
+    )
+    return { link: offer.credential_offer_uri, token }
+  }
+  const created = ok<SessionCreated | DcqlSessionCreated>(
+    await api.createSession<SessionCreated | DcqlSessionCreated>(token, VERIFICATION_TEMPLATE),
+    'create session',
+  )
+  return { link: created.authentication_request, token, sessionId: sessionIdOf(created) }
+}
+
+async function runCase(run: CaseRun): Promise<CaseResult> {
+  const { testCase, faults, driver } = run
+  const tenant = tenantOf(testCase)
+  const started = Date.now()
+  const base = {
+    id: testCase.id,
+    plan: testCase.plan,
+    title: testCase.title,
+    sources: testCase.sources,
+    expect: testCase.expect,
+    ...(testCase.fault ? { fault: testCase.fault } : {}),
+    passes: testCase.passes,
+    tenant,
+  }
+  faults.set(tenant, {
+    ...(testCase.fault ? { fault: testCase.fault } : {}),
+    ...(testCase.flow.kind === 'issuance' ? { issuance: testCase.flow.generation } : {}),
+  })
+  let flow: Awaited<ReturnType<typeof openFlow>>
+  try {
+    flow = await openFlow(run, tenant)
+  } catch (error) {
+    faults.delete(tenant)
+    // E.g. nonce-reused with no answered request before it: the case could not be set up.
+    return {
+      ...base,
+      verdict: {
+        outcome: 'nothing',
+        pass: false,
+        reason: `the case could not be opened: ${(error as Error).message}`,
+        observed: [],
+      },
+      durationMs: Date.now() - started,
+    }
+  }
+  const controller = new AbortController()
+  const windowSeconds = Math.round(run.windowMs / 1000)
+  const ctx: CaseContext = {
+    testCase,
+    index: run.index,
+    total: run.total,
+    link: flow.link,
+    trustAnchorFile: run.trustAnchorFile,
+    walletFile: run.walletFile,
+    signal: controller.signal,
+  }
+  run.live.current = {
+    index: run.index,
+    total: run.total,
+    id: testCase.id,
+    title: testCase.title,
+    passes: testCase.passes,
+    link: flow.link,
+    startedAt: started,
+    windowMs: run.windowMs,
+  }
+  run.onProgress?.({ kind: 'case', ctx: { ...ctx } })
+  // The case ends when the driver is done (a command), the evidence settles it (a person), a person says
+  // so, or the window closes.
+  let stop = () => {}
+  const ended = new Promise<void>((resolve) => {
+    stop = resolve
+  })
+  run.setEnd(stop)
+  const timer = setTimeout(stop, run.windowMs)
+  const unsubscribe = faults.onExchange((t, exchange) => {
+    if (t !== tenant) return
+    run.onProgress?.({
+      kind: 'exchange',
+      testCase,
+      line: `${exchange.method} ${exchange.endpoint} → ${exchange.status}`,
+    })
+    if (driver.interactive && settled(testCase, faults.exchanges(tenant))) {
+      // A credential received without a notification yet: give the wallet a moment to send one.
+      setTimeout(stop, testCase.flow.kind === 'issuance' ? 1_000 : 500)
+    }
+  })
+  let result: DriverResult = {}
+  const driving = driver.open(ctx).then(
+    (r) => {
+      result = r
+      if (!driver.interactive) setTimeout(stop, run.settleMs)
+    },
+    (error: unknown) => {
+      result = { output: `driver error: ${(error as Error).message}` }
+      setTimeout(stop, run.settleMs)
+    },
+  )
+  if (driver.interactive && testCase.flow.kind === 'issuance') {
+    // A person's wallet: once it has the credential, wait a while for its notification, then judge.
+    const poll = setInterval(() => {
+      const x = faults.exchanges(tenant)
+      if (x.some((r) => (r.endpoint === 'credential' || r.endpoint === 'deferred') && r.status === 200)) {
+        clearInterval(poll)
+        setTimeout(stop, 10_000)
+      }
+    }, 250)
+    void ended.then(() => clearInterval(poll))
+  }
+  await ended
+  clearTimeout(timer)
+  controller.abort()
+  await driving
+  unsubscribe()
+  const evidence: Evidence = {
+    exchanges: [...faults.exchanges(tenant)],
+    ...(driver.interactive ? {} : { exitCode: result.exitCode ?? null }),
+    windowSeconds,
+  }
+  if (result.exitCode === undefined && !driver.interactive) evidence.exitCode = null
+  if (flow.sessionId) {
+    const read = await run.api.readSession(flow.token, flow.sessionId)
+    if (read.status === 200) {
+      const session = read.body as SessionRead
+      evidence.sessionStatus = session.Status
+      evidence.failedChecks = (session.Validations?.checks ?? [])
+        .filter((c) => c.result === 'failed')
+        .map((c) => `${c.check}: ${c.message}`)
+    }
+  }
+  faults.delete(tenant)
+  return {
+    ...base,
+    link: flow.link,
+    verdict: judge(testCase, evidence),
+    durationMs: Date.now() - started,
+    ...(result.output ? { output: result.output } : {}),
+  }
+}
