@@ -2,7 +2,6 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../src/service/app.ts'
-import { readTokenStatusList, tokenStatusAt } from '../src/service/credentials/status.ts'
 import { type Exchange, FaultRegistry, startForeignOrigin } from '../src/service/faults/index.ts'
 import { UNOBTAINABLE_TYPE, UNOBTAINABLE_VCT } from '../src/service/faults/requests.ts'
 import type { ManualClock } from '../src/service/util/clock.ts'
@@ -10,6 +9,7 @@ import { getStatus, readStatusList, STATUS_VALUES } from '../src/shared/bitstrin
 import { resolveDidKey } from '../src/shared/did-key.ts'
 import { decodeJws, JwsError, verifyJws } from '../src/shared/jws.ts'
 import { splitSdJwt, verifySdJwtVc } from '../src/shared/sd-jwt.ts'
+import { readTokenStatusList, tokenStatusAt } from '../src/shared/token-status-list.ts'
 import { PRE_AUTHORIZED_GRANT } from '../src/shared/wire.ts'
 import {
   encryptTo,

@@ -198,8 +198,9 @@ export async function walletPlanByHand(options: {
   }
   const { interactiveDriver, walletTestPage } = await import('../harness/wallet-test/interactive.ts')
   const print = (text: string) => console.log(text)
-  const stdin = process.stdin.isTTY ? process.stdin : undefined
-  stdin?.resume()
+  // Enter ends a case; stdin is read only while the plan runs (a closed stdin simply never says so).
+  const stdin = process.stdin
+  stdin.resume()
   try {
     return await runAndReport(
       {
@@ -215,6 +216,6 @@ export async function walletPlanByHand(options: {
       print,
     )
   } finally {
-    stdin?.pause()
+    stdin.pause()
   }
 }

@@ -161,36 +161,33 @@ function progress(step: ReceiveStep, detail: unknown): void {
   console.error(line[step]())
 }
 
-async function receive(argv: string[]): Promise<void> {
+/** The options of `receive` and `open`: one parse, one check of each, and the wallet they describe. */
+const RECEIVE_OPTIONS = {
+  wallet: { type: 'string' },
+  'key-type': { type: 'string' },
+  'tx-code': { type: 'string' },
+  protocol: { type: 'string' },
+  'no-wait': { type: 'boolean' },
+  timeout: { type: 'string' },
+  misbehave: { type: 'string', multiple: true },
+  'trust-anchor': { type: 'string', multiple: true },
+  help: { type: 'boolean', short: 'h' },
+} as const
+
+async function parseReceiveLike(argv: string[], needsOne: string) {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: {
-      wallet: { type: 'string' },
-      'key-type': { type: 'string' },
-      'tx-code': { type: 'string' },
-      protocol: { type: 'string' },
-      'no-wait': { type: 'boolean' },
-      timeout: { type: 'string' },
-      misbehave: { type: 'string', multiple: true },
-      'trust-anchor': { type: 'string', multiple: true },
-      help: { type: 'boolean', short: 'h' },
-    },
+    options: RECEIVE_OPTIONS,
     allowPositionals: true,
     strict: true,
   })
-  if (values.help) {
-    console.log(WALLET_USAGE)
-    return
-  }
-  if (positionals.length !== 1)
-    throw usageError('receive needs exactly one argument: the credential offer deep link')
+  if (values.help) return undefined
+  if (positionals.length !== 1) throw usageError(needsOne)
   const keyType = values['key-type']
   const timeoutSeconds = values.timeout === undefined ? 600 : Number(values.timeout)
   if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
     throw usageError(`--timeout: not a positive number: ${values.timeout}`)
-
   const trustAnchors = readTrustAnchors(values['trust-anchor'])
-
   const w = await import('../wallet/index.ts')
   if (keyType !== undefined && !w.HOLDER_KEY_TYPES.includes(keyType as HolderKeyType)) {
     throw usageError(`--key-type: expected one of ${w.HOLDER_KEY_TYPES.join(', ')}, got ${keyType}`)
@@ -199,6 +196,34 @@ async function receive(argv: string[]): Promise<void> {
   if (protocol !== undefined && !w.ISSUANCE_PROTOCOLS.includes(protocol as IssuanceProtocol)) {
     throw usageError(`--protocol: expected one of ${w.ISSUANCE_PROTOCOLS.join(', ')}, got ${protocol}`)
   }
+  const file = walletFile(values.wallet)
+  return {
+    values,
+    link: positionals[0] as string,
+    w,
+    file,
+    waitForDeferred: values['no-wait'] ? (false as const) : { timeoutMs: timeoutSeconds * 1000 },
+    /** the wallet the options describe */
+    create: () =>
+      w.Wallet.create({
+        ...(keyType !== undefined && { keyType: keyType as HolderKeyType }),
+        ...(file !== undefined && { file }),
+        ...(protocol !== undefined && { protocol: protocol as IssuanceProtocol }),
+        ...(trustAnchors.length > 0 && { trustAnchors }),
+      }),
+  }
+}
+
+async function receive(argv: string[]): Promise<void> {
+  const parsed = await parseReceiveLike(
+    argv,
+    'receive needs exactly one argument: the credential offer deep link',
+  )
+  if (!parsed) {
+    console.log(WALLET_USAGE)
+    return
+  }
+  const { values, w } = parsed
   for (const m of values.misbehave ?? []) {
     if (!w.isMisbehaviour(m)) {
       const flow = w.isPresentationMisbehaviour(m)
@@ -208,18 +233,12 @@ async function receive(argv: string[]): Promise<void> {
     }
   }
   try {
-    const file = walletFile(values.wallet)
-    const wallet = await w.Wallet.create({
-      ...(keyType !== undefined && { keyType: keyType as HolderKeyType }),
-      ...(file !== undefined && { file }),
-      ...(protocol !== undefined && { protocol: protocol as IssuanceProtocol }),
-      ...(trustAnchors.length > 0 && { trustAnchors }),
-    })
+    const wallet = await parsed.create()
     console.error(`holder: ${wallet.did} (${wallet.keyType}, wallet ${wallet.location})`)
-    const result = await wallet.receive(positionals[0] as string, {
+    const result = await wallet.receive(parsed.link, {
       ...(values['tx-code'] !== undefined && { txCode: values['tx-code'] }),
       misbehave: (values.misbehave ?? []) as Misbehaviour[],
-      waitForDeferred: values['no-wait'] ? false : { timeoutMs: timeoutSeconds * 1000 },
+      waitForDeferred: parsed.waitForDeferred,
       onStep: progress,
     })
     console.log(JSON.stringify(await receiveOutput(wallet, result), null, 2))
@@ -373,45 +392,15 @@ async function present(argv: string[]): Promise<void> {
  * outcome as JSON and exits 1.
  */
 async function open(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: {
-      wallet: { type: 'string' },
-      'key-type': { type: 'string' },
-      'tx-code': { type: 'string' },
-      protocol: { type: 'string' },
-      'no-wait': { type: 'boolean' },
-      timeout: { type: 'string' },
-      misbehave: { type: 'string', multiple: true },
-      'trust-anchor': { type: 'string', multiple: true },
-      help: { type: 'boolean', short: 'h' },
-    },
-    allowPositionals: true,
-    strict: true,
-  })
-  if (values.help) {
+  const parsed = await parseReceiveLike(
+    argv,
+    'open needs exactly one argument: the link (credential offer or authorization request), quoted',
+  )
+  if (!parsed) {
     console.log(WALLET_USAGE)
     return
   }
-  if (positionals.length !== 1) {
-    throw usageError(
-      'open needs exactly one argument: the link (credential offer or authorization request), quoted',
-    )
-  }
-  const link = positionals[0] as string
-  const keyType = values['key-type']
-  const timeoutSeconds = values.timeout === undefined ? 600 : Number(values.timeout)
-  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
-    throw usageError(`--timeout: not a positive number: ${values.timeout}`)
-  const trustAnchors = readTrustAnchors(values['trust-anchor'])
-  const w = await import('../wallet/index.ts')
-  if (keyType !== undefined && !w.HOLDER_KEY_TYPES.includes(keyType as HolderKeyType)) {
-    throw usageError(`--key-type: expected one of ${w.HOLDER_KEY_TYPES.join(', ')}, got ${keyType}`)
-  }
-  const protocol = values.protocol
-  if (protocol !== undefined && !w.ISSUANCE_PROTOCOLS.includes(protocol as IssuanceProtocol)) {
-    throw usageError(`--protocol: expected one of ${w.ISSUANCE_PROTOCOLS.join(', ')}, got ${protocol}`)
-  }
+  const { values, w, link, file } = parsed
   let kind: 'issuance' | 'presentation'
   try {
     kind = w.linkKind(link)
@@ -427,7 +416,6 @@ async function open(argv: string[]): Promise<void> {
       )
     }
   }
-  const file = walletFile(values.wallet)
   if (kind === 'presentation' && file !== undefined && !existsSync(file)) {
     console.log(
       JSON.stringify({ kind, status: 'failed', error_description: `no wallet file at ${file}` }, null, 2),
@@ -436,17 +424,12 @@ async function open(argv: string[]): Promise<void> {
   }
   let wallet: Wallet | undefined
   try {
-    wallet = await w.Wallet.create({
-      ...(keyType !== undefined && { keyType: keyType as HolderKeyType }),
-      ...(file !== undefined && { file }),
-      ...(protocol !== undefined && { protocol: protocol as IssuanceProtocol }),
-      ...(trustAnchors.length > 0 && { trustAnchors }),
-    })
+    wallet = await parsed.create()
     console.error(`holder: ${wallet.did} (${wallet.keyType}, wallet ${wallet.location})`)
     const opened = await wallet.open(link, {
       ...(values['tx-code'] !== undefined && { txCode: values['tx-code'] }),
       misbehave: (values.misbehave ?? []) as (Misbehaviour | PresentationMisbehaviour)[],
-      waitForDeferred: values['no-wait'] ? false : { timeoutMs: timeoutSeconds * 1000 },
+      waitForDeferred: parsed.waitForDeferred,
       onStep: (step, detail) =>
         kind === 'issuance'
           ? progress(step as ReceiveStep, detail)

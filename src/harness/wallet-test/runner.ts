@@ -406,7 +406,8 @@ async function runCase(run: CaseRun): Promise<CaseResult> {
   const driving = driver.open(ctx).then(
     (r) => {
       result = r
-      if (!driver.interactive) setTimeout(stop, run.settleMs)
+      // A command exited, or a person said the wallet is done (Enter): late answers get settleMs.
+      setTimeout(stop, run.settleMs)
     },
     (error: unknown) => {
       result = { output: `driver error: ${(error as Error).message}` }

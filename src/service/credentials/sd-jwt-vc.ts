@@ -5,6 +5,7 @@ import { type DidKey, didKeyFromPublicKey, isJwsAlg } from '../../shared/did-key
 import { isObject } from '../../shared/json.ts'
 import { type DecodedJws, decodeJws, JwsError, verifyJws } from '../../shared/jws.ts'
 import { checkDisclosuresReferenced, splitSdJwt } from '../../shared/sd-jwt.ts'
+import { tokenStatusReference } from '../../shared/token-status-list.ts'
 import { KB_JWT_TYP, SD_JWT_VC_TYP, SD_JWT_VC_TYP_LEGACY } from '../../shared/wire.ts'
 import { verifyX5c } from '../../shared/x509.ts'
 import type {
@@ -57,14 +58,8 @@ function validityOf(payload: Record<string, unknown>): ValidityBound[] {
 
 /** `status.status_list {idx, uri}` (Token Status List §6.1); throws when present but malformed. */
 function statusOf(payload: Record<string, unknown>): StatusReference[] {
-  if (payload.status === undefined) return []
-  const list = isObject(payload.status) ? payload.status.status_list : undefined
-  if (!isObject(list)) throw new Error('status has no status_list')
-  const { idx, uri } = list
-  if (typeof idx !== 'number' || !Number.isSafeInteger(idx) || idx < 0)
-    throw new Error(`status_list.idx ${JSON.stringify(idx)} is invalid`)
-  if (typeof uri !== 'string' || uri.length === 0) throw new Error('status_list.uri is missing')
-  return [{ kind: 'token-status-list', uri, index: idx }]
+  const ref = tokenStatusReference(payload)
+  return ref ? [{ kind: 'token-status-list', ...ref }] : []
 }
 
 /** The holder key of `cnf.jwk` (public members only), or why there is none. */

@@ -1,10 +1,10 @@
 import type { KeyObject } from 'node:crypto'
-import { inflateSync } from 'node:zlib'
 import { request } from 'undici'
 import { getStatus, readStatusList, type StatusList } from '../../shared/bitstring.ts'
 import { JWS_ALGS, resolveDidKey } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { decodeJws, verifyJws } from '../../shared/jws.ts'
+import { readTokenStatusList, type TokenStatusList, tokenStatusAt } from '../../shared/token-status-list.ts'
 import {
   JWT_MEDIA_TYPE,
   STATUS_LIST_JWT_MEDIA_TYPE,
@@ -133,40 +133,6 @@ export class StatusChecker {
     }
     return { ok: true, status: statuses.join(', ') }
   }
-}
-
-/** An IETF Token Status List as read from its JWT: `bits` per status, LSB first (§4.1). */
-export interface TokenStatusList {
-  bits: 1 | 2 | 4 | 8
-  list: Uint8Array
-}
-
-// Same bound as the bitstring lists (shared/bitstring.ts): a list inflating far beyond is a bomb.
-const MAX_TOKEN_LIST_BYTES = 4 * 1024 * 1024
-
-/** `status_list {bits, lst}` of a Token Status List JWT payload; throws naming what is malformed. */
-export function readTokenStatusList(payload: Record<string, unknown>): TokenStatusList {
-  const statusList = payload.status_list
-  if (!isObject(statusList)) throw new Error('status list JWT has no status_list')
-  const { bits, lst } = statusList
-  if (bits !== 1 && bits !== 2 && bits !== 4 && bits !== 8)
-    throw new Error(`status_list.bits ${JSON.stringify(bits)} is not 1, 2, 4 or 8`)
-  if (typeof lst !== 'string' || !/^[\w-]*$/.test(lst)) throw new Error('status_list.lst is not base64url')
-  let list: Buffer
-  try {
-    list = inflateSync(Buffer.from(lst, 'base64url'), { maxOutputLength: MAX_TOKEN_LIST_BYTES })
-  } catch (error) {
-    throw new Error(`status_list.lst cannot be decompressed (ZLIB): ${(error as Error).message}`)
-  }
-  return { bits, list: new Uint8Array(list) }
-}
-
-/** The status of entry `index` (Token Status List §4.1: the first entry in the lowest bits of byte 0). */
-export function tokenStatusAt(list: TokenStatusList, index: number): number | undefined {
-  const bit = index * list.bits
-  const byte = list.list[bit >> 3]
-  if (byte === undefined) return undefined
-  return (byte >> (bit & 7)) & ((1 << list.bits) - 1)
 }
 
 /**
