@@ -1,7 +1,10 @@
 // Conformance suite configuration (cucumber-js), the base of `vc-harness conformance` (src/cli/conformance.ts,
 // docs/conformance.md), which runs it in-process with tsx loaded, replaces the console formatter below by
-// one line per scenario (src/harness/progress-formatter.ts), moves the report files to its --reports folder
-// and adds reports/conformance.{json,md}. Plain cucumber-js keeps working on this file alone:
+// one line per scenario (src/harness/progress-formatter.ts), moves the report files to its --reports folder,
+// writes the JUnit file itself and annotates the HTML and JSON ones with the gate's view (expected failures,
+// not applicable: src/harness/report-formats.ts), and adds reports/conformance.{json,md}. Its selection
+// options (feature paths, --tags, --name) and run options (--retry, --fail-fast, --dry-run, --format) are
+// cucumber's own. Plain cucumber-js keeps working on this file alone (cucumber's reports as they are):
 //   node --import tsx node_modules/@cucumber/cucumber/bin/cucumber.js [--tags …] [--parallel N]
 // Target selection (embedded service, child process or an external deployment): see src/harness/target.ts.
 

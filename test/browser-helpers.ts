@@ -22,6 +22,14 @@ type JsQr = typeof jsQRModule.default
 const jsQR: JsQr = (jsQRModule as unknown as { default?: JsQr }).default ?? (jsQRModule as unknown as JsQr)
 
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+/**
+ * Why the browser tests are skipped on this machine (no Chromium), or false. VC_HARNESS_REQUIRE_BROWSER=1
+ * (set by .ci/run) never skips: a missing Chromium then fails the tests that need it.
+ */
+export const BROWSER_SKIP: string | false =
+  !existsSync(CHROMIUM_PATH) && process.env.VC_HARNESS_REQUIRE_BROWSER !== '1'
+    ? `no Chromium at ${CHROMIUM_PATH}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH; VC_HARNESS_REQUIRE_BROWSER=1 makes this a failure`
+    : false
 export const SCREENSHOTS = fileURLToPath(new URL('../reports/screenshots/', import.meta.url))
 
 export interface DemoServer {

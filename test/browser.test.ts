@@ -15,6 +15,7 @@ import { Wallet, WalletProtocolError } from '../src/wallet/index.ts'
 import type { PageState } from '../src/web/flow-state.ts'
 import {
   assertNoSecrets,
+  BROWSER_SKIP,
   CHROMIUM_PATH,
   DCQL_TEMPLATES,
   type DemoServer,
@@ -42,6 +43,7 @@ let secrets: string[]
 let holder: Wallet
 
 before(async () => {
+  if (BROWSER_SKIP) return // every test below is skipped with the reason
   assert.ok(
     existsSync(CHROMIUM_PATH),
     `no Chromium at ${CHROMIUM_PATH}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`,
@@ -120,13 +122,30 @@ async function deepLinkHref(page: Page): Promise<string> {
   return href
 }
 
+/** The deep link as copyable text (the read-only input beside the Copy button). */
+async function linkText(page: Page): Promise<string> {
+  return page.locator('vc-flow-qr [part="link-text"]').inputValue()
+}
+
+/** What the page shows of a finished verification: the failed checks' names, the shared claims' lines. */
+async function outcomeShown(page: Page) {
+  const qr = page.locator('vc-flow-qr')
+  return {
+    title: await qr.locator('[part="outcome-title"]').textContent(),
+    checks: await qr.locator('[part="failed-checks"] [part="check"]').allTextContents(),
+    failed: await qr.locator('[part="failed-checks"] li').allTextContents(),
+    credentials: await qr.locator('[part="shared"] [part="credential"]').allTextContents(),
+    claims: await qr.locator('[part="shared"] [part="claims"] li').allTextContents(),
+  }
+}
+
 const shot = (page: Page, name: string) => page.screenshot({ path: screenshotPath(name), fullPage: true })
 
 async function statesSeen(page: Page): Promise<string[]> {
   return page.evaluate(() => (window as unknown as { vcStates: string[] }).vcStates)
 }
 
-describe('the relying-party QR page in Chromium', { timeout: 60_000 }, () => {
+describe('the relying-party QR page in Chromium', { timeout: 60_000, skip: BROWSER_SKIP }, () => {
   test('/demo/issue: the QR code carries the offer; the page follows the wallet to issued by itself', {
     timeout: TEST_TIMEOUT_MS,
   }, async () => {
@@ -136,6 +155,18 @@ describe('the relying-party QR page in Chromium', { timeout: 60_000 }, () => {
       const link = await scanQr(page)
       assert.match(link, /^openid-credential-offer:\/\/\?credential_offer_uri=/)
       assert.equal(await deepLinkHref(page), link, 'the same-device button carries the QR content')
+      assert.equal(await linkText(page), link, 'the copyable text is the QR content')
+      // Copy puts the link on the clipboard (granted to this origin) and says so.
+      await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: demo.url })
+      await page.locator('vc-flow-qr [part="copy"]').click()
+      await page.waitForFunction(
+        () =>
+          document.querySelector('vc-flow-qr')?.shadowRoot?.querySelector('[part="copy"]')?.textContent ===
+          'Copied',
+        undefined,
+        { timeout: STATE_TIMEOUT_MS },
+      )
+      assert.equal(await page.evaluate(() => navigator.clipboard.readText()), link)
 
       const wallet = await Wallet.create()
       await wallet.startIssuance(link) // fetches the offer: the page shows the scan
@@ -181,6 +212,16 @@ describe('the relying-party QR page in Chromium', { timeout: 60_000 }, () => {
       await waitForState(page, 'verified')
       await shot(page, 'verification-verified')
       assert.deepEqual(await statesSeen(page), ['loading', 'waiting', 'scanned', 'verified'])
+      // The shared claims, as 4.7 has them, read by the backend when the stream said VERIFIED.
+      const shown = await outcomeShown(page)
+      assert.equal(shown.title, 'Your wallet shared:')
+      assert.deepEqual(shown.checks, [])
+      assert.equal(shown.credentials.length, 1)
+      assert.match(shown.credentials[0] ?? '', /^UniversityDegreeCredential, issued by did:key:z/)
+      assert.deepEqual(shown.claims, [
+        'degree.type: BachelorDegree',
+        'degree.name: Bachelor of Science and Arts',
+      ])
       await watch.check(secrets)
     })
   })
@@ -205,6 +246,7 @@ describe('the relying-party QR page in Chromium', { timeout: 60_000 }, () => {
         /^openid4vp:\/\/\?client_id=decentralized_identifier%3Adid%3Akey%3A[^&]+&request_uri=/,
       )
       assert.equal(await deepLinkHref(page), link, 'the same-device button carries the QR content')
+      assert.equal(await linkText(page), link, 'the copyable text is the QR content')
       const qr = page.locator('vc-flow-qr')
       assert.equal(await qr.getAttribute('profile'), 'dcql')
       assert.ok(await qr.locator('[part="request"]').isVisible(), 'what the request asks for is not shown')
@@ -222,6 +264,12 @@ describe('the relying-party QR page in Chromium', { timeout: 60_000 }, () => {
       await waitForState(page, 'verified')
       await shot(page, 'verification-dcql-verified')
       assert.ok(!(await qr.locator('[part="request"]').isVisible()), 'the request is still shown when done')
+      // Only the disclosed claim is shared (the SD-JWT VC's other claims stay with the wallet).
+      const shown = await outcomeShown(page)
+      assert.deepEqual(shown.credentials, [
+        `${dcql.url}/oid4vci/demo/vct/VerifiableId, issued by ${(shown.credentials[0] ?? '').split(', issued by ')[1]}`,
+      ])
+      assert.deepEqual(shown.claims, ['familyName: Doe'])
       assert.deepEqual(await statesSeen(page), ['loading', 'waiting', 'scanned', 'verified'])
       assert.equal(await qr.getAttribute('active-transport'), 'websocket')
       await watch.check(secrets)
@@ -243,6 +291,13 @@ describe('the relying-party QR page in Chromium', { timeout: 60_000 }, () => {
       await waitForState(page, 'rejected')
       await shot(page, 'verification-rejected')
       assert.ok(await page.locator('vc-flow-qr [part="refresh"]').isVisible(), 'no refresh button')
+      // Which check failed and why, as 4.7's Validations has it; no claims of a rejected presentation.
+      const shown = await outcomeShown(page)
+      assert.deepEqual(shown.checks, ['sessionBinding'])
+      assert.match(shown.failed[0] ?? '', /^sessionBinding: .*nonce/)
+      assert.equal(shown.title, 'This check failed:')
+      assert.deepEqual(shown.claims, [])
+      assert.ok(await page.locator('vc-flow-qr [part="outcome"]').isVisible(), 'the failed checks are hidden')
       await watch.check(secrets)
     })
   })
@@ -265,6 +320,11 @@ describe('the relying-party QR page in Chromium', { timeout: 60_000 }, () => {
       await waitForState(page, 'verified')
       await shot(page, 'verification-verified-polling')
       assert.equal(await page.locator('vc-flow-qr').getAttribute('active-transport'), 'polling')
+      // The polling answer carries the outcome too.
+      assert.deepEqual((await outcomeShown(page)).claims, [
+        'degree.type: BachelorDegree',
+        'degree.name: Bachelor of Science and Arts',
+      ])
       await watch.check(secrets)
     })
   })
@@ -276,6 +336,7 @@ describe('the relying-party QR page in Chromium', { timeout: 60_000 }, () => {
       const { page, watch } = await openPage(context, '/demo/verify')
       const href = await deepLinkHref(page)
       assert.equal(href, await scanQr(page))
+      assert.equal(await linkText(page), href)
       assert.equal(await page.locator('vc-flow-qr [part="deep-link"]').textContent(), 'Open in wallet')
       assert.equal((await holder.present(href)).status, 'verified')
       await waitForState(page, 'verified')
@@ -308,6 +369,7 @@ describe('the relying-party QR page in Chromium', { timeout: 60_000 }, () => {
         const fresh = await scanQr(page)
         assert.notEqual(fresh, before[name as keyof typeof before], `${name}: refresh kept the old deep link`)
         assert.equal(await deepLinkHref(page), fresh)
+        assert.equal(await linkText(page), fresh, `${name}: the copyable text kept the old deep link`)
       }
       // The fresh offer works.
       const wallet = await Wallet.create()

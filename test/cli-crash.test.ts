@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { type AddressInfo, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
-import { parseServeArgs } from '../src/cli/serve.ts'
+import { checkDataDir, parseServeArgs } from '../src/cli/serve.ts'
 import { ok, parseCredentialOfferUri, RelyingPartyClient } from '../src/client/index.ts'
+import { DEMO_CONFIG_PATH } from '../src/service/config/index.ts'
+import { locateJsonProblem } from '../src/service/config/json-position.ts'
+import { loggedPath } from '../src/service/request-log.ts'
 import { DEMO } from './helpers.ts'
 
 const BIN = new URL('../bin/vc-harness.mjs', import.meta.url).pathname
@@ -37,6 +41,15 @@ function serve(args: string[]): Promise<Running> {
     exited.then(({ code }) => reject(new Error(`serve exited (${code}) before listening:\n${out}`)))
   })
 }
+
+/** A user error is one line (or a few) naming the problem: never a stack trace. */
+function assertNoStack(out: string) {
+  assert.ok(!/^\s+at /m.test(out), `a stack trace was printed:\n${out}`)
+}
+
+/** The request log's line: time, method, path, status, milliseconds (src/service/request-log.ts). */
+const LOG_LINE =
+  /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (GET|POST|PUT|PATCH|DELETE) (\S+) (\d{3}) \d+\.\d ms$/
 
 function run(args: string[]): Promise<{ code: number | null; out: string }> {
   const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
@@ -148,5 +161,173 @@ describe('vc-harness serve', { concurrency: true }, () => {
       second.child.kill('SIGTERM')
       await second.exited
     }
+  })
+})
+
+// Mistakes of the person running `serve`: a clear message, no stack trace, exit 2 for usage and
+// configuration (as the usage says), 1 when the service cannot listen. Concurrent like the block above.
+describe('vc-harness serve: user errors', { concurrency: true }, () => {
+  const dirs: string[] = []
+  const tempDir = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vch-usr-'))
+    dirs.push(dir)
+    return dir
+  }
+  after(() => {
+    for (const dir of dirs) {
+      chmodSync(dir, 0o700)
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  test('--port 99999 is a usage error: exit 2, naming the range', async () => {
+    const { code, out } = await run(['serve', '--port', '99999', '--data', ':memory:'])
+    assert.equal(code, 2, out)
+    assert.match(out, /--port: not a port number \(0 to 65535; 0 picks a free one\): 99999/)
+    assertNoStack(out)
+  })
+
+  test('a port in use: exit 1, saying so and suggesting --port', async () => {
+    // Something else holds the port (a plain listener of this process: no second service needed).
+    const holder = createServer()
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve))
+    try {
+      const port = String((holder.address() as AddressInfo).port)
+      const { code, out } = await run(['serve', '--port', port, '--data', ':memory:', '--no-demo'])
+      assert.equal(code, 1, out)
+      assert.match(out, new RegExp(`port ${port} is already in use on 127\\.0\\.0\\.1: .*--port`))
+      assertNoStack(out)
+    } finally {
+      await new Promise((resolve) => holder.close(resolve))
+    }
+  })
+
+  test('--data naming a file: exit 2 at once, naming it a file', async () => {
+    const file = join(tempDir(), 'not-a-folder')
+    writeFileSync(file, 'x')
+    const { code, out } = await run(['serve', '--port', '0', '--data', file])
+    assert.equal(code, 2, out)
+    assert.match(out, /--data .*not-a-folder: is a file, not a folder/)
+    assertNoStack(out)
+    // In-process, the other shapes of the same mistake (no child needed).
+    assert.throws(
+      () => checkDataDir(join(file, 'below')),
+      /cannot create the folder: .*not-a-folder is a file/,
+    )
+    assert.doesNotThrow(() => checkDataDir(join(tempDir(), 'new', 'folder')))
+    assert.doesNotThrow(() => checkDataDir(':memory:'))
+  })
+
+  test('--data naming a folder without write permission (mode 0500): exit 2 naming it', {
+    skip:
+      process.getuid?.() === 0
+        ? 'running as root: permission bits do not stop root, so the folder would be writable'
+        : false,
+  }, async () => {
+    const dir = join(tempDir(), 'read-only')
+    mkdirSync(dir, { mode: 0o500 })
+    chmodSync(dir, 0o500)
+    try {
+      const { code, out } = await run(['serve', '--port', '0', '--data', dir])
+      assert.equal(code, 2, out)
+      assert.match(out, /--data .*read-only: the folder is not writable/)
+      assertNoStack(out)
+    } finally {
+      chmodSync(dir, 0o700)
+    }
+  })
+
+  test('a configuration that is not JSON: exit 2 with file, line and column, the line and a caret', async () => {
+    const file = join(tempDir(), 'broken.json')
+    writeFileSync(file, '{\n  "tenants": [\n    { "id": "acme", }\n  ]\n}\n')
+    const { code, out } = await run(['serve', '--config', file, '--port', '0'])
+    assert.equal(code, 2, out)
+    assert.ok(
+      out.includes(
+        `${file} is not valid JSON at line 3, column 19: a comma before '}' (JSON allows no trailing comma)`,
+      ),
+      out,
+    )
+    assert.match(out, /^ {8}\{ "id": "acme", \}\n {22}\^$/m)
+    assertNoStack(out)
+    // The scanner on its own: what JSON.parse reports without a position in Node 20.
+    assert.deepEqual(locateJsonProblem('{"a": }'), {
+      line: 1,
+      column: 7,
+      reason: "expected a value (an object, array, string, number, true, false or null), found '}'",
+      lineText: '{"a": }',
+    })
+    assert.equal(locateJsonProblem('{"a": [1, 2]}'), undefined)
+  })
+
+  test('one line per request by default: time, method, path, status, ms; no secret, token, code or whole id', async () => {
+    // The demo configuration given as a file: its keys are not printed, so the whole output can be scanned.
+    const [logged, quiet] = await Promise.all([
+      serve(['--config', DEMO_CONFIG_PATH, '--data', ':memory:']),
+      serve(['--config', DEMO_CONFIG_PATH, '--data', ':memory:', '--quiet']),
+    ])
+    try {
+      for (const server of [logged, quiet]) {
+        const client = new RelyingPartyClient(server.url)
+        const token = await client.token(appKey)
+        const created = ok<{ credential_offer_uri: string }>(await client.createOffer(token, 'degree'))
+        const { processId, offerUrl } = parseCredentialOfferUri(created.credential_offer_uri)
+        const offer = (await (await fetch(offerUrl)).json()) as {
+          grants: Record<string, { 'pre-authorized_code': string }>
+        }
+        const code = Object.values(offer.grants)[0]?.['pre-authorized_code'] ?? ''
+        assert.ok(code.length > 20)
+        await fetch(`${server.url}/admin/v1/issuanceRequests/${processId}?secret=${code}`, {
+          headers: { authorization: `jwt ${token}` },
+        })
+        await fetch(`${server.url}/docs/json`)
+        await fetch(`${server.url}/health`)
+        // The lines are written after each answer: wait for the last one.
+        const deadline = Date.now() + 5000
+        while (
+          server === logged &&
+          !/issuanceRequests\/\S+ \d{3}/.test(server.output()) &&
+          Date.now() < deadline
+        ) {
+          await new Promise((resolve) => setTimeout(resolve, 50))
+        }
+        const lines = server
+          .output()
+          .split('\n')
+          .filter((line) => /^\d{4}-\d\d-\d\dT/.test(line))
+        if (server === quiet) {
+          assert.deepEqual(lines, [], '--quiet still logs requests')
+          continue
+        }
+        for (const line of lines) assert.match(line, LOG_LINE)
+        const requests = lines.map((line) => {
+          const [, method, path, status] = LOG_LINE.exec(line) ?? []
+          return `${method} ${path} ${status}`
+        })
+        const short = `${processId.slice(0, 8)}…`
+        assert.deepEqual(requests, [
+          'POST /admin/v1/api_keys/login 200',
+          'POST /api/v3/oidc-issuance/credential-offer 201',
+          `GET /oid4vci/demo/credential-offer/${short} 200`,
+          `GET /admin/v1/issuanceRequests/${short}?… 200`,
+        ])
+        const output = server.output()
+        for (const secret of [DEMO.app.secret, token, code, processId]) {
+          assert.ok(!output.includes(secret), `the log shows a secret: ${secret.slice(0, 12)}…`)
+        }
+      }
+    } finally {
+      for (const server of [logged, quiet]) server.child.kill('SIGTERM')
+      await Promise.all([logged.exited, quiet.exited])
+    }
+    // The path rules on their own.
+    assert.equal(
+      loggedPath('/oid4vp/demo/responses/3f1c2b7a-9e4d-4c1b-8a6f-2d5e7c9b1a00'),
+      '/oid4vp/demo/responses/3f1c2b7a…',
+    )
+    assert.equal(loggedPath(`/x/${'a'.repeat(41)}?code=1#f`), '/x/aaaaaaaa…?…')
+    assert.equal(loggedPath('/docs/static/index.html'), undefined)
+    assert.equal(loggedPath('/demo/api/verification'), undefined)
+    assert.equal(loggedPath('/documents'), '/documents')
   })
 })

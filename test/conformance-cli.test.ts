@@ -166,6 +166,10 @@ describe('vc-harness conformance', () => {
     assert.match(merged.stdout, /Gate: passed/)
     const both = readSummary(join(dir, 'merged'))
     assert.equal(both.runs.length, 2)
+    // A merged JUnit file for the CI test view of the shards.
+    const junit = readFileSync(join(dir, 'merged', 'cucumber.xml'), 'utf8')
+    assert.match(junit, new RegExp(`<testsuites [^>]*tests="${selected.length}" failures="0"`))
+    assert.match(merged.stdout, /junit xml\s+.*merged\/cucumber\.xml/)
     assert.deepEqual(both.requirements.map((r) => r.name).sort(), [...selected].sort())
     assert.ok(both.requirements.every((r) => r.status === 'pass'))
 
@@ -196,7 +200,12 @@ describe('vc-harness conformance', () => {
       [['--target', 'embedded', '--profile', badFile], /--profile describes an external deployment/],
       [['--report-only'], /--report-only: name at least one \.ndjson message file/],
       [['--report-only', 'x.ndjson', '--tags', '@a'], /--tags does not apply with --report-only/],
-      [['stray'], /unexpected argument "stray"/],
+      [['stray'], /no such feature file or folder: stray/],
+      [['--shard', '1/2', 'features/auth'], /--shard splits the whole suite by feature file/],
+      [['--retry', 'x'], /--retry: expected a whole number ≥ 0, got "x"/],
+      [['--name', '('], /--name: "\(" is not a regular expression/],
+      [['--format', ':x'], /--format: expected FORMAT\[:PATH\], got ":x"/],
+      [['--report-only', 'x.ndjson', '--list'], /--list does not apply with --report-only/],
       [
         ['--expected-failures', badFile],
         /bad-expected\.json: expectedFailures\[0\] \("S"\): "reason" must say why/,

@@ -12,16 +12,19 @@ import { after, before, describe, test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { WebSocket } from 'undici'
 import { demoWanted } from '../src/cli/serve.ts'
-import { serverSentEvents, TokenCache } from '../src/demo/backend.ts'
+import type { SessionRead } from '../src/client/index.ts'
+import { outcomeOf, serverSentEvents, TokenCache } from '../src/demo/backend.ts'
 import { DEMO_CONFIG_PATH, parseConfig } from '../src/service/config/index.ts'
 import { ShiftedClock } from '../src/service/util/clock.ts'
 import { Wallet } from '../src/wallet/index.ts'
 import {
   asFlowStatus,
+  asOutcome,
   asRequested,
   describeRequest,
   type FlowCreated,
   type FlowStatus,
+  OUTCOME_LIMITS,
   pageState,
   requestedText,
   SCANNED_STEPS,
@@ -175,6 +178,28 @@ describe('demo backend: flows and polling', () => {
     assert.equal((await presentation.respond()).status, 'verified')
     const verified = await poll('verification', session.id)
     assert.deepEqual([verified.status, verified.step], ['VERIFIED', 'verified'])
+    // What the wallet shared, for the page: the credential's type, issuer and claims (no proof, no token).
+    assert.deepEqual(verified.outcome?.failedChecks, undefined)
+    const [credential] = verified.outcome?.shared ?? []
+    assert.equal(credential?.type, 'UniversityDegreeCredential')
+    assert.match(credential?.issuer ?? '', /^did:key:z/)
+    assert.deepEqual(credential?.claims, [
+      { path: 'degree.type', value: 'BachelorDegree' },
+      { path: 'degree.name', value: 'Bachelor of Science and Arts' },
+    ])
+  })
+
+  test('a rejected presentation polls REJECTED with each failed check, its name and message', async () => {
+    const session = await open('verification')
+    await assert.rejects(holder.present(session.link, { misbehave: ['vp-wrong-nonce'] }))
+    const rejected = await poll('verification', session.id)
+    assert.deepEqual([rejected.status, rejected.step], ['REJECTED', 'rejected'])
+    assert.deepEqual(
+      rejected.outcome?.failedChecks?.map((c) => c.check),
+      ['sessionBinding'],
+    )
+    assert.match(rejected.outcome?.failedChecks?.[0]?.message ?? '', /nonce/)
+    assert.equal(rejected.outcome?.shared, undefined)
   })
 
   test('past their lifetimes on the service clock, an unused offer and a session poll EXPIRED', async () => {
@@ -273,6 +298,8 @@ describe('demo backend: the WebSocket relay of the service event streams', () =>
       ],
     )
     assert.ok(all.every((m) => asFlowStatus(m) !== undefined))
+    // The final message carries what was shared (the backend reads 4.7 once; the stream does not say it).
+    assert.equal((all[2] as FlowStatus).outcome?.shared?.[0]?.type, 'UniversityDegreeCredential')
     assert.equal(await socket.closed, 1000)
     for (const m of all) assertNoSecrets('relay message', JSON.stringify(m), secrets)
   })
@@ -476,6 +503,81 @@ describe('demo: building blocks', () => {
     assert.equal(pageState('REJECTED', 'rejected', 'scanned'), 'rejected')
     assert.equal(pageState('EXPIRED', 'expired', 'waiting'), 'expired')
     assert.equal(asFlowStatus({ kind: 'issuance', id: 'x', status: 'DONE', step: 's', at: 'a' }), undefined)
+  })
+
+  test('outcomeOf and asOutcome: failed checks or shared claims, text only, bounded, no JWT', () => {
+    const session = (status: SessionRead['Status'], extra: Partial<SessionRead>) =>
+      ({ Status: status, Validations: null, PresentationSubmission: null, ...extra }) as SessionRead
+    const jwt = `eyJhbGciOiJFZERTQSJ9.${'a'.repeat(20)}.${'b'.repeat(20)}`
+    const rejected = outcomeOf(
+      session('REJECTED', {
+        Validations: {
+          status: 'REJECT',
+          checks: [
+            { check: 'securityMechanisms', result: 'passed', message: 'fine' },
+            { check: 'credentialStatus', result: 'failed', message: `revoked; token ${jwt}~disclosure~` },
+            { check: 'holderBinding', result: 'not_run', message: 'skipped' },
+            { check: 'validityPeriod', result: 'failed', message: 'x'.repeat(1000) },
+          ],
+          verificationResult: { checks: [], warnings: [], errors: [] },
+        },
+      }),
+    )
+    assert.deepEqual(
+      rejected?.failedChecks?.map((c) => c.check),
+      ['credentialStatus', 'validityPeriod'],
+    )
+    assert.equal(rejected?.failedChecks?.[0]?.message, 'revoked; token [JWT]')
+    assert.equal(rejected?.failedChecks?.[1]?.message.length, OUTCOME_LIMITS.text)
+    const verified = outcomeOf(
+      session('VERIFIED', {
+        PresentationSubmission: {
+          verifiableCredential: [
+            {
+              type: ['VerifiableCredential', 'VerifiableId'],
+              issuer: { id: 'did:key:zIssuer' },
+              credentialSubject: {
+                id: 'did:key:zHolder',
+                name: 'Jane',
+                tags: ['a', 'b'],
+                address: [{ city: 'X' }],
+              },
+              proof: { type: 'JwtProof2020', jwt },
+            },
+          ],
+        },
+      }),
+    )
+    assert.deepEqual(verified, {
+      shared: [
+        {
+          type: 'VerifiableId',
+          issuer: 'did:key:zIssuer',
+          claims: [
+            { path: 'name', value: 'Jane' },
+            { path: 'tags', value: 'a, b' },
+            { path: 'address[0].city', value: 'X' },
+          ],
+        },
+      ],
+    })
+    assert.equal(outcomeOf(session('PENDING', {})), undefined)
+    // From untrusted JSON: malformed entries dropped, texts cut, nothing at all → undefined.
+    assert.equal(asOutcome({ failedChecks: [{ check: 1 }], shared: 'x' }), undefined)
+    assert.deepEqual(asOutcome({ failedChecks: [{ check: 'c', message: jwt }, { check: 'd' }] }), {
+      failedChecks: [{ check: 'c', message: '[JWT]' }],
+    })
+    const status = asFlowStatus({
+      kind: 'verification',
+      id: 'x',
+      status: 'VERIFIED',
+      step: 'verified',
+      at: 'now',
+      outcome: { shared: [{ type: 't', issuer: 'i', claims: [{ path: 'p', value: 'v' }, { path: 2 }] }] },
+    })
+    assert.deepEqual(status?.outcome, {
+      shared: [{ type: 't', issuer: 'i', claims: [{ path: 'p', value: 'v' }] }],
+    })
   })
 
   test('describeRequest: input descriptors of a definition, credential queries of a DCQL query', () => {

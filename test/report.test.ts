@@ -7,11 +7,18 @@ import type { Envelope } from '@cucumber/messages'
 import { progressLine } from '../src/harness/progress-formatter.ts'
 import {
   type ConformanceSummary,
+  clearHarnessErrors,
+  exitCode,
+  HARNESS_ERROR_FILE,
+  REPORTS_DIR_ENV,
   RunCollector,
+  readHarnessErrors,
+  recordHarnessError,
   renderConsoleSummary,
   renderMarkdown,
   type SummaryOptions,
   summarize,
+  summarizeCollected,
   writeReports,
 } from '../src/harness/report.ts'
 import {
@@ -20,6 +27,13 @@ import {
   loadExpectedFailures,
   parseExpectedFailures,
 } from '../src/harness/report-expected.ts'
+import {
+  annotateCucumberJson,
+  annotateEnvelopes,
+  annotateHtml,
+  finishCucumberReports,
+  renderJunit,
+} from '../src/harness/report-formats.ts'
 
 // Synthetic cucumber message streams, shaped like those of cucumber-js 12 (see reports/cucumber.ndjson).
 
@@ -714,5 +728,320 @@ describe('writeReports', () => {
     const bad = join(dir, 'bad.ndjson')
     writeFileSync(bad, '{"meta":{}}\nnot json\n')
     assert.throws(() => writeReports(bad, join(dir, 'out2')), /bad\.ndjson:2: not a cucumber message/)
+  })
+})
+
+// The CI formats told the gate's way (src/harness/report-formats.ts).
+
+/** The attributes of the first element `name` whose attributes match `where`. */
+function element(xml: string, name: string, where: RegExp): Record<string, string> | undefined {
+  for (const match of xml.matchAll(new RegExp(`<${name}((?:\\s+[\\w.:-]+="[^"]*")*)\\s*/?>`, 'g'))) {
+    const text = match[1] ?? ''
+    if (!where.test(text)) continue
+    return Object.fromEntries([...text.matchAll(/([\w.:-]+)="([^"]*)"/g)].map((m) => [m[1], m[2]]))
+  }
+  return undefined
+}
+
+/** Every testcase of a JUnit report with what it holds: failure, skipped (with message) or nothing. */
+function testcases(xml: string): { name: string; kind: string; message?: string }[] {
+  return [...xml.matchAll(/<testcase([^>]*)>([\s\S]*?)<\/testcase>/g)].map((m) => {
+    const name = /\sname="([^"]*)"/.exec(m[1] ?? '')?.[1] ?? ''
+    const inner = /<(failure|skipped|error)((?:\s+[\w.:-]+="[^"]*")*)/.exec(m[2] ?? '')
+    const message = /message="([^"]*)"/.exec(inner?.[2] ?? '')?.[1]
+    return { name, kind: inner?.[1] ?? 'pass', ...(message !== undefined ? { message } : {}) }
+  })
+}
+
+describe('CI formats: expected failures, not applicable and the gate', () => {
+  const WRONG_SECRET = 'A wrong API key secret is refused with 401 invalid_credentials'
+  const options = (strict: boolean): SummaryOptions => ({
+    target: { kind: 'external', url: 'https://vc.example', profile: 'ci/profile.json' },
+    strict,
+    expected: expectedList([
+      { scenario: WRONG_SECRET, reason: 'acme answers 403 "forbidden" (ticket <12>)' },
+      { scenario: 'A valid API key receives a JWT', reason: 'was broken once' },
+    ]),
+  })
+  const envelopes = run([LOGIN, OFFER])
+  const collector = new RunCollector()
+  for (const e of envelopes) collector.add(e)
+  const summary = summarizeCollected(collector, options(false))
+  const strict = summarizeCollected(collector, options(true))
+
+  test('JUnit: failures are exactly the gate failures; expected failures and not applicable are skipped with their reason', () => {
+    const xml = renderJunit(summary, collector.steps)
+    assert.match(xml, /^<\?xml version="1.0" encoding="UTF-8"\?>\n<testsuites /)
+    const root = element(xml, 'testsuites', /./) ?? {}
+    // Gate: 2 fail (undefined, pending), 1 expected failure, 2 not applicable, 1 unexpected pass (no --strict).
+    assert.equal(summary.totals.fail, 2)
+    assert.deepEqual(
+      [root.tests, root.failures, root.skipped, root.errors],
+      ['8', String(summary.totals.fail), '3', '0'],
+    )
+    assert.equal(
+      root.name,
+      'vc-harness conformance report: external target at https://vc.example, profile ci/profile.json',
+    )
+    const cases = testcases(xml)
+    const byCase = (name: string) => cases.find((c) => c.name === name)
+    assert.deepEqual(byCase(WRONG_SECRET), {
+      name: WRONG_SECRET,
+      kind: 'skipped',
+      message: 'expected failure: acme answers 403 &quot;forbidden&quot; (ticket &lt;12&gt;)',
+    })
+    assert.deepEqual(byCase('A revoked API key can no longer log in'), {
+      name: 'A revoked API key can no longer log in',
+      kind: 'skipped',
+      message: 'not applicable: needs portal; the external target has no portal access',
+    })
+    assert.equal(byCase('A valid API key receives a JWT')?.kind, 'pass')
+    assert.equal(byCase('A template nobody wrote steps for')?.kind, 'failure')
+    assert.equal(cases.filter((c) => c.kind === 'failure').length, Number(root.failures))
+    // Each feature is a testsuite with its own counts and the run's properties.
+    assert.deepEqual(element(xml, 'testsuite', /file="features\/auth\/login.feature"/), {
+      name: 'Login exchanges an API key for an access token',
+      file: 'features/auth/login.feature',
+      tests: '4',
+      failures: '0',
+      errors: '0',
+      skipped: '3',
+      time: '0.292',
+    })
+    assert.match(xml, /<property name="vc-harness.profile" value="ci\/profile.json"\/>/)
+    // The failure itself stays in the element's text; the steps in system-out, dotted to their status.
+    assert.match(xml, /<!\[CDATA\[Then the answer is a 401 problem "invalid_credentials"\nExpected: HTTP 401/)
+    assert.match(xml, /When the application logs in with a wrong secret\.+passed\n/)
+  })
+
+  test('JUnit under --strict: an unexpected pass is a failure; harness and run errors are errors', () => {
+    const xml = renderJunit({ ...strict, harnessErrors: ['the auth URL cannot be reached. Fix: start it'] })
+    const root = element(xml, 'testsuites', /./) ?? {}
+    assert.equal(root.failures, String(strict.totals.fail + strict.totals.unexpectedPass))
+    assert.equal(root.errors, '1')
+    const unexpected = testcases(xml).find((c) => c.name === 'A valid API key receives a JWT')
+    assert.equal(unexpected?.kind, 'failure')
+    assert.match(
+      unexpected?.message ?? '',
+      /^unexpected pass \(--strict: fails the gate\): features\/expected-failures.json lists it/,
+    )
+    assert.match(
+      xml,
+      /<error message="harness error: the auth URL cannot be reached. Fix: start it" type="harness error">/,
+    )
+  })
+
+  test('messages (the HTML report): an expected failure is skipped with its reason, the failure attached', () => {
+    const before = JSON.stringify(envelopes)
+    const out = annotateEnvelopes(envelopes, summary)
+    assert.equal(JSON.stringify(envelopes), before, 'the input is not changed')
+    const results = out.flatMap((e) => (e.testStepFinished ? [e.testStepFinished.testStepResult] : []))
+    const skippedKnown = results.find((r) => r.message?.startsWith('expected failure:'))
+    assert.equal(`${skippedKnown?.status}`, 'SKIPPED')
+    assert.equal(skippedKnown?.message, 'expected failure: acme answers 403 "forbidden" (ticket <12>)')
+    assert.equal(skippedKnown?.exception, undefined)
+    const bodies = out.flatMap((e) => (e.attachment ? [e.attachment.body] : []))
+    assert.ok(
+      bodies.some((b) => b.startsWith('The known failure (FAILED):\n') && b.includes('Expected: HTTP 401')),
+    )
+    assert.ok(bodies.some((b) => b.startsWith('unexpected pass: features/expected-failures.json lists it')))
+    assert.ok(
+      results.some(
+        (r) => r.message === 'not applicable: needs portal; the external target has no portal access',
+      ),
+    )
+    // What cucumber counts as failed is now what the gate counts as failed (the undefined and pending steps).
+    const failing = results.filter((r) => !['PASSED', 'SKIPPED'].includes(`${r.status}`))
+    assert.equal(failing.length, summary.totals.fail)
+    // Under --strict the unexpected pass fails its last step.
+    const strictResults = annotateEnvelopes(envelopes, strict).flatMap((e) =>
+      e.testStepFinished ? [e.testStepFinished.testStepResult] : [],
+    )
+    assert.ok(
+      strictResults.some(
+        (r) => `${r.status}` === 'FAILED' && r.message?.startsWith('unexpected pass (--strict'),
+      ),
+    )
+  })
+
+  test('cucumber.json: each scenario annotated; the expected failure reads skipped, the not-applicable one says why', () => {
+    const step = (keyword: string, status: string, error?: string) => ({
+      keyword,
+      name: 'x',
+      result: { status, duration: 1, ...(error ? { error_message: error } : {}) },
+    })
+    const doc = [
+      {
+        uri: 'features/auth/login.feature',
+        name: LOGIN.name,
+        elements: [
+          {
+            type: 'scenario',
+            line: 13,
+            name: 'A valid API key receives a JWT',
+            steps: [step('Given ', 'passed')],
+          },
+          {
+            type: 'scenario',
+            line: 31,
+            name: WRONG_SECRET,
+            steps: [
+              step('Before', 'passed'),
+              step('Then ', 'failed', 'RequirementBroken: …'),
+              step('After', 'passed'),
+            ],
+          },
+          {
+            type: 'scenario',
+            line: 50,
+            name: 'A revoked API key can no longer log in',
+            steps: [step('Before', 'skipped')],
+          },
+        ],
+      },
+    ]
+    const out = annotateCucumberJson(doc, summary) as typeof doc &
+      { elements: { vc_harness?: Record<string, unknown>; steps: ReturnType<typeof step>[] }[] }[]
+    const [pass, known, na] = out[0]?.elements ?? []
+    assert.deepEqual(pass?.vc_harness, {
+      status: 'unexpected-pass',
+      reason:
+        'unexpected pass: features/expected-failures.json lists it as a known failure (was broken once); it passes: remove it from the list',
+      known_issue: 'was broken once',
+      sources: ['@interface-4.1'],
+    })
+    assert.equal(known?.vc_harness?.status, 'expected-failure')
+    assert.equal(known?.steps[1]?.result.status, 'skipped')
+    assert.match(
+      known?.steps[1]?.result.error_message ?? '',
+      /^expected failure: acme answers 403[^\n]*\n\nThe known failure \(failed\):\nRequirementBroken/,
+    )
+    assert.equal(
+      na?.steps[0]?.result.error_message,
+      'not applicable: needs portal; the external target has no portal access',
+    )
+    assert.equal(doc[0]?.elements[1]?.steps[1]?.result.status, 'failed', 'the input is not changed')
+  })
+
+  test('HTML: the project title with target and profile, the summary panel, the annotated messages', () => {
+    const page = [
+      '<!DOCTYPE html>\n<html lang="en">\n<head>\n\t<title>Cucumber</title>\n</head>\n<body>\n<div id="content">\n</div>',
+      '<script>\nwindow.CUCUMBER_MESSAGES = [{"meta":{}}];\n</script>\n<script>\n</script>\n</body>\n</html>\n',
+    ].join('\n')
+    const html = annotateHtml(page, annotateEnvelopes(envelopes, summary), summary)
+    assert.match(
+      html,
+      /<title>vc-harness conformance report: external target at https:\/\/vc.example, profile ci\/profile.json<\/title>/,
+    )
+    assert.match(html, /<body>\n<header class="vch">\n<h1>vc-harness conformance report<\/h1>/)
+    assert.match(html, /<span class="gate-failed">Gate: FAILED<\/span>/)
+    assert.match(
+      html,
+      /<summary>Expected failures \(1\)<\/summary><ul><li>A wrong API key secret[^<]*<small>features\/auth\/login.feature:31<\/small>: acme answers 403 &quot;forbidden&quot; \(ticket &lt;12&gt;\)/,
+    )
+    assert.match(html, /<summary>Not applicable \(2\)<\/summary>/)
+    const json = /window\.CUCUMBER_MESSAGES = \[(.*)\];\n<\/script>/.exec(html)?.[1] ?? ''
+    assert.doesNotMatch(json, /</, 'no < inside the script element')
+    const messages = JSON.parse(`[${json.replace(/\\x3C/g, '<')}]`) as {
+      testStepFinished?: { testStepResult: { message?: string } }
+    }[]
+    assert.ok(messages.length > envelopes.length, 'the attachments were added')
+    assert.ok(
+      messages.some(
+        (m) =>
+          m.testStepFinished?.testStepResult.message ===
+          'expected failure: acme answers 403 "forbidden" (ticket <12>)',
+      ),
+    )
+  })
+
+  test('report files: JUnit written, JSON annotated, empty files of a broken run removed', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vc-formats-'))
+    try {
+      const files = {
+        [join(dir, 'cucumber.xml')]: 'junit',
+        [join(dir, 'cucumber.json')]: 'json',
+        [join(dir, 'cucumber.html')]: 'html',
+        [join(dir, 'cucumber.ndjson')]: 'message',
+      }
+      writeFileSync(join(dir, 'cucumber.json'), '[]')
+      writeFileSync(join(dir, 'cucumber.html'), '')
+      writeFileSync(join(dir, 'cucumber.ndjson'), '')
+      const kept = finishCucumberReports(files, summary, { envelopes, steps: collector.steps })
+      assert.deepEqual(kept.map((f) => f.slice(dir.length + 1)).sort(), ['cucumber.json', 'cucumber.xml'])
+      assert.match(readFileSync(join(dir, 'cucumber.xml'), 'utf8'), /<testsuites /)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  test('conformance.md links each source to the requirements catalogue', () => {
+    const md = renderMarkdown(summary, { requirementsLink: '../docs/requirements.md' })
+    assert.match(
+      md,
+      /\| \[@interface-4\.1\]\(\.\.\/docs\/requirements\.md#interface-4\.1\) \[@security\]\(\.\.\/docs\/requirements\.md#security\) \|/,
+    )
+    assert.match(md, /\| \[@OID4VCI-8\.3\]\(\.\.\/docs\/requirements\.md#OID4VCI-8\.3\) \| 2 \|/)
+  })
+})
+
+describe('harness errors and exit codes', () => {
+  test('errors recorded in the reports folder named by VC_HARNESS_REPORTS are read back, one per line', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vc-harness-error-'))
+    try {
+      const env = { [REPORTS_DIR_ENV]: dir }
+      assert.equal(recordHarnessError('no reports folder: nothing written', {}), undefined)
+      assert.equal(
+        recordHarnessError('the auth URL cannot be reached.\n  Fix: start it', env),
+        join(dir, HARNESS_ERROR_FILE),
+      )
+      recordHarnessError(['a key does not log in', 'the auth URL cannot be reached. Fix: start it'], env)
+      assert.deepEqual(readHarnessErrors(dir), [
+        'the auth URL cannot be reached. Fix: start it',
+        'a key does not log in',
+      ])
+      clearHarnessErrors(dir)
+      assert.deepEqual(readHarnessErrors(dir), [])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  test('3 for a harness error or a broken run, 1 for a failed gate, else 0', () => {
+    const passing = summarize([run([{ ...LOGIN, scenarios: [LOGIN.scenarios[0] as ScenarioSpec] }])])
+    assert.equal(exitCode(passing), 0)
+    const harness = summarize([run([{ ...LOGIN, scenarios: [LOGIN.scenarios[0] as ScenarioSpec] }])], {
+      harnessErrors: ['the receiver port 9099 is taken'],
+    })
+    assert.deepEqual(harness.gate, {
+      passed: false,
+      problems: ['harness error: the receiver port 9099 is taken'],
+    })
+    assert.equal(exitCode(harness), 3)
+    assert.equal(exitCode(summarize([run([LOGIN])])), 1)
+    assert.equal(exitCode({ ...passing, runErrors: ['BeforeAll hook failed'] }), 3)
+  })
+
+  test('--fail-fast: the scenarios skipped without a reason were not run, and are no requirement', () => {
+    const stopped: FeatureSpec = {
+      ...LOGIN,
+      scenarios: [
+        LOGIN.scenarios[1] as ScenarioSpec,
+        {
+          name: 'Never reached',
+          line: 90,
+          before: 'SKIPPED',
+          steps: [['Given', 'a tenant of our own', 'SKIPPED']],
+        },
+      ],
+    }
+    const summary = summarize([run([stopped])], { failFast: true })
+    assert.deepEqual(
+      summary.requirements.map((r) => r.name),
+      ['A wrong API key secret is refused with 401 invalid_credentials'],
+    )
+    assert.deepEqual(summary.warnings, [
+      '1 scenario was not run: --fail-fast stopped the run at the first failure',
+    ])
   })
 })

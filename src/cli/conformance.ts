@@ -1,50 +1,80 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { basename, isAbsolute, join, relative, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
+import type { Envelope } from '@cucumber/messages'
+import { parse as parseTagExpression } from '@cucumber/tag-expressions'
+import { didYouMean, externalProblems } from '../harness/profile.ts'
 import type { ProgressOptions } from '../harness/progress-formatter.ts'
 import {
   type ConformanceSummary,
+  clearHarnessErrors,
+  exitCode,
+  HARNESS_ERROR_FILE,
+  REPORTS_DIR_ENV,
   RunCollector,
+  readHarnessErrors,
   readNdjson,
   renderConsoleSummary,
   type SummaryOptions,
-  summarize,
   summarizeCollected,
   type TargetDescription,
   writeSummary,
 } from '../harness/report.ts'
 import { type ExpectedFailures, loadExpectedFailures } from '../harness/report-expected.ts'
+import { finishCucumberReports, renderJunit } from '../harness/report-formats.ts'
+import { loadScenarios, type ScenarioInfo } from '../harness/scenarios.ts'
 import { TARGET_KINDS } from '../harness/target.ts'
 
-export const CONFORMANCE_USAGE = `Usage: vc-harness conformance [options]
+export const CONFORMANCE_USAGE = `Usage: vc-harness conformance [options] [FEATURE[:LINE]...]
+       vc-harness conformance --list [options] [FEATURE[:LINE]...]
        vc-harness conformance --report-only FILE.ndjson... [--expected-failures FILE] [--strict] [--reports DIR]
 
 Runs the conformance suite (features/**/*.feature): one requirement per scenario, named after it and
-tagged with its source. Prints one line per scenario as it finishes, then a summary, and writes
-cucumber.html, cucumber.json, cucumber.xml (JUnit), cucumber.ndjson, conformance.json and conformance.md
-to the reports folder. See docs/conformance.md.
+tagged with its source (docs/requirements.md). Prints one line per scenario as it finishes, then a summary,
+and writes cucumber.html, cucumber.json, cucumber.xml (JUnit), cucumber.ndjson, conformance.json and
+conformance.md to the reports folder. See docs/conformance.md.
 
-Options:
+Selecting (a selection of no scenario is an error):
+  FEATURE[:LINE]...         feature files or folders, e.g. features/auth/login.feature:13 (the scenario or
+                            outline row at that line); default every feature file
+  --tags EXPR               cucumber tag expression, e.g. '@interface-4.1 and not @needs-portal'
+  --name REGEXP             only scenarios whose name matches; repeat it for any of several
+  --shard K/N               run only the feature files whose index i in the sorted list satisfies
+                            i % N == K-1 (K from 1 to N); for separate CI jobs, merged with --report-only
+  --list                    print the selected scenarios (file:line, name, tags) and exit; runs nothing
+
+Running:
   --target T                embedded, child or external; sets VC_HARNESS_TARGET for the run (see
                             src/harness/target.ts). Default: VC_HARNESS_TARGET, else external with a
                             profile, else embedded
   --profile FILE            JSON profile of an external deployment (URLs, tenant, keys); sets
-                            VC_HARNESS_PROFILE
-  --tags EXPR               cucumber tag expression, e.g. '@interface-4.1 and not @needs-portal'
+                            VC_HARNESS_PROFILE; checked before the run, every problem at once
   --parallel N              run scenarios in N worker processes, each with its own target
-  --shard K/N               run only the feature files whose index i in the sorted list satisfies
-                            i % N == K-1 (K from 1 to N); for separate CI jobs, merged with --report-only
+  --retry N                 run a failing scenario up to N more times; its last attempt counts
+  --fail-fast               stop at the first failure; the scenarios after it are reported as not run
+  --dry-run                 run no step: check that every step of the selection has one definition;
+                            writes no report (only those asked for with --format)
+
+Reports:
+  --reports DIR             where the reports go; default reports
+  --format FORMAT[:PATH]    another cucumber formatter, added to ours (repeatable); PATH is relative to
+                            the working folder; without PATH it replaces the progress lines on stdout
   --expected-failures FILE  known failures with reasons; default features/expected-failures.json
   --strict                  an unexpected pass (a listed scenario that passes) fails the gate too
-  --reports DIR             where the reports go; default reports
-  --report-only FILE...     run nothing: build conformance.json/.md from existing message files
-                            (cucumber.ndjson of one run or of several shards)
+  --report-only FILE...     run nothing: build the reports from existing message files (cucumber.ndjson
+                            of one run or of several shards): conformance.json/.md and cucumber.xml
   -h, --help                show this text
 
-Exit codes: 0 no requirement failed unexpectedly (and, with --strict, no unexpected pass); 1 a requirement
-failed, the run broke (e.g. a BeforeAll hook) or an unexpected pass under --strict; 2 bad arguments or a
-malformed expected-failures file.`
+Exit codes:
+  0  the gate passed: every requirement passed, is not applicable or is a listed expected failure
+     (and, with --strict, no unexpected pass); --list and --help
+  1  the gate failed: a requirement failed, or passed unexpectedly under --strict; a dry run found a
+     step without a definition
+  2  usage error: bad arguments, a filter that selects no scenario, a malformed tag expression, an
+     invalid profile, a malformed expected-failures file
+  3  harness error: the harness could not judge the target (a pre-flight check failed, the target did
+     not start, a feature file does not parse, the run broke); see <reports>/${HARNESS_ERROR_FILE}`
 
 /** The package root: features/, steps/ and cucumber.mjs live there, wherever the CLI is run from. */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
@@ -91,6 +121,11 @@ export function parseShard(value: string): { index: number; total: number } {
   return { index, total }
 }
 
+function wholeNumber(name: string, value: string): number {
+  if (!/^\d+$/.test(value)) throw usageError(`${name}: expected a whole number ≥ 0, got "${value}"`)
+  return Number(value)
+}
+
 function positiveInteger(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined
   const n = Number(value)
@@ -106,6 +141,66 @@ const FORMAT_LABEL: Record<string, string> = {
   message: 'messages (ndjson)',
 }
 
+/** The requirements catalogue the conformance.md sources link to. */
+const REQUIREMENTS_DOC = join(ROOT, 'docs/requirements.md')
+
+/** Splits a cucumber format option, FORMAT[:PATH], as cucumber-js does for its usual spellings. */
+export function splitFormat(value: string): [string, string | undefined] {
+  const quoted = /^"([^"]*)"(?::"?([^"]*)"?)?$/.exec(value)
+  if (quoted) return [quoted[1] as string, quoted[2] || undefined]
+  // A formatter module given as a file URL or a Windows path keeps the colon of its scheme or drive.
+  const prefix = /^(file:\/{2,3}(?:[a-zA-Z]:[/\\])?|[a-zA-Z]:[/\\])/.exec(value)?.[0] ?? ''
+  const rest = value.slice(prefix.length)
+  const colon = rest.indexOf(':')
+  if (colon < 0) return [value, undefined]
+  return [prefix + rest.slice(0, colon), rest.slice(colon + 1) || undefined]
+}
+
+/** A FEATURE[:LINE...] argument: the path with its lines split off. */
+function splitFeaturePath(value: string): { path: string; lines: string } {
+  const match = /^(.*?)((?::\d+)*)$/.exec(value) as RegExpExecArray
+  return { path: match[1] as string, lines: match[2] ?? '' }
+}
+
+/** The tags of a tag expression, for "did you mean" when it selects nothing. */
+const tagsOf = (expression: string) => [...new Set(expression.match(/@[^\s()]+/g) ?? [])]
+
+interface Selection {
+  /** The scenarios the filters select, in run order, with their tags. */
+  scenarios: ScenarioInfo[]
+  /** Gherkin parse errors of the selected files (the run reports them). */
+  parseErrors: string[]
+}
+
+/** What cucumber itself selects with these filters (paths with lines, names, tags), with each scenario's tags. */
+async function select(coordinates: {
+  paths: string[]
+  names: string[]
+  tagExpression: string
+}): Promise<Selection> {
+  const { loadSources } = await import('@cucumber/cucumber/api')
+  const { plan, errors } = await loadSources(
+    { ...coordinates, defaultDialect: 'en', order: 'defined' },
+    { cwd: ROOT, stderr: process.stderr },
+  )
+  const uris = [...new Set(plan.map((p) => p.uri))]
+  const byKey = new Map(loadScenarios(uris, ROOT).scenarios.map((s) => [`${s.uri}:${s.line}:${s.name}`, s]))
+  const scenarios = plan.map(
+    (p): ScenarioInfo =>
+      byKey.get(`${p.uri}:${p.location.line}:${p.name}`) ?? {
+        name: p.name,
+        uri: p.uri,
+        line: p.location.line,
+        feature: p.uri,
+        tags: [],
+        sources: [],
+        capabilities: [],
+        needs: [],
+      },
+  )
+  return { scenarios, parseErrors: errors.map((e) => `${e.uri}:${e.location.line}: ${e.message}`) }
+}
+
 export async function conformance(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -113,8 +208,14 @@ export async function conformance(argv: string[]): Promise<number> {
       target: { type: 'string' },
       profile: { type: 'string' },
       tags: { type: 'string' },
+      name: { type: 'string', multiple: true },
       parallel: { type: 'string' },
       shard: { type: 'string' },
+      retry: { type: 'string' },
+      'fail-fast': { type: 'boolean', default: false },
+      'dry-run': { type: 'boolean', default: false },
+      list: { type: 'boolean', default: false },
+      format: { type: 'string', multiple: true },
       'expected-failures': { type: 'string' },
       strict: { type: 'boolean', default: false },
       reports: { type: 'string', default: 'reports' },
@@ -130,18 +231,29 @@ export async function conformance(argv: string[]): Promise<number> {
   }
 
   const reportOnly = values['report-only']
-  if (!reportOnly && positionals.length > 0)
-    throw usageError(`unexpected argument "${positionals[0]}" (message files go after --report-only)`)
   if (reportOnly) {
     if (positionals.length === 0) throw usageError('--report-only: name at least one .ndjson message file')
-    for (const option of ['tags', 'parallel', 'shard'] as const) {
-      if (values[option] !== undefined) throw usageError(`--${option} does not apply with --report-only`)
+    for (const option of [
+      'tags',
+      'name',
+      'parallel',
+      'shard',
+      'retry',
+      'fail-fast',
+      'dry-run',
+      'list',
+      'format',
+    ] as const) {
+      const value = values[option]
+      if (value !== undefined && value !== false)
+        throw usageError(`--${option} does not apply with --report-only`)
     }
   }
+  const listOnly = values.list
   const profile = values.profile !== undefined ? resolve(values.profile) : undefined
   if (profile !== undefined && !existsSync(profile))
     throw usageError(`--profile: no such file: ${values.profile}`)
-  const profileInUse = profile ?? process.env.VC_HARNESS_PROFILE
+  const profileInUse = profile ?? (process.env.VC_HARNESS_PROFILE || undefined)
   // The same default as src/harness/target.ts: a profile describes an external deployment.
   const targetKind =
     values.target || process.env.VC_HARNESS_TARGET || (profileInUse ? 'external' : 'embedded')
@@ -149,19 +261,46 @@ export async function conformance(argv: string[]): Promise<number> {
     throw usageError(
       `--target: expected ${TARGET_KINDS.join(', ')}; got "${targetKind}"${values.target ? '' : ' (from VC_HARNESS_TARGET)'}`,
     )
-  if (profile && targetKind !== 'external')
+  if (profileInUse && targetKind !== 'external')
     throw usageError(
-      `--profile describes an external deployment; it does not apply to the ${targetKind} target`,
+      `${profile ? '--profile' : 'VC_HARNESS_PROFILE'} describes an external deployment; it does not apply to the ${targetKind} target`,
     )
   const parallel = positiveInteger('--parallel', values.parallel)
+  const retry = values.retry === undefined ? undefined : wholeNumber('--retry', values.retry)
   const shard = values.shard !== undefined ? parseShard(values.shard) : undefined
+  if (shard && positionals.length > 0 && !reportOnly)
+    throw usageError('--shard splits the whole suite by feature file; it does not combine with feature paths')
   const reportsDir = resolve(values.reports)
+
+  // The filters, checked before anything runs.
+  const tagExpression = values.tags ?? ''
+  if (values.tags !== undefined) checkTagExpression(values.tags)
+  const names = values.name ?? []
+  for (const name of names) {
+    try {
+      new RegExp(name)
+    } catch (error) {
+      throw usageError(`--name: "${name}" is not a regular expression: ${(error as Error).message}`)
+    }
+  }
+  const paths = reportOnly ? [] : positionals.map(featurePath)
+  const formats = (values.format ?? []).map(userFormat)
+
+  // The external target's settings, checked before anything runs: every problem at once.
+  if (targetKind === 'external' && !listOnly && !reportOnly && !values['dry-run']) {
+    const problems = externalProblems({
+      ...process.env,
+      ...(profile ? { VC_HARNESS_PROFILE: profile } : {}),
+    })
+    if (problems.length > 0) throw profileError(problems)
+  }
+
   const expectedFile = values['expected-failures']
     ? resolve(values['expected-failures'])
     : join(ROOT, 'features/expected-failures.json')
   // A missing default file means no known failures; a file that was named must exist.
   const expected: ExpectedFailures =
-    values['expected-failures'] || existsSync(expectedFile)
+    !listOnly && (values['expected-failures'] || existsSync(expectedFile))
       ? loadExpectedFailures(expectedFile, shown(expectedFile))
       : { entries: [] }
 
@@ -171,11 +310,12 @@ export async function conformance(argv: string[]): Promise<number> {
     ...(profileInUse && targetKind === 'external' ? { profile: shown(resolve(profileInUse)) } : {}),
     ...(url ? { url } : {}),
   }
+  const suite = loadScenarios(featureFiles(), ROOT)
   const summaryOptions: SummaryOptions = {
     expected,
     target,
     strict: values.strict,
-    knownScenarios: await scenarioNames(),
+    ...(suite.scenarios.length ? { knownScenarios: suite.scenarios.map((s) => s.name) } : {}),
   }
 
   if (reportOnly) {
@@ -183,16 +323,44 @@ export async function conformance(argv: string[]): Promise<number> {
     for (const [i, file] of files.entries()) {
       if (!existsSync(file)) throw usageError(`--report-only: no such file: ${positionals[i]}`)
     }
-    const summary = summarize(
-      files.map((f) => readNdjson(f)),
-      summaryOptions,
+    const collector = new RunCollector()
+    for (const file of files) for (const envelope of readNdjson(file)) collector.add(envelope)
+    const summary = summarizeCollected(collector, summaryOptions)
+    mkdirSync(reportsDir, { recursive: true })
+    const junit = join(reportsDir, 'cucumber.xml')
+    writeFileSync(junit, renderJunit(summary, collector.steps))
+    return finish(summary, reportsDir, [[FORMAT_LABEL.junit as string, junit]])
+  }
+
+  // What the filters select, over the whole suite (a shard may hold none of it: that is no error).
+  const selection = await select({
+    paths: paths.length ? paths : ['features/**/*.feature'],
+    names,
+    tagExpression,
+  })
+  if (selection.scenarios.length === 0 && selection.parseErrors.length === 0)
+    throw emptySelection({ tags: values.tags, names, paths: positionals }, suite.scenarios)
+  const shardFileList = shard ? shardFiles(featureFiles(), shard) : undefined
+  const selected = shardFileList
+    ? selection.scenarios.filter((s) => shardFileList.includes(s.uri))
+    : selection.scenarios
+
+  if (listOnly) {
+    printList(selected)
+    const filters = describeFilters({ tags: values.tags, names, paths: positionals })
+    console.error(
+      `${selected.length} scenario${selected.length === 1 ? '' : 's'}${filters ? ` selected by ${filters}` : ''}${shard ? ` in shard ${shard.index}/${shard.total}` : ''}`,
     )
-    return finish(summary, reportsDir, [])
+    return 0
   }
 
   // The run: environment for the hooks (this process when serial, the workers when parallel).
   process.env.VC_HARNESS_TARGET = targetKind
   if (profile) process.env.VC_HARNESS_PROFILE = profile
+  // Harness errors (pre-flight checks) go to <reports>/harness-error.txt: see recordHarnessError.
+  process.env[REPORTS_DIR_ENV] = reportsDir
+  if (!values['dry-run']) mkdirSync(reportsDir, { recursive: true })
+  clearHarnessErrors(reportsDir)
   const env: Record<string, string | undefined> = { ...process.env }
   if (parallel && !/\btsx\b/.test(`${env.NODE_OPTIONS ?? ''} ${process.execArgv.join(' ')}`)) {
     // Workers are fresh node processes (forked with this process's execArgv and the env below): they need
@@ -202,45 +370,73 @@ export async function conformance(argv: string[]): Promise<number> {
 
   const { loadConfiguration, runCucumber } = await import('@cucumber/cucumber/api')
   const environment = { cwd: ROOT, env, stdout: process.stdout, stderr: process.stderr }
-  const { runConfiguration } = await loadConfiguration(
-    {
-      // Relative: cucumber joins it to the environment's cwd (ROOT).
-      file: 'cucumber.mjs',
-      provided: {
-        ...(values.tags !== undefined ? { tags: values.tags } : {}),
-        ...(parallel ? { parallel } : {}),
-      },
-    },
-    environment,
-  )
+  // Relative: cucumber joins it to the environment's cwd (ROOT).
+  const { runConfiguration } = await loadConfiguration({ file: 'cucumber.mjs' }, environment)
+  const dryRun = values['dry-run']
+  const failFast = values['fail-fast']
+  runConfiguration.sources = {
+    ...runConfiguration.sources,
+    ...(paths.length ? { paths } : {}),
+    ...(names.length ? { names } : {}),
+    ...(values.tags !== undefined ? { tagExpression } : {}),
+  }
+  runConfiguration.runtime = {
+    ...runConfiguration.runtime,
+    ...(parallel ? { parallel } : {}),
+    ...(retry !== undefined ? { retry } : {}),
+    ...(failFast ? { failFast } : {}),
+    ...(dryRun ? { dryRun } : {}),
+  }
+
   const header = [`vc-harness conformance: ${targetKind} target`]
+  if (positionals.length) header.push(positionals.join(' '))
   if (values.tags) header.push(`tags ${values.tags}`)
+  for (const name of names) header.push(`name /${name}/`)
   if (parallel) header.push(`${parallel} workers`)
-  if (shard) {
-    const files = shardFiles(featureFiles(), shard)
+  if (retry) header.push(`retry ${retry}`)
+  if (failFast) header.push('fail fast')
+  if (dryRun) header.push('dry run')
+  if (shard && shardFileList) {
     header.push(
-      `shard ${shard.index}/${shard.total} (${files.length ? files.join(', ') : 'no feature file'})`,
+      `shard ${shard.index}/${shard.total} (${shardFileList.length ? shardFileList.join(', ') : 'no feature file'})`,
     )
     console.log(header.join(', '))
-    if (files.length === 0) {
+    if (selected.length === 0) {
       const summary = summarizeCollected(new RunCollector(), summaryOptions)
-      summary.warnings.push(`shard ${shard.index}/${shard.total} holds no feature file: nothing to run`)
+      summary.warnings.push(
+        shardFileList.length
+          ? `shard ${shard.index}/${shard.total} holds none of the selected scenarios: nothing to run`
+          : `shard ${shard.index}/${shard.total} holds no feature file: nothing to run`,
+      )
       return finish(summary, reportsDir, [])
     }
-    runConfiguration.sources.paths = files
+    runConfiguration.sources.paths = shardFileList
   }
-  // Cucumber's own reports go to the reports folder under their usual names.
+
+  // Cucumber's own reports go to the reports folder under their usual names (none on a dry run); the
+  // formats asked for with --format are added where they were asked for.
   const files: Record<string, string> = {}
-  const cucumberReports: [string, string][] = []
-  for (const [path, type] of Object.entries(runConfiguration.formats.files)) {
-    const moved = join(reportsDir, basename(path))
-    files[moved] = type
-    cucumberReports.push([FORMAT_LABEL[type] ?? type, moved])
+  if (!dryRun) {
+    for (const [path, type] of Object.entries(runConfiguration.formats.files))
+      files[join(reportsDir, basename(path))] = type
   }
-  runConfiguration.formats.files = files
-  // Our progress lines replace the console formatter of cucumber.mjs (progress bar or summary).
-  runConfiguration.formats.stdout = PROGRESS_FORMATTER
-  const progress: ProgressOptions = { expected, targetKind }
+  let stdoutFormat: string | undefined
+  for (const [type, path] of formats) {
+    if (path) files[path] = type
+    else stdoutFormat = type
+  }
+  const cucumberReports: [string, string][] = Object.entries(files).map(([path, type]) => [
+    FORMAT_LABEL[type] ?? type,
+    path,
+  ])
+  // vc-harness writes the JUnit reports itself, from the summary (report-formats.ts); on a dry run, cucumber does.
+  runConfiguration.formats.files = dryRun
+    ? files
+    : Object.fromEntries(Object.entries(files).filter(([, type]) => type !== 'junit'))
+  // Our progress lines replace the console formatter of cucumber.mjs (progress bar or summary), unless
+  // --format names another.
+  runConfiguration.formats.stdout = stdoutFormat ?? PROGRESS_FORMATTER
+  const progress: ProgressOptions = { expected, targetKind, dryRun, failFast }
   runConfiguration.formats.options = {
     ...runConfiguration.formats.options,
     vcHarness: JSON.parse(JSON.stringify(progress)),
@@ -248,34 +444,178 @@ export async function conformance(argv: string[]): Promise<number> {
 
   if (!shard) console.log(header.join(', '))
   const collector = new RunCollector()
+  const envelopes: Envelope[] = []
   try {
-    await runCucumber(runConfiguration, environment, (envelope) => collector.add(envelope))
+    await runCucumber(runConfiguration, environment, (envelope) => {
+      envelopes.push(envelope)
+      collector.add(envelope)
+    })
   } catch (error) {
-    // A BeforeAll hook that throws (e.g. an external target missing its settings) stops a serial run here.
+    // A BeforeAll hook that throws (e.g. the target does not start) stops a serial run here.
+    // A harness error (pre-flight) or a hook failure the messages reported already is not printed again.
     const cause = (error as Error).cause
-    const known = cause instanceof Error && collector.runErrors.some((e) => e.includes(cause.message))
+    const head = cause instanceof Error ? (cause.message.split('\n')[0] ?? '').slice(0, 200) : undefined
+    const known =
+      cause instanceof Error &&
+      (cause.name === 'HarnessError' || collector.runErrors.some((e) => e.includes(head as string)))
     const why = cause instanceof Error && !known ? `: ${cause.message}` : ''
     collector.runError(`the test run stopped: ${(error as Error).message}${why}`)
     // Anything else (a step file that does not load, a formatter that throws) needs its stack to be fixed.
     if (!known) console.error(error)
   }
-  return finish(summarizeCollected(collector, summaryOptions), reportsDir, cucumberReports)
+  if (dryRun) {
+    const kept = finishCucumberReports(
+      Object.fromEntries(Object.entries(files).filter(([, type]) => type !== 'junit')),
+      summarizeCollected(collector, summaryOptions),
+      { envelopes: [], steps: new Map() },
+    )
+    return dryRunResult(
+      collector,
+      cucumberReports.filter(([, path]) => kept.includes(path) || existsSync(path)),
+    )
+  }
+  const summary = summarizeCollected(collector, {
+    ...summaryOptions,
+    failFast,
+    harnessErrors: readHarnessErrors(reportsDir),
+  })
+  const kept = finishCucumberReports(files, summary, { envelopes, steps: collector.steps })
+  return finish(
+    summary,
+    reportsDir,
+    cucumberReports.filter(([, path]) => kept.includes(path)),
+  )
 }
 
-/** Writes conformance.json/.md, prints the summary and the report paths; the exit code. */
+/** Writes conformance.json/.md, prints the summary and the report paths; the exit code (report.ts exitCode). */
 function finish(
   summary: ConformanceSummary,
   reportsDir: string,
   cucumberReports: [string, string][],
 ): number {
-  const { json, markdown } = writeSummary(summary, reportsDir)
+  const requirementsLink = existsSync(REQUIREMENTS_DOC)
+    ? relative(reportsDir, REQUIREMENTS_DOC).split('\\').join('/')
+    : undefined
+  const { json, markdown } = writeSummary(summary, reportsDir, requirementsLink ? { requirementsLink } : {})
   const reports: [string, string][] = [
     ...cucumberReports.map(([label, path]): [string, string] => [label, shown(path)]),
     ['conformance.md', shown(markdown)],
     ['conformance.json', shown(json)],
   ]
   console.log(renderConsoleSummary(summary, { reports }))
-  return summary.gate.passed ? 0 : 1
+  const code = exitCode(summary)
+  if (code === 3)
+    console.log(
+      `Exit code 3: the harness could not judge the target${summary.harnessErrors.length ? ` (see ${shown(join(reportsDir, HARNESS_ERROR_FILE))})` : ' (see the run errors)'}`,
+    )
+  return code
+}
+
+/** The end of a dry run: every step has one definition (exit 0), or the scenarios that lack one (exit 1). */
+function dryRunResult(collector: RunCollector, reports: [string, string][]): number {
+  const outcomes = [...collector.outcomes.values()]
+  const broken = outcomes.filter((o) => o.result === 'failed')
+  const out = ['']
+  if (broken.length) {
+    out.push(`Steps without exactly one definition (${broken.length}):`)
+    for (const o of broken) out.push(`  ✘ ${o.name}  (${o.uri}:${o.line})`, `      ${o.reason ?? 'failed'}`)
+    out.push('')
+  }
+  for (const error of collector.runErrors) out.push(`Run error: ${error}`, '')
+  if (reports.length) {
+    out.push('Reports:')
+    const width = Math.max(...reports.map(([label]) => label.length))
+    for (const [label, path] of reports) out.push(`  ${label.padEnd(width)}  ${shown(path)}`)
+    out.push('')
+  }
+  const n = outcomes.length
+  out.push(
+    `Dry run: ${n} scenario${n === 1 ? '' : 's'}, nothing executed; ${
+      broken.length
+        ? `${broken.length} with a step that has no single definition`
+        : 'every step has a definition'
+    }`,
+  )
+  console.log(out.join('\n'))
+  if (collector.runErrors.length) return 3
+  return broken.length ? 1 : 0
+}
+
+/** `--list`: one line per selected scenario: file:line, name, tags. */
+function printList(scenarios: readonly ScenarioInfo[]) {
+  const width = Math.max(0, ...scenarios.map((s) => `${s.uri}:${s.line}`.length))
+  for (const s of scenarios)
+    console.log(
+      `${`${s.uri}:${s.line}`.padEnd(width)}  ${s.name}${s.tags.length ? `  ${s.tags.join(' ')}` : ''}`,
+    )
+}
+
+/** The filters as the user gave them, for messages: --tags "…", --name "…", paths. */
+function describeFilters(filters: { tags?: string | undefined; names: string[]; paths: string[] }): string {
+  return [
+    ...(filters.tags !== undefined ? [`--tags "${filters.tags}"`] : []),
+    ...filters.names.map((n) => `--name "${n}"`),
+    ...(filters.paths.length ? [filters.paths.join(' ')] : []),
+  ].join(', ')
+}
+
+/** A selection of no scenario: a usage error naming the filters, with a likely tag for a misspelt one. */
+function emptySelection(
+  filters: { tags?: string | undefined; names: string[]; paths: string[] },
+  suite: readonly ScenarioInfo[],
+): Error {
+  const known = new Set(suite.flatMap((s) => s.tags))
+  const hints = tagsOf(filters.tags ?? '')
+    .filter((tag) => !known.has(tag))
+    .map((tag) => {
+      const close = didYouMean(tag, known)
+      return `no scenario is tagged ${tag}${close.length ? ` (did you mean ${close.join(' or ')}?)` : ''}`
+    })
+  return usageError(
+    `no scenario matches ${describeFilters(filters) || 'the selection'}: nothing to run${hints.length ? `; ${hints.join('; ')}` : ''}. vc-harness conformance --list shows what a filter selects`,
+  )
+}
+
+/** Parses a tag expression as cucumber will; a usage error in one line when it does not parse. */
+function checkTagExpression(expression: string) {
+  try {
+    parseTagExpression(expression)
+  } catch (error) {
+    const why = (error as Error).message.replace(/^.*because of syntax error: /s, '').replace(/\.$/, '')
+    throw usageError(`--tags: "${expression}" is not a valid tag expression: ${why}`)
+  }
+}
+
+/** A FEATURE[:LINE] argument, checked to exist, as cucumber (working in ROOT) must see it. */
+function featurePath(value: string): string {
+  const { path, lines } = splitFeaturePath(value)
+  const absolute = resolve(path)
+  if (!existsSync(absolute)) throw usageError(`no such feature file or folder: ${path}`)
+  const rel = relative(ROOT, absolute)
+  const inside = rel && !rel.startsWith('..') && !isAbsolute(rel)
+  return `${inside ? rel.split('\\').join('/') : absolute}${lines}`
+}
+
+/** A --format FORMAT[:PATH] as cucumber (working in ROOT) must see it: paths from the working folder. */
+function userFormat(value: string): [string, string | undefined] {
+  const [type, path] = splitFormat(value)
+  if (!type) throw usageError(`--format: expected FORMAT[:PATH], got "${value}"`)
+  // A formatter module given by a relative path is found from the working folder too.
+  const module = /^\.{1,2}[/\\]/.test(type) ? pathToFileURL(resolve(type)).href : type
+  return [module, path ? resolve(path) : undefined]
+}
+
+/** Every problem of the external target's settings, one per line: exit 2 before anything runs. */
+function profileError(problems: string[]): Error {
+  return Object.assign(
+    new TypeError(
+      `the external target's settings have ${problems.length} problem${problems.length === 1 ? '' : 's'} (see docs/targets.md):\n${problems
+        .flatMap((p) => p.split('\n'))
+        .map((p) => `  ${p.trim()}`)
+        .join('\n')}`,
+    ),
+    { code: 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' },
+  )
 }
 
 /** The external deployment's login URL, for the report: the variable, else the profile's auth_url. */
@@ -286,18 +626,6 @@ function externalUrl(profile: string | undefined): string | undefined {
     const data = JSON.parse(readFileSync(profile, 'utf8')) as { auth_url?: unknown }
     return typeof data.auth_url === 'string' ? data.auth_url : undefined
   } catch {
-    return undefined // the target reports a bad profile when the run starts
+    return undefined // checked before the run
   }
-}
-
-/** Every scenario name of the suite (no tag filter), to tell a renamed listed scenario from an unselected one. */
-async function scenarioNames(): Promise<string[] | undefined> {
-  const files = featureFiles()
-  if (files.length === 0) return undefined
-  const { loadSources } = await import('@cucumber/cucumber/api')
-  const { plan } = await loadSources(
-    { paths: files, defaultDialect: 'en', names: [], tagExpression: '', order: 'defined' },
-    { cwd: ROOT, stderr: process.stderr },
-  )
-  return plan.map((p) => p.name)
 }

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs'
+
 const USAGE = `Usage: vc-harness <command> [options]
 
 Commands:
@@ -6,7 +8,10 @@ Commands:
   wallet-test  test a wallet's safety: the service misbehaves on purpose per case, the wallet must refuse (see: vc-harness wallet-test --help)
   conformance  run the conformance suite and write the reports, or summarize existing runs (see: vc-harness conformance --help)
   bench        complete flows per second with concurrent wallets, against the service and its baselines (see: vc-harness bench --help)
-  help         show this text`
+  help         show this text
+
+Options:
+  -v, --version  print the version of vc-harness`
 
 // Nothing of the service is imported here (a config error is recognised by name): --help and usage errors stay fast.
 // Each command is imported lazily: the wallet, cucumber and browser stacks are slow to load.
@@ -19,8 +24,20 @@ const commands: Record<string, (argv: string[]) => Promise<number | undefined>> 
   bench: async (argv) => (await import('../../bench/run.ts')).bench(argv),
 }
 
+/** The package's version, from its package.json (read, not imported: nothing else loads). */
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version?: string
+  }
+  return pkg.version ?? 'unknown'
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv
+  if (name === '--version' || name === '-v') {
+    console.log(version())
+    return 0
+  }
   if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
     console.log(USAGE)
     return name === undefined ? 2 : 0
@@ -33,12 +50,14 @@ export async function main(argv: string[]): Promise<number> {
   try {
     return (await command(rest)) ?? 0
   } catch (error) {
+    // A UserError (src/cli/serve.ts) carries its exit code: 2 for usage and configuration, 1 otherwise.
     if (
       (error as Error).name === 'ConfigError' ||
+      (error as Error).name === 'UserError' ||
       (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
     ) {
       console.error(`vc-harness ${name}: ${(error as Error).message}`)
-      return 2
+      return (error as { exitCode?: number }).exitCode ?? 2
     }
     console.error(`vc-harness ${name}: ${(error as Error).stack ?? error}`)
     return 1

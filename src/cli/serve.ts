@@ -1,11 +1,14 @@
-import { join } from 'node:path'
+import { accessSync, constants, statSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 // Type only: the sandbox (and its QR code library) loads only with --sandbox or the demo.
 import type { SandboxPlan } from '../harness/sandbox.ts'
 import { type ClusterOptions, checkWorkerCount, startCluster } from '../service/cluster.ts'
 import type { ServiceConfig } from '../service/config/index.ts'
 import { ConfigError, DEMO_CONFIG_PATH, loadConfigFile } from '../service/config/index.ts'
+import { stdoutRequestLog } from '../service/request-log.ts'
 import { type ServerOptions, startServer } from '../service/server.ts'
+import { DATABASE_FILE } from '../service/store/sqlite.ts'
 
 export const SERVE_USAGE = `Usage: vc-harness serve [--config FILE] [--port N] [--host H] [--data DIR] [--public-url URL]
                         [--workers N] [--log-level LEVEL] [--demo | --no-demo] [--issue T] [--verify T]
@@ -21,7 +24,9 @@ export const SERVE_USAGE = `Usage: vc-harness serve [--config FILE] [--port N] [
   --workers N         serve from N processes sharing the port and the database in --data (docs/scaling.md);
                       default 1. At most 4 per core; not with --data :memory:, --sandbox or --demo (their state
                       lives in one process), so the demo is off by default with N > 1
-  --log-level L       fastify/pino log level (info, warn, …); default: no request logs
+  --log-level L       fastify/pino's full logs at level L (info, warn, …) instead of the request lines
+  --quiet             no request lines (by default one per wallet-facing and relying-party request:
+                      time, method, path, status, ms; no query strings, ids cut to 8 characters)
   --exit-on-stdin-close
                       shut down when stdin closes (for supervisors: the service ends with its parent)
 
@@ -53,7 +58,26 @@ Wallet test plans by hand (docs/wallet-testing.md):
   --case-timeout S    seconds per case; default 120
   --reports DIR       where the wallet test reports and trust-anchor.pem go; default reports/wallet-test
 
-Exit codes: 2 for a bad option or configuration (also a --sandbox or demo template no application key may use).`
+Exit codes: 2 for a bad option or configuration (also a --sandbox or demo template no application key may use,
+and a --data folder that cannot hold the database); 1 when the service cannot listen (port in use, …).`
+
+/**
+ * A mistake of the person running the command (a port in use, a --data path that cannot hold the database):
+ * main.ts prints the message alone, without a stack trace, and exits with `exitCode` (2: usage or
+ * configuration, as the usage says; 1: the service could not start).
+ */
+export class UserError extends Error {
+  override name = 'UserError'
+  constructor(
+    message: string,
+    readonly exitCode: 1 | 2 = 2,
+  ) {
+    super(message)
+  }
+}
+
+const REQUEST_LOG_NOTE =
+  '  requests: one line each below (time, method, path, status, ms); --quiet: none, --log-level L: full logs'
 
 /** --public-url: an http(s) base URL without query, fragment or trailing slash. */
 function publicUrlOption(value: string): string {
@@ -117,6 +141,7 @@ export function parseServeArgs(argv: string[]) {
       'public-url': { type: 'string' },
       workers: { type: 'string', default: '1' },
       'log-level': { type: 'string' },
+      quiet: { type: 'boolean' },
       'exit-on-stdin-close': { type: 'boolean' },
       demo: { type: 'boolean' },
       'no-demo': { type: 'boolean' },
@@ -139,8 +164,8 @@ export function parseServeArgs(argv: string[]) {
   }
   if (values['wallet-plan'] !== undefined && !values.sandbox) throw usage('--wallet-plan needs --sandbox')
   const port = Number(values.port)
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw new Error(`--port: not a port number: ${values.port}`)
+  if (values.port.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65535)
+    throw usage(`--port: not a port number (0 to 65535; 0 picks a free one): ${values.port}`)
   const workers = Number(values.workers)
   try {
     checkWorkerCount(workers)
@@ -181,6 +206,9 @@ export async function serve(argv: string[]): Promise<number | undefined> {
     })
   }
   const loaded = loadConfigFile(values.config ?? DEMO_CONFIG_PATH)
+  checkDataDir(values.data)
+  // One line per request unless --quiet; --log-level replaces it with pino's full logs.
+  const requestLog = !values.quiet && !values['log-level']
   // The service prefers config.publicUrl over the listening URL (src/service/app.ts), so the option goes there.
   const config = publicUrl === undefined ? loaded : { ...loaded, publicUrl }
   // Checked before listening: a sandbox that cannot run should not leave a service behind.
@@ -207,34 +235,44 @@ export async function serve(argv: string[]): Promise<number | undefined> {
     plugins.push({ plugin: demoPlugin({ config, plan }), prefix: '/demo' })
   }
 
+  const where = { host: values.host, port, dataDir: values.data }
   if (workers > 1) {
-    await serveCluster({
+    await starting(
+      where,
+      serveCluster({
+        config,
+        workers,
+        host: values.host,
+        port,
+        dataDir: values.data,
+        ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
+        ...(requestLog ? { requestLog: true } : {}),
+        usingDemo,
+        exitOnStdinClose: values['exit-on-stdin-close'] === true,
+      }),
+    )
+    return
+  }
+
+  const server = await starting(
+    where,
+    startServer({
       config,
-      workers,
       host: values.host,
       port,
       dataDir: values.data,
       ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
-      usingDemo,
-      exitOnStdinClose: values['exit-on-stdin-close'] === true,
-    })
-    return
-  }
-
-  const server = await startServer({
-    config,
-    host: values.host,
-    port,
-    dataDir: values.data,
-    ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
-    plugins,
-  })
+      ...(requestLog ? { requestLog: stdoutRequestLog } : {}),
+      plugins,
+    }),
+  )
   console.log(`vc-harness listening on ${server.url}`)
   if (config.publicUrl !== undefined && config.publicUrl !== server.url) {
     console.log(`  public URL (in offers and requests): ${config.publicUrl}`)
   }
   console.log(`  data: ${values.data === ':memory:' ? 'in memory (lost on exit)' : values.data}`)
   console.log(`  API docs: ${server.url}/docs`)
+  if (requestLog) console.log(REQUEST_LOG_NOTE)
   if (plugins.length > 0) {
     console.log(
       `  demo relying party: ${server.url}/demo/issue and ${server.url}/demo/verify (docs/qr-page.md; --no-demo turns it off)`,
@@ -290,6 +328,96 @@ export async function serve(argv: string[]): Promise<number | undefined> {
   }
 }
 
+/**
+ * --data: a folder that holds (or can hold) the database, checked before anything starts, so that a file in
+ * the way or a folder without write permission is named at once (SQLite's own error says neither).
+ */
+export function checkDataDir(dir: string): void {
+  if (dir === ':memory:') return
+  const problem = (what: string) => new UserError(`--data ${dir}: ${what}`)
+  const writable = (path: string) => {
+    try {
+      accessSync(path, constants.W_OK | constants.X_OK)
+      return true
+    } catch {
+      return false
+    }
+  }
+  const kind = (path: string) => {
+    try {
+      return statSync(path).isDirectory() ? 'folder' : 'file'
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code
+      // ENOTDIR: a file stands where a folder of the path should be; the walk up below names it.
+      if (code === 'ENOENT' || code === 'ENOTDIR') return 'missing'
+      throw problem(`cannot be read (${code ?? (error as Error).message})`)
+    }
+  }
+  const found = kind(dir)
+  if (found === 'file') {
+    throw problem(
+      `is a file, not a folder: give the folder the database goes in (created when missing), or :memory:`,
+    )
+  }
+  if (found === 'folder') {
+    if (!writable(dir)) {
+      throw problem(
+        `the folder is not writable: the service writes ${DATABASE_FILE} and its -wal and -shm files there`,
+      )
+    }
+    const database = join(dir, DATABASE_FILE)
+    if (kind(database) === 'file') {
+      try {
+        accessSync(database, constants.R_OK | constants.W_OK)
+      } catch {
+        throw problem(`${DATABASE_FILE} there is not writable`)
+      }
+    }
+    return
+  }
+  // Missing: it is created, so the nearest existing folder above it must be writable.
+  let above = dirname(resolve(dir))
+  while (kind(above) === 'missing' && dirname(above) !== above) above = dirname(above)
+  if (kind(above) === 'file') throw problem(`cannot create the folder: ${above} is a file`)
+  if (!writable(above)) throw problem(`cannot create the folder: ${above} is not writable`)
+}
+
+/**
+ * Awaits the start of the service and turns what the person running it can fix into a UserError (no stack
+ * trace): the port taken or not allowed, the host not an address of this machine, the database unusable.
+ */
+async function starting<T>(where: { host: string; port: number; dataDir: string }, start: Promise<T>) {
+  try {
+    return await start
+  } catch (error) {
+    const { code, name, message } = error as NodeJS.ErrnoException
+    const address = `${where.host}:${where.port}`
+    if (code === 'EADDRINUSE') {
+      throw new UserError(
+        `port ${where.port} is already in use on ${where.host}: stop what listens there, or choose another port with --port (--port 0 picks a free one)`,
+        1,
+      )
+    }
+    if (code === 'EACCES') {
+      throw new UserError(
+        `not allowed to listen on ${address} (ports below 1024 need privileges): choose another port with --port`,
+        1,
+      )
+    }
+    if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') {
+      throw new UserError(`--host ${where.host}: no such host name (give an IP address, e.g. 127.0.0.1)`, 1)
+    }
+    if (code === 'EADDRNOTAVAIL') {
+      throw new UserError(
+        `--host ${where.host} is not an address of this machine: use 127.0.0.1, 0.0.0.0 (every interface) or one of its addresses`,
+        1,
+      )
+    }
+    if (name === 'StoreOpenError') throw new UserError(`--data ${where.dataDir}: ${message}`)
+    throw error
+  }
+}
+
 function printDemoKeys(config: ServiceConfig) {
   console.log('  No --config given: running the embedded demo configuration (config/demo.json).')
   for (const tenant of config.tenants) {
@@ -316,6 +444,7 @@ async function serveCluster(
   }
   console.log(`  data: ${options.dataDir} (shared by every worker; docs/scaling.md)`)
   console.log(`  API docs: ${running.url}/docs`)
+  if (options.requestLog) console.log(REQUEST_LOG_NOTE)
   if (usingDemo) printDemoKeys(config)
 
   let closing = false

@@ -254,11 +254,17 @@ export class RelyingPartyClient {
       body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body)
       headers['content-type'] ??= 'application/json'
     }
-    const response = await this.fetchImpl(`${base}${path}`, {
-      method: options.method ?? 'GET',
-      headers,
-      ...(body !== undefined ? { body } : {}),
-    })
+    const url = `${base}${path}`
+    const method = options.method ?? 'GET'
+    let response: Response
+    try {
+      response = await this.fetchImpl(url, { method, headers, ...(body !== undefined ? { body } : {}) })
+    } catch (error) {
+      // fetch's own "fetch failed" names neither the request nor the cause.
+      throw new TypeError(`fetch failed: ${method} ${withoutCredentials(url)}: ${networkCause(error)}`, {
+        cause: error,
+      })
+    }
     const text = await response.text()
     let parsed: unknown = text
     if (/json/.test(response.headers.get('content-type') ?? '') && text !== '') parsed = JSON.parse(text)
@@ -284,11 +290,12 @@ export class RelyingPartyClient {
     return { ...response, token: response.headers.get('token') ?? undefined }
   }
 
-  /** Logs in and returns the token, or throws with the server's answer. */
+  /** Logs in and returns the token, or throws with the server's answer, naming the key (never its secret). */
   async token(credentials: ApiKeyCredentials): Promise<string> {
     const response = await this.login(credentials)
-    ok(response, 'login')
-    if (!response.token) throw new UnexpectedResponse('login: no Token header', response)
+    const what = `login of API key ${credentials.keyId}${credentials.tenant !== undefined ? ` (tenant ${credentials.tenant})` : ''}`
+    ok(response, what)
+    if (!response.token) throw new UnexpectedResponse(`${what}: no Token header`, response)
     return response.token
   }
 
@@ -490,6 +497,28 @@ export class RelyingPartyClient {
   health(base = this.urls.issuerUrl) {
     return this.request<{ status: string }>(base, '/health')
   }
+}
+
+/** A URL as messages may show it: without user:password@. */
+function withoutCredentials(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (!parsed.username && !parsed.password) return url
+    parsed.username = ''
+    parsed.password = ''
+    return parsed.href
+  } catch {
+    return url
+  }
+}
+
+/** The code and message of a network error's cause (ECONNREFUSED, ENOTFOUND, a timeout, a TLS error). */
+function networkCause(error: unknown): string {
+  const e = error as { name?: string; message?: string; cause?: { code?: string; message?: string } }
+  if (e.name === 'TimeoutError' || e.name === 'AbortError') return e.message ?? 'timed out'
+  const cause = e.cause
+  const parts = [cause?.code, cause?.message].filter((p): p is string => typeof p === 'string' && p !== '')
+  return parts.length > 0 ? parts.join(': ') : (e.message ?? String(error))
 }
 
 /** Splits a credential offer deep link (any scheme) into the offer URL and the process id it ends with. */

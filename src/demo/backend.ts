@@ -21,12 +21,17 @@ import { type FlowPlan, type SandboxPlan, sampleCredentials } from '../harness/s
 import type { Clock } from '../service/util/clock.ts'
 import type { FlowStep } from '../shared/flow.ts'
 import {
+  claimLines,
   describeRequest,
   type FlowCreated,
   type FlowKind,
+  type FlowOutcome,
   type FlowStatus,
+  OUTCOME_LIMITS,
+  pageText,
   type RequestedCredential,
   type ServiceStatus,
+  type SharedCredential,
   type VerificationProfile,
 } from '../web/flow-state.ts'
 
@@ -344,7 +349,33 @@ export class DemoBackend {
       EXPIRED: 'expired',
     }
     const at = session.Status === 'EXPIRED' ? session.ExpiredAt : session.UpdatedAt
-    return { kind: 'verification', id: flow.id, status: session.Status, step: steps[session.Status], at }
+    const outcome = outcomeOf(session)
+    return {
+      kind: 'verification',
+      id: flow.id,
+      status: session.Status,
+      step: steps[session.Status],
+      at,
+      ...(outcome ? { outcome } : {}),
+    }
+  }
+
+  /**
+   * A verification's final state from its event stream, with the outcome the stream does not carry (the
+   * failed checks or the shared claims, read once with 4.7 and remembered like a polled final state). If
+   * the read fails the state goes to the page without it: the flow's end matters more than its details.
+   */
+  private async withOutcome(flow: Flow, state: FlowStatus): Promise<FlowStatus> {
+    if (flow.kind !== 'verification' || (state.status !== 'VERIFIED' && state.status !== 'REJECTED')) {
+      return state
+    }
+    try {
+      const read = flow.final ?? (await this.sessionStatus(flow))
+      if (read.status !== 'PENDING') flow.final = read
+      return read.outcome ? { ...state, outcome: read.outcome } : state
+    } catch {
+      return state
+    }
   }
 
   /**
@@ -396,7 +427,8 @@ export class DemoBackend {
         for await (const message of serverSentEvents(response.body)) {
           if (message.event !== 'state') continue
           const state = JSON.parse(message.data) as FlowStatus
-          onState({ kind, id: flow.id, status: state.status, step: state.step, at: state.at })
+          const next: FlowStatus = { kind, id: flow.id, status: state.status, step: state.step, at: state.at }
+          onState(await this.withOutcome(flow, next))
         }
       } catch (error) {
         if (signal.aborted) return
@@ -405,6 +437,51 @@ export class DemoBackend {
       return
     }
   }
+}
+
+/**
+ * What the page shows of a final session (4.7): a REJECTED one's failed checks (name and message, as
+ * `Validations.checks` has them), a VERIFIED one's shared credentials (`PresentationSubmission
+ * .verifiableCredential`: type, issuer, the subject's claims). Never a token: the credentials' proofs are
+ * left out, and every text goes through pageText (JWT-shaped parts cut, length bounded).
+ */
+export function outcomeOf(session: SessionRead): FlowOutcome | undefined {
+  if (session.Status === 'REJECTED') {
+    const failedChecks = (session.Validations?.checks ?? [])
+      .filter((c) => c.result === 'failed')
+      .slice(0, OUTCOME_LIMITS.checks)
+      .map((c) => ({ check: pageText(String(c.check)), message: pageText(String(c.message)) }))
+    return failedChecks.length > 0 ? { failedChecks } : undefined
+  }
+  if (session.Status === 'VERIFIED') {
+    const credentials = session.PresentationSubmission?.verifiableCredential
+    const shared = (Array.isArray(credentials) ? credentials : [])
+      .slice(0, OUTCOME_LIMITS.credentials)
+      .map((credential): SharedCredential => {
+        const c = (typeof credential === 'object' && credential !== null ? credential : {}) as Record<
+          string,
+          unknown
+        >
+        const types = Array.isArray(c.type) ? c.type.filter((t): t is string => typeof t === 'string') : []
+        const issuer =
+          typeof c.issuer === 'string'
+            ? c.issuer
+            : typeof (c.issuer as { id?: unknown } | undefined)?.id === 'string'
+              ? ((c.issuer as { id: string }).id as string)
+              : ''
+        const subject = c.credentialSubject
+        return {
+          type: pageText(types.at(-1) ?? 'VerifiableCredential'),
+          issuer: pageText(issuer),
+          claims:
+            typeof subject === 'object' && subject !== null && !Array.isArray(subject)
+              ? claimLines(subject as Record<string, unknown>)
+              : [],
+        }
+      })
+    return shared.length > 0 ? { shared } : undefined
+  }
+  return undefined
 }
 
 /** A service answer the demo did not expect: status and the service's problem code, nothing else. */

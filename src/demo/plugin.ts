@@ -6,7 +6,7 @@
 //   GET  /demo, /demo/issue, /demo/verify          pages (?transport=auto|websocket|polling)
 //   GET  /demo/assets/vc-flow-qr.js[?v=<hash>]     the component (ETag = content hash)
 //   POST /demo/api/issuance | /demo/api/verification            {} → 201 FlowCreated
-//   GET  /demo/api/<kind>/<id>                      → 200 FlowStatus (reads 4.3 / 4.7)
+//   GET  /demo/api/<kind>/<id>                      → 200 FlowStatus (reads 4.3 / 4.7; a final verification's outcome)
 //   GET  /demo/api/<kind>/<id>/socket               WebSocket: the service's event stream as JSON messages
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
@@ -79,12 +79,25 @@ const FlowCreatedSchema = Type.Object({
     ),
   ),
 })
+const FlowOutcomeSchema = Type.Object({
+  failedChecks: Type.Optional(Type.Array(Type.Object({ check: Type.String(), message: Type.String() }))),
+  shared: Type.Optional(
+    Type.Array(
+      Type.Object({
+        type: Type.String(),
+        issuer: Type.String(),
+        claims: Type.Array(Type.Object({ path: Type.String(), value: Type.String() })),
+      }),
+    ),
+  ),
+})
 const FlowStatusSchema = Type.Object({
   kind: Type.String(),
   id: Type.String(),
   status: Type.String(),
   step: Type.String(),
   at: Type.String(),
+  outcome: Type.Optional(FlowOutcomeSchema),
 })
 const DemoProblem = Type.Object({
   type: Type.String(),

@@ -64,11 +64,46 @@ function lineColumn(text: string, offset: number): string {
   return `line ${before.length}, column ${(before.at(-1)?.length ?? 0) + 1}`
 }
 
+/** Levenshtein distance, for "did you mean" suggestions. */
+function distance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++)
+      current[j] = Math.min(
+        (previous[j] as number) + 1,
+        (current[j - 1] as number) + 1,
+        (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1),
+      )
+    previous = current
+  }
+  return previous[b.length] as number
+}
+
+/** The candidates closest to a misspelt word (at most 2 edits, or a third of its length): the nearest ones. */
+export function didYouMean(word: string, candidates: Iterable<string>, max = 3): string[] {
+  const limit = Math.max(2, Math.floor(word.length / 3))
+  return [...new Set(candidates)]
+    .map((c) => [c, distance(word.toLowerCase(), c.toLowerCase())] as const)
+    .filter(([c, d]) => d <= limit && c !== word)
+    .sort((a, b) => a[1] - b[1] || a[0].localeCompare(b[0]))
+    .filter(([, d], _, list) => d === list[0]?.[1])
+    .slice(0, max)
+    .map(([c]) => c)
+}
+
 /**
- * Reads a profile file into dotted keys (`app_key.secret`). Structure errors name the file and key;
- * values are not checked here but in resolveExternal, where the environment may override them.
+ * Reads a profile file into dotted keys (`app_key.secret`) and lists every problem of its structure
+ * (an unknown key, a group that is not an object), each naming the file and the key. A file that cannot be
+ * read, is not JSON or is not an object throws. Values are not checked here but in resolveExternal, where
+ * the environment may override them.
  */
-export function readProfile(path: string): Map<string, unknown> {
+export function readProfileFile(path: string): {
+  values: Map<string, unknown>
+  problems: string[]
+  /** Keys already reported (a group that is not an object): not reported again as missing. */
+  reported: Set<string>
+} {
   let text: string
   try {
     text = readFileSync(path, 'utf8')
@@ -92,28 +127,43 @@ export function readProfile(path: string): Map<string, unknown> {
   const known = new Set(SETTINGS.map((s) => s.key))
   const problems: string[] = []
   const values = new Map<string, unknown>()
+  const reported = new Set<string>()
+  let listed = false
+  const unknown = (key: string) => {
+    const close = didYouMean(key, [...known, ...GROUPS])
+    // The known keys once, on the first unknown key.
+    const list = listed ? '' : ` (known keys: ${[...known].join(', ')})`
+    listed = true
+    problems.push(
+      `${path}: unknown key ${key}${close.length ? `: did you mean ${close.join(' or ')}?` : ''}${list}`,
+    )
+  }
   for (const [key, value] of Object.entries(parsed)) {
     if (IGNORED.has(key)) continue
     if (GROUPS.includes(key)) {
       if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-        problems.push(`${key} must be an object`)
+        problems.push(`${path}: ${key} must be an object`)
+        for (const k of known) if (k.startsWith(`${key}.`)) reported.add(k)
         continue
       }
       for (const [inner, innerValue] of Object.entries(value)) {
         const dotted = `${key}.${inner}`
         if (known.has(dotted)) values.set(dotted, innerValue)
-        else problems.push(`unknown key ${dotted}`)
+        else unknown(dotted)
       }
     } else if (known.has(key)) {
       values.set(key, value)
     } else {
-      problems.push(`unknown key ${key}`)
+      unknown(key)
     }
   }
-  if (problems.length > 0) {
-    const keys = [...known].join(', ')
-    throw new TargetConfigError(`${path}: ${problems.join('; ')} (known keys: ${keys})`)
-  }
+  return { values, problems, reported }
+}
+
+/** readProfileFile for a file that must have no structural problem: throws TargetConfigError listing them. */
+export function readProfile(path: string): Map<string, unknown> {
+  const { values, problems } = readProfileFile(path)
+  if (problems.length > 0) throw new TargetConfigError(problems.join('\n'))
   return values
 }
 
@@ -142,13 +192,36 @@ function check(setting: Setting, raw: unknown): { value: string } | { problem: s
 }
 
 /**
+ * Every problem of an external target's settings, VC_HARNESS_PROFILE (if set) and the environment: the
+ * profile's structure (unknown keys, groups that are not objects), each invalid value, each missing key.
+ * One line each, naming the file or variable and the key, never a value. `vc-harness conformance` checks
+ * this before the run starts (exit 2); resolveExternal throws them.
+ */
+export function externalProblems(env: Env): string[] {
+  try {
+    return resolve(env).problems
+  } catch (error) {
+    if (error instanceof TargetConfigError) return [error.message]
+    throw error
+  }
+}
+
+/**
  * Resolves the settings of an external target from VC_HARNESS_PROFILE (if set) and the environment, which
- * overrides the profile key by key. Throws TargetConfigError listing every missing or invalid key.
+ * overrides the profile key by key. Throws TargetConfigError listing every problem, one per line.
  */
 export function resolveExternal(env: Env): ExternalSettings {
+  const { problems, settings } = resolve(env)
+  if (!settings) throw new TargetConfigError(`VC_HARNESS_TARGET=external: ${problems.join('\n  ')}`)
+  return settings
+}
+
+function resolve(env: Env): { problems: string[]; settings?: ExternalSettings } {
   const profilePath = env.VC_HARNESS_PROFILE || undefined
-  const profile = profilePath ? readProfile(profilePath) : new Map<string, unknown>()
-  const problems: string[] = []
+  const read = profilePath ? readProfileFile(profilePath) : undefined
+  const profile = read?.values ?? new Map<string, unknown>()
+  const problems: string[] = [...(read?.problems ?? [])]
+  const reported = new Set(read?.reported)
   const found = new Map<string, Found>()
   for (const setting of SETTINGS) {
     const fromEnv = env[setting.env]
@@ -158,8 +231,10 @@ export function resolveExternal(env: Env): ExternalSettings {
         : [profile.get(setting.key), `${profilePath}: ${setting.key}`]
     if (raw === undefined) continue
     const result = check(setting, raw)
-    if ('problem' in result) problems.push(`${from} ${result.problem}`)
-    else found.set(setting.key, { value: result.value, from })
+    if ('problem' in result) {
+      problems.push(`${from} ${result.problem}`)
+      reported.add(setting.key)
+    } else found.set(setting.key, { value: result.value, from })
   }
   const where = (key: string) => {
     const setting = SETTINGS.find((s) => s.key === key) as Setting
@@ -167,7 +242,8 @@ export function resolveExternal(env: Env): ExternalSettings {
   }
   const missing: string[] = []
   for (const setting of SETTINGS) {
-    if (setting.required && !found.has(setting.key)) missing.push(where(setting.key))
+    if (setting.required && !found.has(setting.key) && !reported.has(setting.key))
+      missing.push(where(setting.key))
   }
   if (found.has('operator_key.id') && !found.has('operator_key.secret')) {
     missing.push(`${where('operator_key.secret')}, since an operator key id is given`)
@@ -182,10 +258,8 @@ export function resolveExternal(env: Env): ExternalSettings {
       problems.push(`${port.from} must not be 0 when a receiver URL is given: the service needs a fixed port`)
     }
   }
-  if (problems.length > 0 || missing.length > 0) {
-    const lines = [...problems, ...(missing.length > 0 ? [`missing: ${missing.join('; ')}`] : [])]
-    throw new TargetConfigError(`VC_HARNESS_TARGET=external: ${lines.join('\n  ')}`)
-  }
+  if (problems.length > 0 || missing.length > 0)
+    return { problems: [...problems, ...missing.map((m) => `missing: ${m}`)] }
 
   const get = (key: string) => found.get(key)?.value as string
   const opt = (key: string) => found.get(key)?.value
@@ -201,7 +275,7 @@ export function resolveExternal(env: Env): ExternalSettings {
   }
   const operatorId = opt('operator_key.id')
   const publicUrl = opt('receiver.public_url')
-  return {
+  const settings: ExternalSettings = {
     urls: { authUrl, issuerUrl, verifierUrl },
     tenant,
     ...(operatorId
@@ -219,4 +293,5 @@ export function resolveExternal(env: Env): ExternalSettings {
       ...(publicUrl ? { publicUrl } : {}),
     },
   }
+  return { problems: [], settings }
 }

@@ -10,12 +10,16 @@
 // also works on its own: cucumber-js --format ./src/harness/progress-formatter.ts (with tsx loaded).
 
 import type { Envelope } from '@cucumber/messages'
-import { classify, type Finished, type RequirementStatus, RunCollector } from './report.ts'
+import { classify, type Finished, isUnexplainedSkip, type RequirementStatus, RunCollector } from './report.ts'
 import type { ExpectedFailures } from './report-expected.ts'
 
 export interface ProgressOptions {
   expected?: ExpectedFailures
   targetKind?: string
+  /** --dry-run: nothing runs; a scenario whose steps all have a definition is skipped. */
+  dryRun?: boolean
+  /** --fail-fast: the scenarios after the first failure are skipped without a reason (not run). */
+  failFast?: boolean
   /** Colour the marks; default: when the stream is a terminal and NO_COLOR is not set. */
   color?: boolean
 }
@@ -65,6 +69,8 @@ export function progressLine(
   const paint = (code: number, text: string) => (options.color ? `\u001b[${code}m${text}\u001b[0m` : text)
   const mark = paint(COLOR[requirement.status], finished.willBeRetried ? '↻' : MARK[requirement.status])
   const head = `${mark} ${counter} ${finished.name} (${finished.durationMs} ms)`
+  if (isUnexplainedSkip(finished) && (options.dryRun || options.failFast))
+    return `${paint(COLOR['not-applicable'], '·')} ${counter} ${finished.name}: ${options.dryRun ? 'dry run, every step has a definition' : 'not run (--fail-fast)'}`
   if (finished.willBeRetried) return `${head}: failed, retrying: ${oneLine(requirement.reason ?? '')}`
   switch (requirement.status) {
     case 'pass':

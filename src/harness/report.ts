@@ -6,7 +6,7 @@
 // (test/report.test.ts). The progress formatter (progress-formatter.ts) uses the same RunCollector to print
 // each scenario as it finishes.
 
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type {
   Envelope,
@@ -39,6 +39,32 @@ const SPEC_TAG =
 const REASON_LINES = 6
 const REASON_LINE_CHARS = 300
 
+/** The tags of a scenario sorted the report's way: the feature's grouping tags are its capabilities, every
+ * other tag (and a feature tag naming a spec section) a source, `@needs-<capability>` what it needs. */
+export function scenarioTags(
+  tags: readonly string[],
+  featureTags: readonly string[],
+): { sources: string[]; capabilities: string[]; needs: string[] } {
+  const capabilities = featureTags.filter((t) => !t.startsWith('@needs-') && !SPEC_TAG.test(t))
+  const unique = [...new Set(tags)]
+  return {
+    capabilities,
+    sources: unique.filter((t) => !t.startsWith('@needs-') && !capabilities.includes(t)),
+    needs: unique.filter((t) => t.startsWith('@needs-')).map((t) => t.slice('@needs-'.length)),
+  }
+}
+
+/** The key a scenario, its outcome and its requirement share: file, line and name. */
+export const requirementKey = (r: { uri: string; line: number; name: string }) =>
+  `${r.uri}:${r.line}:${r.name}`
+
+/** One step (or hook) of a scenario's last attempt, for the JUnit report's system-out. */
+export interface StepLine {
+  text: string
+  /** Cucumber's status, lower case: passed, failed, skipped, undefined, … */
+  status: string
+}
+
 /** What happened to one scenario (its last attempt), before the expected failures apply. */
 export interface Outcome {
   /** The scenario's name: the requirement. */
@@ -54,7 +80,8 @@ export interface Outcome {
   /** Capabilities the scenario needs from the target (`@needs-portal` → `portal`). */
   needs: string[]
   result: 'passed' | 'failed' | 'skipped'
-  /** failed: the failing step and the first lines of its error; skipped: why. */
+  /** failed: the failing step and the first lines of its error; skipped: why (absent when no hook said why:
+   * a dry run, or the scenarios --fail-fast did not run). */
   reason?: string
   /** failed: the step (or hook) that failed, with its keyword. */
   step?: string
@@ -121,6 +148,8 @@ export interface ConformanceSummary {
   warnings: string[]
   /** Failures outside any scenario: a BeforeAll/AfterAll hook, a Gherkin parse error, a run that stopped. */
   runErrors: string[]
+  /** What the harness itself could not do (pre-flight checks, HARNESS_ERROR_FILE): the run judged nothing. */
+  harnessErrors: string[]
   requirements: Requirement[]
 }
 
@@ -131,6 +160,10 @@ export interface SummaryOptions {
   strict?: boolean
   /** Every scenario name of the suite, so listed names that exist but were not selected are no warning. */
   knownScenarios?: Iterable<string>
+  /** The run stopped at the first failure: scenarios skipped without a reason were not run, not judged. */
+  failFast?: boolean
+  /** Harness errors of the run (readHarnessErrors): they fail the gate, and the command exits 3. */
+  harnessErrors?: readonly string[]
 }
 
 const ms = (t: Timestamp | undefined) => (t ? t.seconds * 1000 + t.nanos / 1e6 : 0)
@@ -173,6 +206,8 @@ export class RunCollector {
   private readonly startedCases = new Set<string>()
   /** Final outcome per pickle id. */
   readonly outcomes = new Map<string, Outcome>()
+  /** The steps of each final outcome, by requirementKey. */
+  readonly steps = new Map<string, StepLine[]>()
   readonly runErrors: string[] = []
 
   /** Test cases planned so far (all are planned before the first one starts). */
@@ -213,7 +248,10 @@ export class RunCollector {
       const outcome = this.outcome(attempt, ms(f.timestamp))
       if (!outcome) return undefined
       const testCase = this.testCases.get(attempt.testCaseId)
-      if (!f.willBeRetried && testCase) this.outcomes.set(testCase.pickleId, outcome)
+      if (!f.willBeRetried && testCase) {
+        this.outcomes.set(testCase.pickleId, outcome)
+        this.steps.set(requirementKey(outcome), this.stepLines(attempt))
+      }
       return { ...outcome, willBeRetried: f.willBeRetried }
     } else if (envelope.testRunStarted) {
       const s = envelope.testRunStarted
@@ -318,18 +356,27 @@ export class RunCollector {
 
   private describe(pickle: Pickle) {
     const doc = this.docs.get(pickle.uri)
-    const featureTags = doc?.tags ?? []
-    const capabilities = featureTags.filter((t) => !t.startsWith('@needs-') && !SPEC_TAG.test(t))
-    const tags = [...new Set(pickle.tags.map((t) => t.name))]
     return {
       name: pickle.name,
       uri: pickle.uri,
       line: pickle.location?.line ?? 0,
       feature: doc?.name ?? pickle.uri,
-      capabilities,
-      sources: tags.filter((t) => !t.startsWith('@needs-') && !capabilities.includes(t)),
-      needs: tags.filter((t) => t.startsWith('@needs-')).map((t) => t.slice('@needs-'.length)),
+      ...scenarioTags(
+        pickle.tags.map((t) => t.name),
+        doc?.tags ?? [],
+      ),
     }
+  }
+
+  private stepLines(attempt: Attempt): StepLine[] {
+    const testCase = this.testCases.get(attempt.testCaseId)
+    const pickle = testCase && this.pickles.get(testCase.pickleId)
+    if (!testCase || !pickle) return []
+    // The steps, and the hooks that did not simply pass (the skip of a not-applicable scenario, a failure).
+    return testCase.testSteps
+      .map((step) => ({ step, status: `${attempt.results.get(step.id)?.status ?? 'UNKNOWN'}` }))
+      .filter(({ step, status }) => step.pickleStepId || status !== 'PASSED')
+      .map(({ step, status }) => ({ text: this.stepLabel(step, pickle), status: status.toLowerCase() }))
   }
 
   private outcome(attempt: Attempt, finishMs: number): Outcome | undefined {
@@ -361,7 +408,7 @@ export class RunCollector {
     }
     if (!skipped) return { ...base, result: 'passed' }
     const log = attempt.logs.find((l) => l.startsWith('Skipped:'))
-    return { ...base, result: 'skipped', reason: log ? log.slice('Skipped:'.length).trim() : 'skipped' }
+    return { ...base, result: 'skipped', ...(log ? { reason: log.slice('Skipped:'.length).trim() } : {}) }
   }
 
   private stepLabel(step: TestStep, pickle: Pickle): string {
@@ -487,12 +534,15 @@ export function summarizeCollected(
 ): ConformanceSummary {
   const latest = new Map<string, Outcome>()
   for (const outcome of [...collector.outcomes.values(), ...collector.unfinished()]) {
-    const key = `${outcome.uri}:${outcome.line}:${outcome.name}`
+    const key = requirementKey(outcome)
     const seen = latest.get(key)
     if (!seen || outcome.finishedAt >= seen.finishedAt) latest.set(key, outcome)
   }
   const targetKind = options.target?.kind
+  // With --fail-fast, the scenarios after the first failure are skipped without a reason: not run, not judged.
+  const notRun = options.failFast ? [...latest.values()].filter(isUnexplainedSkip) : []
   const requirements = [...latest.values()]
+    .filter((o) => !notRun.includes(o))
     .sort((a, b) => byNatural(a.uri, b.uri) || a.line - b.line)
     .map((o) => classify(o, options.expected, targetKind))
 
@@ -513,6 +563,7 @@ export function summarizeCollected(
   }
 
   const warnings: string[] = []
+  const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`
   const ran = new Set(requirements.map((r) => r.name))
   const compiled = collector.scenarioNames()
   const known = options.knownScenarios
@@ -529,10 +580,17 @@ export function summarizeCollected(
       )
     else if (!known) warnings.push(`${file} lists "${entry.scenario}", which is not among the scenarios run`)
   }
-  if (requirements.length === 0) warnings.push('no scenario ran: check the tag expression, shard and paths')
+  if (notRun.length)
+    warnings.push(
+      `${plural(notRun.length, 'scenario was', 'scenarios were')} not run: --fail-fast stopped the run at the first failure`,
+    )
+  if (requirements.length === 0 && notRun.length === 0)
+    warnings.push('no scenario ran: check the tag expression, shard and paths')
 
   const problems: string[] = []
-  const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`
+  const harnessErrors = [...(options.harnessErrors ?? [])]
+  if (harnessErrors.length === 1) problems.push(`harness error: ${harnessErrors[0]}`)
+  else if (harnessErrors.length > 1) problems.push(`${harnessErrors.length} harness errors`)
   if (totals.fail > 0) problems.push(`${plural(totals.fail, 'requirement fails', 'requirements fail')}`)
   if (collector.runErrors.length)
     problems.push(`the run broke: ${plural(collector.runErrors.length, 'run error', 'run errors')}`)
@@ -557,8 +615,25 @@ export function summarizeCollected(
       .map(([capability, t]) => ({ capability, ...t })),
     warnings,
     runErrors: [...collector.runErrors],
+    harnessErrors,
     requirements,
   }
+}
+
+/** A skipped scenario no hook gave a reason for: not run (--fail-fast, a dry run), rather than not applicable. */
+export const isUnexplainedSkip = (o: Pick<Outcome, 'result' | 'reason'>) =>
+  o.result === 'skipped' && o.reason === undefined
+
+/**
+ * The exit code of `vc-harness conformance` for a summary: 3 when the harness could not judge (a harness
+ * error, or the run broke: a BeforeAll hook, a parse error, scenarios not run), 1 when the gate failed
+ * (a requirement failed, an unexpected pass under --strict), else 0. Usage errors (2) never get this far.
+ */
+export function exitCode(
+  summary: Pick<ConformanceSummary, 'gate' | 'runErrors' | 'harnessErrors'>,
+): 0 | 1 | 3 {
+  if (summary.harnessErrors.length > 0 || summary.runErrors.length > 0) return 3
+  return summary.gate.passed ? 0 : 1
 }
 
 // Rendering
@@ -574,7 +649,7 @@ const LABEL: Record<RequirementStatus, string> = {
 /** "75 requirements: 70 pass, 1 fail, 4 not applicable, 0 expected failures, 0 unexpected passes". */
 export function totalsLine(t: Tally): string {
   return (
-    `${t.requirements} requirements: ${t.pass} pass, ${t.fail} fail, ${t.notApplicable} not applicable, ` +
+    `${t.requirements} requirement${t.requirements === 1 ? '' : 's'}: ${t.pass} pass, ${t.fail} fail, ${t.notApplicable} not applicable, ` +
     `${t.expectedFailure} expected failure${t.expectedFailure === 1 ? '' : 's'}, ` +
     `${t.unexpectedPass} unexpected pass${t.unexpectedPass === 1 ? '' : 'es'}`
   )
@@ -599,8 +674,20 @@ export function slowest(summary: ConformanceSummary, n = 10): Requirement[] {
 
 const seconds = (durationMs: number) => `${(durationMs / 1000).toFixed(1)} s`
 
+export interface MarkdownOptions {
+  /** The requirements catalogue (docs/requirements.md) as seen from the report: sources link to its anchors. */
+  requirementsLink?: string
+}
+
+/** The anchor of a source tag in docs/requirements.md: the tag without its @ (`interface-4.4`). */
+export const requirementAnchor = (tag: string) => tag.replace(/^@/, '')
+
 /** The implementation-by-requirement matrix (reports/conformance.md). */
-export function renderMarkdown(summary: ConformanceSummary): string {
+export function renderMarkdown(summary: ConformanceSummary, options: MarkdownOptions = {}): string {
+  const link = (tag: string) =>
+    options.requirementsLink && tag.startsWith('@')
+      ? `[${tag}](${options.requirementsLink}#${requirementAnchor(tag)})`
+      : tag
   const out: string[] = ['# Conformance report', '']
   const facts: string[] = []
   if (summary.target) {
@@ -634,6 +721,7 @@ export function renderMarkdown(summary: ConformanceSummary): string {
     out.push('')
   }
   for (const [title, list] of [
+    ['Harness errors', summary.harnessErrors ?? []],
     ['Run errors', summary.runErrors],
     ['Warnings', summary.warnings],
   ] as const) {
@@ -657,7 +745,7 @@ export function renderMarkdown(summary: ConformanceSummary): string {
       const name = `${cell(r.name)} <sub>${uri.split('/').pop()}:${r.line}</sub>`
       const result =
         r.status === 'pass' || r.status === 'not-applicable' ? LABEL[r.status] : `**${LABEL[r.status]}**`
-      out.push(`| ${name} | ${r.sources.join(' ') || '—'} | ${result} | ${reasonCell(r)} |`)
+      out.push(`| ${name} | ${r.sources.map(link).join(' ') || '—'} | ${result} | ${reasonCell(r)} |`)
     }
     out.push('')
   }
@@ -670,7 +758,7 @@ export function renderMarkdown(summary: ConformanceSummary): string {
     )
     for (const s of summary.bySource) {
       out.push(
-        `| ${s.tag} | ${s.requirements} | ${s.pass} | ${s.fail} | ${s.notApplicable} | ${s.expectedFailure} | ${s.unexpectedPass} |`,
+        `| ${link(s.tag)} | ${s.requirements} | ${s.pass} | ${s.fail} | ${s.notApplicable} | ${s.expectedFailure} | ${s.unexpectedPass} |`,
       )
     }
     out.push('')
@@ -707,8 +795,9 @@ export function renderConsoleSummary(
   const where = (r: Requirement) => `${r.uri}:${r.line}`
   const tags = (r: Requirement) => (r.sources.length ? ` [${r.sources.join(' ')}]` : '')
 
+  for (const error of summary.harnessErrors ?? []) out.push(`Harness error: ${error}`)
   for (const error of summary.runErrors) out.push(`Run error: ${error}`)
-  if (summary.runErrors.length) out.push('')
+  if (summary.runErrors.length || summary.harnessErrors?.length) out.push('')
   const failures = by('fail')
   if (failures.length) {
     out.push(`Failures (${failures.length}):`)
@@ -765,6 +854,59 @@ export function renderConsoleSummary(
 
 // Files
 
+/**
+ * Harness errors: what the harness itself could not do (a pre-flight check of the target, a target that
+ * does not start, a receiver that cannot listen), as opposed to a requirement the target fails. Code
+ * running inside the suite (hooks, steps, in this process or a --parallel worker) writes them to
+ * HARNESS_ERROR_FILE in the run's reports folder, one problem per line, before it throws (src/harness/
+ * preflight.ts does; recordHarnessError is the shortcut); after the run, `vc-harness conformance` reads the
+ * file, reports each line and exits 3. The command names the folder in REPORTS_DIR_ENV for the run and
+ * its workers, and removes the file of a previous run before it starts.
+ */
+export const HARNESS_ERROR_FILE = 'harness-error.txt'
+/** The environment variable naming the reports folder of the run under `vc-harness conformance`. */
+export const REPORTS_DIR_ENV = 'VC_HARNESS_REPORTS'
+
+/**
+ * Appends harness errors (one problem per line; a message's own line breaks become spaces) for the
+ * command to report with exit code 3. Returns the file written, or undefined outside `vc-harness
+ * conformance` (plain cucumber-js: the thrown error is then all there is). Never throws.
+ */
+export function recordHarnessError(
+  problems: string | readonly string[],
+  env: Record<string, string | undefined> = process.env,
+): string | undefined {
+  const dir = env[REPORTS_DIR_ENV]
+  if (!dir) return undefined
+  const file = join(dir, HARNESS_ERROR_FILE)
+  const lines = (typeof problems === 'string' ? [problems] : problems)
+    .map((p) => p.replace(/\s*\n\s*/g, ' ').trim())
+    .filter((p) => p !== '')
+  try {
+    mkdirSync(dir, { recursive: true })
+    appendFileSync(file, lines.map((l) => `${l}\n`).join(''))
+    return file
+  } catch {
+    return undefined
+  }
+}
+
+/** The harness errors recorded in a reports folder during a run: its lines, once each. */
+export function readHarnessErrors(dir: string): string[] {
+  const file = join(dir, HARNESS_ERROR_FILE)
+  if (!existsSync(file)) return []
+  const lines = readFileSync(file, 'utf8')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+  return [...new Set(lines)]
+}
+
+/** Removes a previous run's harness errors before a new run. */
+export function clearHarnessErrors(dir: string) {
+  rmSync(join(dir, HARNESS_ERROR_FILE), { force: true })
+}
+
 /** Parses an ndjson message file; names the file and line of a bad line. */
 export function readNdjson(path: string): Envelope[] {
   const text = readFileSync(path, 'utf8')
@@ -784,12 +926,13 @@ export function readNdjson(path: string): Envelope[] {
 export function writeSummary(
   summary: ConformanceSummary,
   outDir: string,
+  options: MarkdownOptions = {},
 ): { json: string; markdown: string } {
   mkdirSync(outDir, { recursive: true })
   const json = join(outDir, 'conformance.json')
   const markdown = join(outDir, 'conformance.md')
   writeFileSync(json, `${JSON.stringify(summary, null, 2)}\n`)
-  writeFileSync(markdown, renderMarkdown(summary))
+  writeFileSync(markdown, renderMarkdown(summary, options))
   return { json, markdown }
 }
 

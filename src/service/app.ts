@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { Type } from 'typebox'
 import { authRoutes } from './auth/routes.ts'
+import { SECURITY_SCHEMES } from './auth/security.ts'
 import { AuthService } from './auth/service.ts'
 import { AccessTokens } from './auth/tokens.ts'
 import type { ServiceConfig } from './config/index.ts'
@@ -32,6 +33,7 @@ import { Oid4vpService } from './oid4vp/service.ts'
 import { portalRoutes } from './portal/routes.ts'
 import { seedFromConfig } from './portal/seed.ts'
 import { PortalService } from './portal/service.ts'
+import { installRequestLog, type RequestLogWriter } from './request-log.ts'
 import { StatusLists } from './status/service.ts'
 import type { Store } from './store/index.ts'
 import { openSqliteStore } from './store/sqlite.ts'
@@ -39,6 +41,7 @@ import { streamRoutes } from './streams/routes.ts'
 import { newAjv } from './util/ajv.ts'
 import { type Clock, systemClock } from './util/clock.ts'
 import { PublicUrls } from './util/urls.ts'
+import { PACKAGE_VERSION } from './util/version.ts'
 import { verificationRoutes } from './verification/routes.ts'
 import { VerificationService } from './verification/service.ts'
 import { WebhookDispatcher } from './webhooks/dispatcher.ts'
@@ -54,6 +57,8 @@ export interface AppOptions {
   /** Base URL when the config has no publicUrl; a function because the port may be known only after listen. */
   publicUrl?: () => string
   logger?: FastifyServerOptions['logger']
+  /** One concise line per wallet-facing and relying-party request (src/service/request-log.ts); default none. */
+  requestLog?: RequestLogWriter
   /** Webhook outbox scan interval (ms) when other processes share the store (cluster workers); default none. */
   webhookPollMs?: number
   /** Told where the time of every credential check went (benchmarks); none by default. */
@@ -114,6 +119,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     return503OnClosing: true,
   })
   if (!options.store) app.addHook('onClose', () => store.close())
+  // A root hook before any route plugin: it sees every route and every 404.
+  if (options.requestLog) installRequestLog(app, options.requestLog)
   app.setValidatorCompiler(validatorCompiler())
   installErrorHandling(app)
   app.decorateRequest('principal', null)
@@ -254,29 +261,34 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     openapi: {
       info: {
         title: 'vc-harness reference service',
-        version: '1',
+        version: PACKAGE_VERSION,
         description:
-          'Relying-party API of the Credential Issuance and Verification Service Interface, plus the management portal.',
+          'Relying-party API of the Credential Issuance and Verification Service Interface, plus the management portal. ' +
+          'To try a protected call here: run the login (Authentication) with "Authorize" → basic (API key id and secret) ' +
+          'and the `tenant` header, copy the `Token` response header, then "Authorize" → jwt with `jwt <token>`.',
       },
-      components: {
-        securitySchemes: {
-          apiKey: {
-            type: 'http',
-            scheme: 'basic',
-            description: 'base64(api_key_id:api_key_secret), login only',
-          },
-          accessToken: {
-            type: 'apiKey',
-            in: 'header',
-            name: 'Authorization',
-            description: 'jwt <access token>',
-          },
-        },
-      },
+      components: { securitySchemes: SECURITY_SCHEMES },
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
   })
-  await app.register(swaggerUi, { routePrefix: '/docs' })
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    // `servers` is the public URL, known only once the service listens (port 0): set per request. When
+    // the page was opened at another address (e.g. 127.0.0.1 while the public URL is the LAN one), that
+    // address comes first, so that "Try it out" stays same-origin (the API sends no CORS headers).
+    transformSpecification: (spec, request) => {
+      const base = urls.absolute('')
+      const servers = [{ url: base, description: 'the public URL (offers and requests carry it)' }]
+      let publicHost: string | undefined
+      try {
+        publicHost = new URL(base).host
+      } catch {}
+      if (request.headers.host !== undefined && request.headers.host !== publicHost) {
+        servers.unshift({ url: '/', description: 'the address this page was opened at' })
+      }
+      return { ...spec, servers }
+    },
+  })
 
   app
     .withTypeProvider<TypeBoxTypeProvider>()

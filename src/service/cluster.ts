@@ -5,6 +5,7 @@ import type { ServiceConfig } from './config/index.ts'
 import { loadServiceKey } from './crypto/keys.ts'
 import type { ServiceEvent } from './events.ts'
 import { seedFromConfig } from './portal/seed.ts'
+import { stdoutRequestLog } from './request-log.ts'
 import { type RunningServer, startServer } from './server.ts'
 import { openSqliteStore } from './store/sqlite.ts'
 import { systemClock } from './util/clock.ts'
@@ -39,6 +40,8 @@ export interface ClusterOptions {
   /** Base URL wallets reach; overrides config.publicUrl like `serve --public-url`. */
   publicUrl?: string
   logLevel?: string
+  /** Every worker writes one concise line per request to its stdout (`vc-harness serve` by default). */
+  requestLog?: boolean
   /** Outbox scan interval of every worker's webhook dispatcher; default DEFAULT_WEBHOOK_POLL_MS. */
   webhookPollMs?: number
   /** Called when a worker died unexpectedly (and whether it was replaced); default: a line on stderr. */
@@ -78,6 +81,7 @@ interface WorkerStart {
   port: number
   dataDir: string
   logLevel?: string
+  requestLog?: boolean
   webhookPollMs: number
 }
 type ToWorker =
@@ -88,7 +92,7 @@ type ToWorker =
 type FromWorker =
   | { vcHarness: 'hello' }
   | { vcHarness: 'ready'; url: string }
-  | { vcHarness: 'failed'; message: string }
+  | { vcHarness: 'failed'; message: string; code?: string }
   | { vcHarness: 'stats'; id: number; stats: WorkerStats }
   | { vcHarness: 'event'; event: ServiceEvent }
 
@@ -181,6 +185,7 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
     dataDir: options.dataDir,
     webhookPollMs: options.webhookPollMs ?? DEFAULT_WEBHOOK_POLL_MS,
     ...(options.logLevel !== undefined ? { logLevel: options.logLevel } : {}),
+    ...(options.requestLog ? { requestLog: true } : {}),
   }
   const live = new Map<number, Live>()
   // This cluster's workers, live or starting (cluster.workers would include other clusters of the process).
@@ -221,7 +226,12 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
             break
           case 'failed':
             clearTimeout(timer)
-            reject(new Error(`worker ${entry.pid} failed to start: ${m.message}`))
+            // The worker's error code travels too: the CLI tells a port in use from a crash.
+            reject(
+              Object.assign(new Error(`worker ${entry.pid} failed to start: ${m.message}`), {
+                ...(m.code !== undefined ? { code: m.code } : {}),
+              }),
+            )
             break
           case 'stats':
             statsWaiters.get(m.id)?.(m.stats)
@@ -362,6 +372,7 @@ function runWorker() {
           dataDir: m.options.dataDir,
           webhookPollMs: m.options.webhookPollMs,
           ...(m.options.logLevel !== undefined ? { logLevel: m.options.logLevel } : {}),
+          ...(m.options.requestLog ? { requestLog: stdoutRequestLog } : {}),
         }).then(
           (running) => {
             server = running
@@ -372,7 +383,12 @@ function runWorker() {
             send({ vcHarness: 'ready', url: running.url })
           },
           (error: unknown) => {
-            send({ vcHarness: 'failed', message: (error as Error).stack ?? String(error) })
+            const { code } = error as { code?: unknown }
+            send({
+              vcHarness: 'failed',
+              message: (error as Error).stack ?? String(error),
+              ...(typeof code === 'string' ? { code } : {}),
+            })
             process.exit(1)
           },
         )

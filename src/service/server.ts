@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import { buildApp } from './app.ts'
 import type { ServiceConfig } from './config/index.ts'
+import type { RequestLogWriter } from './request-log.ts'
 import type { Clock } from './util/clock.ts'
 
 export interface ServerOptions {
@@ -10,6 +11,8 @@ export interface ServerOptions {
   /** Folder of the SQLite database, or ':memory:'. */
   dataDir: string
   logLevel?: string
+  /** One concise line per wallet-facing and relying-party request (`vc-harness serve` by default). */
+  requestLog?: RequestLogWriter
   /** Injected time source (the conformance harness moves it to test expiry). Default: the system clock. */
   clock?: Clock
   /**
@@ -38,12 +41,19 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     publicUrl: () => listeningUrl,
     ...(options.webhookPollMs !== undefined ? { webhookPollMs: options.webhookPollMs } : {}),
     logger: options.logLevel ? { level: options.logLevel } : false,
+    ...(options.requestLog ? { requestLog: options.requestLog } : {}),
   })
   for (const { plugin, prefix } of options.plugins ?? []) {
     await app.register(plugin, { baseUrl: () => listeningUrl, ...(prefix ? { prefix } : {}) })
   }
   const host = options.host ?? '127.0.0.1'
-  await app.listen({ host, port: options.port ?? 8080 })
+  try {
+    await app.listen({ host, port: options.port ?? 8080 })
+  } catch (error) {
+    // Port in use, not allowed, or not an address of this machine: nothing is left open behind the error.
+    await app.close().catch(() => {})
+    throw error
+  }
   const address = app.server.address()
   const port = typeof address === 'object' && address ? address.port : options.port
   listeningUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`

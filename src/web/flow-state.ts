@@ -23,6 +23,27 @@ export interface FlowStatus {
   step: FlowStep
   /** ISO 8601 time of the change. */
   at: string
+  /** A final verification (VERIFIED or REJECTED): what the page shows of the outcome. */
+  outcome?: FlowOutcome
+}
+
+/**
+ * What the page shows of a finished verification, from 4.7: the checks that failed (REJECTED) or what the
+ * wallet shared (VERIFIED). Text only, bounded, with anything shaped like a JWT cut (outcomeOf in
+ * src/demo/backend.ts builds it; asOutcome reads it back from untrusted JSON).
+ */
+export interface FlowOutcome {
+  /** REJECTED: each check whose result is `failed`, with its name and message (`Validations.checks`). */
+  failedChecks?: { check: string; message: string }[]
+  /** VERIFIED: per shared credential, its type, issuer and claims as dotted paths (`credentialSubject`, no id). */
+  shared?: SharedCredential[]
+}
+
+export interface SharedCredential {
+  /** The last element of its `type` (an SD-JWT VC's `vct`). */
+  type: string
+  issuer: string
+  claims: { path: string; value: string }[]
 }
 
 /**
@@ -116,7 +137,81 @@ export function asFlowStatus(value: unknown): FlowStatus | undefined {
   if (v.kind !== 'issuance' && v.kind !== 'verification') return undefined
   if (typeof v.id !== 'string' || !isFlowStep(v.step) || typeof v.at !== 'string') return undefined
   if (typeof v.status !== 'string' || !SERVICE_STATUSES.includes(v.status)) return undefined
-  return { kind: v.kind, id: v.id, status: v.status as ServiceStatus, step: v.step, at: v.at }
+  const outcome = asOutcome(v.outcome)
+  return {
+    kind: v.kind,
+    id: v.id,
+    status: v.status as ServiceStatus,
+    step: v.step,
+    at: v.at,
+    ...(outcome ? { outcome } : {}),
+  }
+}
+
+// --- The outcome of a verification ---------------------------------------------------------------------
+
+/** Bounds of what the page is sent and shows. */
+export const OUTCOME_LIMITS = { checks: 20, credentials: 10, claims: 50, text: 300 } as const
+
+const JWT_SHAPED = /eyJ[\w-]*\.[\w-]+\.[\w-]*(?:~[\w.~-]*)?/g
+
+/** A text the page may show: JWT-shaped parts (tokens, SD-JWTs) cut, at most OUTCOME_LIMITS.text characters. */
+export function pageText(text: string): string {
+  const cut = text.replace(JWT_SHAPED, '[JWT]')
+  return cut.length > OUTCOME_LIMITS.text ? `${cut.slice(0, OUTCOME_LIMITS.text - 1)}…` : cut
+}
+
+/** A FlowOutcome from untrusted JSON: the well-formed parts only, within the limits, or undefined. */
+export function asOutcome(value: unknown): FlowOutcome | undefined {
+  const v = record(value)
+  const text = (x: unknown) => (typeof x === 'string' ? pageText(x) : undefined)
+  const failedChecks = list(v.failedChecks)
+    .map(record)
+    .flatMap((c) => {
+      const check = text(c.check)
+      const message = text(c.message)
+      return check !== undefined && message !== undefined ? [{ check, message }] : []
+    })
+    .slice(0, OUTCOME_LIMITS.checks)
+  const shared = list(v.shared)
+    .map(record)
+    .flatMap((c): SharedCredential[] => {
+      const type = text(c.type)
+      const issuer = text(c.issuer)
+      if (type === undefined || issuer === undefined) return []
+      const claims = list(c.claims)
+        .map(record)
+        .flatMap((claim) => {
+          const path = text(claim.path)
+          const value = text(claim.value)
+          return path !== undefined && value !== undefined ? [{ path, value }] : []
+        })
+        .slice(0, OUTCOME_LIMITS.claims)
+      return [{ type, issuer, claims }]
+    })
+    .slice(0, OUTCOME_LIMITS.credentials)
+  if (failedChecks.length === 0 && shared.length === 0) return undefined
+  return { ...(failedChecks.length > 0 ? { failedChecks } : {}), ...(shared.length > 0 ? { shared } : {}) }
+}
+
+/** `path: value` lines of a credential subject (its `id` left out): nested members dotted, lists indexed. */
+export function claimLines(subject: Record<string, unknown>): { path: string; value: string }[] {
+  const lines: { path: string; value: string }[] = []
+  const walk = (value: unknown, path: string) => {
+    if (lines.length >= OUTCOME_LIMITS.claims) return
+    if (Array.isArray(value)) {
+      if (value.every((x) => typeof x !== 'object' || x === null)) {
+        lines.push({ path, value: pageText(value.map(String).join(', ')) })
+      } else {
+        for (const [i, x] of value.entries()) walk(x, `${path}[${i}]`)
+      }
+    } else if (typeof value === 'object' && value !== null) {
+      for (const [key, member] of Object.entries(value)) walk(member, path ? `${path}.${key}` : key)
+    } else lines.push({ path, value: pageText(String(value)) })
+  }
+  const { id: _id, ...claims } = subject
+  walk(claims, '')
+  return lines
 }
 
 /** Deep links the component puts in a link: a URI scheme other than script-capable ones. */

@@ -8,8 +8,9 @@
 //
 // Attribute `state` (loading, waiting, scanned, issued, verified, rejected, expired, error) and a
 // `vc-flow-state` event on each change; attribute `profile` (pe, dcql) on a verification flow; slots title,
-// waiting, scanned, done, rejected, expired, error; parts container, title, qr, deep-link, tx-code, request,
-// profile, requested, status, refresh.
+// waiting, scanned, done, rejected, expired, error; parts container, title, qr, deep-link, link-copy, link-text,
+// copy, tx-code, request, profile, requested, status, outcome, outcome-title, failed-checks, check, shared,
+// credential, claims, refresh.
 
 import QRCode from 'qrcode'
 import {
@@ -17,6 +18,7 @@ import {
   asRequested,
   type FlowCreated,
   type FlowKind,
+  type FlowOutcome,
   type FlowStatus,
   isFinal,
   isSafeDeepLink,
@@ -45,6 +47,8 @@ export interface FlowStateDetail {
   transport: 'websocket' | 'polling' | 'none'
   /** error: what went wrong. */
   message?: string
+  /** verified or rejected: the failed checks or the shared claims, when the backend sent them. */
+  outcome?: FlowOutcome
 }
 
 const DEFAULT_POLL_MS = 1500
@@ -62,6 +66,17 @@ const STYLE = `
 [part~="deep-link"] { display: inline-block; padding: .6rem 1.2rem; border-radius: .5rem; background: #1f5fd6;
   color: #fff; text-decoration: none; font-weight: 600; }
 [part~="deep-link"]:focus-visible, [part~="refresh"]:focus-visible { outline: 3px solid #f0b400; outline-offset: 2px; }
+[part~="link-copy"] { display: flex; gap: .4rem; width: 288px; max-width: 100%; }
+[part~="link-text"] { flex: 1; min-width: 0; font: .8rem ui-monospace, monospace; padding: .35rem .4rem;
+  border: 1px solid #d0d4dc; border-radius: .35rem; color: #3d4450; background: #f7f8fa; }
+[part~="copy"] { font: inherit; font-size: .85rem; padding: .35rem .7rem; border-radius: .35rem;
+  border: 1px solid #1f5fd6; background: #fff; color: #1f5fd6; cursor: pointer; }
+[part~="copy"]:focus-visible, [part~="link-text"]:focus-visible { outline: 3px solid #f0b400; outline-offset: 2px; }
+[part~="outcome"] { max-width: 320px; font-size: .9rem; overflow-wrap: anywhere; }
+[part~="outcome-title"] { margin: 0 0 .25rem; font-weight: 600; }
+[part~="failed-checks"], [part~="claims"] { margin: 0 0 .5rem; padding-left: 1.1rem; }
+[part~="check"] { font-family: ui-monospace, monospace; font-weight: 600; }
+[part~="credential"] { margin: .25rem 0; color: #3d4450; }
 [part~="tx-code"] { margin: 0; font-family: ui-monospace, monospace; font-size: 1.1rem; }
 [part~="request"] { max-width: 288px; font-size: .85rem; color: #3d4450; overflow-wrap: anywhere; }
 [part~="profile"] { margin: 0 0 .25rem; font-weight: 600; }
@@ -87,6 +102,10 @@ const MARKUP = `
   <div class="live">
     <canvas part="qr" role="img" width="288" height="288"></canvas>
     <a part="deep-link" rel="noopener">Open in wallet</a>
+    <div part="link-copy">
+      <input part="link-text" type="text" readonly spellcheck="false" aria-label="The deep link, to copy">
+      <button part="copy" type="button">Copy</button>
+    </div>
     <p part="tx-code" hidden></p>
     <div part="request" hidden>
       <p part="profile"></p>
@@ -94,6 +113,11 @@ const MARKUP = `
     </div>
   </div>
   <p part="status" role="status" aria-live="polite"></p>
+  <div part="outcome" hidden>
+    <p part="outcome-title"></p>
+    <ul part="failed-checks" hidden></ul>
+    <div part="shared" hidden></div>
+  </div>
   <div class="when waiting"><slot name="waiting"></slot></div>
   <div class="when scanned"><slot name="scanned"></slot></div>
   <div class="when done"><slot name="done"></slot></div>
@@ -144,6 +168,13 @@ export class VcFlowQr extends HTMLElement {
   readonly #status: HTMLElement
   readonly #title: HTMLElement
   readonly #refresh: HTMLButtonElement
+  readonly #linkText: HTMLInputElement
+  readonly #copy: HTMLButtonElement
+  readonly #outcome: HTMLElement
+  readonly #outcomeTitle: HTMLElement
+  readonly #failedChecks: HTMLElement
+  readonly #shared: HTMLElement
+  #copyReset: ReturnType<typeof setTimeout> | undefined
   #state: PageState = 'loading'
   #flow: FlowCreated | undefined
   /** Bumped by every start and stop: callbacks of an older flow see a different number and do nothing. */
@@ -173,6 +204,14 @@ export class VcFlowQr extends HTMLElement {
     this.#title = part<HTMLElement>('title')
     this.#refresh = part<HTMLButtonElement>('refresh')
     this.#refresh.addEventListener('click', () => this.refresh())
+    this.#linkText = part<HTMLInputElement>('link-text')
+    this.#copy = part<HTMLButtonElement>('copy')
+    this.#outcome = part<HTMLElement>('outcome')
+    this.#outcomeTitle = part<HTMLElement>('outcome-title')
+    this.#failedChecks = part<HTMLElement>('failed-checks')
+    this.#shared = part<HTMLElement>('shared')
+    this.#copy.addEventListener('click', () => void this.#copyLink())
+    this.#linkText.addEventListener('focus', () => this.#linkText.select())
   }
 
   /** issuance (default) or verification. */
@@ -225,6 +264,9 @@ export class VcFlowQr extends HTMLElement {
     this.removeAttribute('active-transport')
     this.#title.textContent = kind === 'issuance' ? 'Receive a credential' : 'Share a credential'
     this.#link.removeAttribute('href')
+    this.#linkText.value = ''
+    this.#copy.textContent = 'Copy'
+    this.#showOutcome(undefined)
     this.#txCode.hidden = true
     this.#request.hidden = true
     this.#requested.replaceChildren()
@@ -263,6 +305,7 @@ export class VcFlowQr extends HTMLElement {
       this.#flow = flow
       this.#qr.setAttribute('aria-label', `QR code of the deep link ${flow.link}`)
       this.#link.href = flow.link
+      this.#linkText.value = flow.link
       this.#title.textContent =
         kind === 'issuance'
           ? `Receive your ${flow.credentialTypes.join(', ')}`
@@ -292,6 +335,75 @@ export class VcFlowQr extends HTMLElement {
     })
     this.#requested.replaceChildren(...items)
     this.#request.hidden = items.length === 0
+  }
+
+  /** Copies the deep link: the Clipboard API, else the selected text; the button says what happened. */
+  async #copyLink() {
+    const link = this.#flow?.link
+    if (!link) return
+    let copied = false
+    try {
+      await navigator.clipboard.writeText(link)
+      copied = true
+    } catch {
+      // No Clipboard API (a page over plain HTTP on another host than localhost) or no permission.
+      this.#linkText.focus()
+      this.#linkText.select()
+      try {
+        copied = document.execCommand('copy')
+      } catch {}
+    }
+    this.#copy.textContent = copied ? 'Copied' : 'Press Ctrl+C'
+    clearTimeout(this.#copyReset)
+    this.#copyReset = setTimeout(() => {
+      this.#copy.textContent = 'Copy'
+    }, 2000)
+  }
+
+  /**
+   * A finished verification's outcome, as the backend read it (4.7): the failed checks of a rejected
+   * presentation, the shared claims of a verified one. Text only (textContent), never HTML.
+   */
+  #showOutcome(status: FlowStatus | undefined) {
+    const outcome = status?.outcome
+    const checks = outcome?.failedChecks ?? []
+    const shared = outcome?.shared ?? []
+    this.#failedChecks.replaceChildren(
+      ...checks.map(({ check, message }) => {
+        const item = document.createElement('li')
+        const name = document.createElement('span')
+        name.setAttribute('part', 'check')
+        name.textContent = check
+        item.append(name, `: ${message}`)
+        return item
+      }),
+    )
+    this.#shared.replaceChildren(
+      ...shared.flatMap((credential) => {
+        const heading = document.createElement('p')
+        heading.setAttribute('part', 'credential')
+        heading.textContent = credential.issuer
+          ? `${credential.type}, issued by ${credential.issuer}`
+          : credential.type
+        const claims = document.createElement('ul')
+        claims.setAttribute('part', 'claims')
+        claims.append(
+          ...credential.claims.map(({ path, value }) => {
+            const item = document.createElement('li')
+            item.textContent = `${path}: ${value}`
+            return item
+          }),
+        )
+        return [heading, claims]
+      }),
+    )
+    this.#failedChecks.hidden = checks.length === 0
+    this.#shared.hidden = shared.length === 0
+    this.#outcomeTitle.textContent =
+      checks.length > 0
+        ? `${checks.length === 1 ? 'This check' : `These ${checks.length} checks`} failed:`
+        : 'Your wallet shared:'
+    this.#outcome.hidden = checks.length === 0 && shared.length === 0
   }
 
   #follow(generation: number) {
@@ -384,6 +496,7 @@ export class VcFlowQr extends HTMLElement {
     if (!status || generation !== this.#generation || isFinal(this.#state)) return
     if (status.id !== this.#flow?.id || status.kind !== this.#flow.kind) return
     const next = pageState(status.status, status.step, this.#state)
+    if (next === 'verified' || next === 'rejected') this.#showOutcome(status)
     if (next !== this.#state) this.#setState(next, status)
     if (isFinal(next)) this.#stop()
   }
@@ -422,6 +535,7 @@ export class VcFlowQr extends HTMLElement {
       at: cause?.at || undefined,
       transport: this.#transport,
       ...(message !== undefined ? { message } : {}),
+      ...(cause?.outcome ? { outcome: cause.outcome } : {}),
     }
     this.dispatchEvent(new CustomEvent('vc-flow-state', { detail, bubbles: true, composed: true }))
   }

@@ -178,7 +178,11 @@ export class DcqlFlow {
   wallet(): Promise<Wallet> {
     this.walletPromise ??= (async () => {
       const { Wallet } = await import('../../src/wallet/index.ts')
-      return Wallet.create({ keyType: 'P-256', trustAnchors: await this.anchors(this.walletTrust) })
+      return Wallet.create({
+        keyType: 'P-256',
+        trustAnchors: await this.anchors(this.walletTrust),
+        fetch: this.world.exchanges.walletFetch(),
+      })
     })()
     return this.walletPromise
   }

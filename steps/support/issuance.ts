@@ -75,7 +75,8 @@ export class IssuanceFlow {
     let wallet = this.wallets.get(keyType)
     if (!wallet) {
       const { Wallet } = await import('../../src/wallet/index.ts')
-      wallet = await Wallet.create({ keyType })
+      // The recording fetch: the wallet's own requests appear in the scenario's exchanges.
+      wallet = await Wallet.create({ keyType, fetch: this.world.exchanges.walletFetch() })
       this.wallets.set(keyType, wallet)
     }
     return wallet

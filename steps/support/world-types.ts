@@ -1,5 +1,6 @@
 import type { ApiKeyCredentials, ApiResponse, RelyingPartyClient } from '../../src/client/index.ts'
 import type { KeySecret, Target, TenantFixture } from '../../src/harness/target-types.ts'
+import type { ExchangeLog } from './exchanges.ts'
 
 // What the flow helpers (issuance.ts, verification.ts, webhooks.ts) need of the World, as an interface.
 // world.ts builds the flows and the flows call the world back; with the world's class in world.ts they
@@ -25,6 +26,8 @@ export interface FlowWorld {
   readonly scenario: { name: string; tags: string[] }
   readonly target: Target
   readonly client: RelyingPartyClient
+  /** The scenario's HTTP exchanges: wallets get `exchanges.fetch('wallet')`, so theirs are recorded too. */
+  readonly exchanges: ExchangeLog
   readonly tenant: TenantFixture
   templateFor(role: TemplateRole): string
   token(caller: Caller): string

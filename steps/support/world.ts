@@ -1,10 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto'
-import { setWorldConstructor, World } from '@cucumber/cucumber'
+import { type IWorldOptions, setWorldConstructor, World } from '@cucumber/cucumber'
 import { decodeJwt, decodeProtectedHeader, generateKeyPair, SignJWT } from 'jose'
 import { type ApiKeyCredentials, type ApiResponse, ok, RelyingPartyClient } from '../../src/client/index.ts'
+import { redact, runSecrets, type SecretRegistry } from '../../src/harness/redact.ts'
 import type { KeySecret, Target, TenantFixture } from '../../src/harness/target.ts'
 import { PROBLEM_MEDIA_TYPE } from '../../src/shared/wire.ts'
+import { type CleanupReport, cleanupEnabled, debrisOf, describeCleanup, removeDebris } from './cleanup.ts'
 import { DcqlFlow } from './dcql.ts'
+import { type Exchange, ExchangeLog, unrecordedFetch } from './exchanges.ts'
 import { IssuanceFlow } from './issuance.ts'
 import { SdJwtVcFlow } from './sd-jwt-vc.ts'
 import { VerificationFlow } from './verification.ts'
@@ -60,6 +63,12 @@ const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('
 /** One per scenario: the target, a relying-party client, the tenant in use, tokens and the last answer. */
 export class HarnessWorld extends World implements FlowWorld {
   private started: { target: Target; client: RelyingPartyClient } | undefined
+  /** Secrets this scenario learned (and the run's): every report text passes through redact() with them. */
+  readonly secrets: SecretRegistry = runSecrets.child()
+  /** Every HTTP exchange of the scenario: the relying-party client's and the wallets' (exchanges.ts). */
+  readonly exchanges = new ExchangeLog(this.secrets)
+  /** The exchange a failed expectation was about, for the report. */
+  brokenBy: Exchange | undefined
   /** The scenario's name (its requirement) and tags, set by the Before hook. */
   scenario = { name: '', tags: [] as string[] }
   private tenancy: TenantFixture | undefined
@@ -71,6 +80,64 @@ export class HarnessWorld extends World implements FlowWorld {
   private webhookFlow: WebhookFlow | undefined
   private sdJwtFlow: SdJwtVcFlow | undefined
   private dcqlFlow: DcqlFlow | undefined
+  /** Cucumber's attach, for texts redacted already. */
+  private readonly attachRedacted: World['attach']
+
+  constructor(options: IWorldOptions) {
+    super(options)
+    // Every attachment and log line of a scenario is redacted (a base64 attachment is not text).
+    const attach = this.attach
+    const log = this.log
+    this.attachRedacted = attach
+    const redacting = ((data: unknown, media?: unknown, callback?: unknown) => {
+      const mediaType =
+        typeof media === 'string' ? media : (media as { mediaType?: string } | undefined)?.mediaType
+      const text = typeof data === 'string' && !/;base64$/.test(mediaType ?? '')
+      return (attach as (...args: unknown[]) => unknown)(
+        text ? redact(data, this.secrets) : data,
+        ...(media === undefined ? [] : [media]),
+        ...(callback === undefined ? [] : [callback]),
+      )
+    }) as World['attach']
+    Object.assign(this, { attach: redacting, log: (text: string) => log(redact(text, this.secrets)) })
+  }
+
+  /**
+   * Attaches the scenario's HTTP exchanges (redacted, bodies cut); after a failure also, on its own, the
+   * exchange that broke the requirement (the answer the failed expectation was about, else the last one).
+   */
+  attachExchanges(failed: boolean) {
+    const log = this.exchanges
+    const count = log.exchanges.length + log.dropped
+    if (count === 0) return
+    this.attachRedacted(log.transcript(), {
+      mediaType: 'text/plain',
+      fileName: `HTTP exchanges (${count}, secrets redacted)`,
+    })
+    const broken = this.brokenBy ?? log.last
+    if (failed && broken) {
+      const label = this.brokenBy
+        ? `The HTTP exchange that broke the requirement (#${broken.n})`
+        : `The last HTTP exchange before the failure (#${broken.n})`
+      this.attachRedacted(`${label}\n\n${log.render(broken)}`, { mediaType: 'text/plain', fileName: label })
+    }
+  }
+
+  /**
+   * Removes what the scenario created on the target (tenants' keys and templates; cleanup.ts), when
+   * cleanup is on for this target (VC_HARNESS_CLEANUP; default: external targets). Logs what stays.
+   */
+  async cleanUp(env: Record<string, string | undefined> = process.env): Promise<CleanupReport[]> {
+    if (!this.started || !cleanupEnabled(this.started.target.kind, env)) return []
+    const target = this.started.target
+    const debris = debrisOf(this.exchanges.exchanges, target)
+    if (debris.length === 0) return []
+    // Its own client: the removal is not part of the scenario's exchanges.
+    const client = new RelyingPartyClient(target.urls, unrecordedFetch)
+    const reports = await Promise.all(debris.map((d) => removeDebris(d, client)))
+    this.log(describeCleanup(reports))
+    return reports
+  }
 
   /** The scenario's wallet and issuance process (steps/support/issuance.ts). */
   get issuance(): IssuanceFlow {
@@ -107,7 +174,10 @@ export class HarnessWorld extends World implements FlowWorld {
     if (!this.started) {
       const target = getProcessTarget()
       if (!target) throw new Error('no target: the BeforeAll hook in steps/support/hooks.ts did not run')
-      this.started = { target, client: new RelyingPartyClient(target.urls) }
+      this.started = {
+        target,
+        client: new RelyingPartyClient(target.urls, this.exchanges.fetch('relying party')),
+      }
     }
     return this.started
   }
@@ -426,7 +496,12 @@ export class HarnessWorld extends World implements FlowWorld {
   uncheckedError(): string | undefined {
     const last = this.last
     if (!last || last.checked || last.response.status < 400) return undefined
-    return `the answer to ${last.what} was never checked: ${describeResponse(last.response)}`
+    const exchange = this.exchanges.exchangeOf(last.response.headers)
+    if (exchange) this.brokenBy = exchange
+    return redact(
+      `the answer to ${last.what} was never checked: ${describeResponse(last.response)}`,
+      this.secrets,
+    )
   }
 
   /** Throws naming the broken requirement, what was expected and what came back. */
@@ -435,7 +510,15 @@ export class HarnessWorld extends World implements FlowWorld {
     const lines = [`${this.scenario.name}${tags}`, `Expected: ${expected}`]
     if (this.last && response === this.last.response) lines.push(`Request: ${this.last.what}`)
     if (response) lines.push(`Got: ${describeResponse(response)}`)
-    throw new RequirementBroken(lines.join('\n'))
+    const exchange = this.exchanges.exchangeOf(response?.headers)
+    const last = this.exchanges.last
+    if (exchange) {
+      this.brokenBy = exchange
+      lines.push(`Exchange: ${this.exchanges.headline(exchange)} (attached to the scenario)`)
+    } else if (last) {
+      lines.push(`Last exchange: ${this.exchanges.headline(last)} (attached to the scenario)`)
+    }
+    throw new RequirementBroken(redact(lines.join('\n'), this.secrets))
   }
 
   expectStatus(status: number) {

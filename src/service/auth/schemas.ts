@@ -1,14 +1,16 @@
 import { Type } from 'typebox'
 import { problems } from '../errors/schemas.ts'
+import { BASIC_SECURITY } from './security.ts'
 
 export const loginSchema = {
   tags: ['Authentication'],
   summary: 'Exchange an API key for an access token (interface 4.1)',
+  security: BASIC_SECURITY,
   description:
     'HTTP Basic with base64(api_key_id:api_key_secret), plus headers `tenant` and `ssiconfig`. No body. ' +
     'The token comes back in the `Token` response header; later calls send `Authorization: jwt <token>`.',
+  // Authorization is declared by `security` (Basic), not as a parameter: Swagger UI fills it from "Authorize".
   headers: Type.Object({
-    authorization: Type.Optional(Type.String({ description: 'Basic base64(api_key_id:api_key_secret)' })),
     tenant: Type.Optional(Type.String({ description: 'Tenant id (required).' })),
     ssiconfig: Type.Optional(
       Type.String({ description: 'Template id; must equal the key’s linked template when it has one.' }),

@@ -7,6 +7,7 @@ import { configuredVerifier } from '../crypto/issuer-certificates.ts'
 import { newAjv } from '../util/ajv.ts'
 import { forbiddenUrl, type TargetPolicy } from '../util/net-targets.ts'
 import { dcqlQueryProblems } from '../verification/dcql-query.ts'
+import { formatJsonProblem, locateJsonProblem } from './json-position.ts'
 import { type ConfigFile, ConfigFile as ConfigFileSchema } from './schema.ts'
 
 export type { ConfigFile, ConfigTenant, IssuanceTemplate, Role, VerificationTemplate } from './schema.ts'
@@ -117,10 +118,15 @@ export function loadConfigFile(path: string): ServiceConfig {
   } catch (error) {
     throw new ConfigError(`cannot read configuration file ${path}: ${(error as Error).message}`)
   }
+  // A byte order mark (some Windows editors write one) is not JSON, but it is no mistake of the author's.
+  if (text.startsWith('\ufeff')) text = text.slice(1)
   let parsed: unknown
   try {
     parsed = JSON.parse(text)
   } catch (error) {
+    // JSON.parse names a position for some mistakes only: the scanner finds the line and column.
+    const problem = locateJsonProblem(text)
+    if (problem) throw new ConfigError(formatJsonProblem(path, problem))
     throw new ConfigError(`${path} is not valid JSON: ${(error as Error).message}`)
   }
   return parseConfig(parsed, path)

@@ -1,4 +1,5 @@
 import { Type } from 'typebox'
+import { JWT_SECURITY } from '../auth/security.ts'
 import { problems } from '../errors/schemas.ts'
 import { MAX_CREDENTIALS_PER_SUBMISSION } from './credentials.ts'
 
@@ -30,6 +31,7 @@ const ProcessId = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }
 export const createOfferSchema = {
   tags: ['Issuance'],
   summary: 'Create an issuance offer (interface 4.2)',
+  security: JWT_SECURITY,
   description: 'Opens a PENDING issuance process for the template `group` and returns its offer deep link.',
   body: Type.Object(
     { group: Type.String({ minLength: 1, maxLength: 128, description: 'Issuance template id.' }) },
@@ -54,6 +56,7 @@ export const createOfferSchema = {
 export const readProcessSchema = {
   tags: ['Issuance'],
   summary: 'Read one issuance process (interface 4.3)',
+  security: JWT_SECURITY,
   params: ProcessId,
   response: { 200: processRef, ...problems(401, 403, 404) },
 }
@@ -61,6 +64,7 @@ export const readProcessSchema = {
 export const listProcessesSchema = {
   tags: ['Issuance'],
   summary: 'List issuance processes (interface 4.5, administrators)',
+  security: JWT_SECURITY,
   description:
     'Oldest first, by (createdAt, id). The body is an array; when more rows exist the `Link` header carries ' +
     'rel="next" with an opaque `cursor`.',
@@ -164,6 +168,7 @@ export const SubmittedArray = Type.Array(Type.Unknown())
 export const submitCredentialsSchema = {
   tags: ['Issuance'],
   summary: 'Submit credentials to an issuance process (interface 4.4)',
+  security: JWT_SECURITY,
   description:
     'By the linked application or a tenant administrator. Each credential object needs `credentialSubject` and ' +
     '`type` (or `credentialSchema`). Signed at once when the wallet has bound a holder (status ISSUED), ' +
@@ -181,6 +186,7 @@ export const RejectBody = Type.Object(
 export const rejectProcessSchema = {
   tags: ['Issuance'],
   summary: 'Reject a PENDING issuance process (extension)',
+  security: JWT_SECURITY,
   description: 'The body `{reason?}` is optional: no body at all is accepted too.',
   params: ProcessId,
   body: RejectBody,
@@ -190,6 +196,7 @@ export const rejectProcessSchema = {
 export const credentialStatusSchema = {
   tags: ['Issuance'],
   summary: 'Revoke, suspend or reinstate issued credentials (extension)',
+  security: JWT_SECURITY,
   params: ProcessId,
   body: Type.Object(
     {

@@ -1,4 +1,5 @@
 import { Type } from 'typebox'
+import { WALLET_TOKEN_SECURITY } from '../auth/security.ts'
 
 // The wallet-facing issuer's contract. Unknown fields are ignored (OpenID4VCI, OAuth 2.0): every object
 // is open. Bodies are documented but kept permissive: the service answers each problem with the spec's
@@ -129,6 +130,7 @@ const Deferred = (description: string) =>
 export const credentialSchema = {
   tags,
   summary: 'Credential endpoint',
+  security: WALLET_TOKEN_SECURITY,
   params: TenantParams,
   body: CredentialRequest,
   response: {
@@ -141,6 +143,7 @@ export const credentialSchema = {
 export const deferredSchema = {
   tags,
   summary: 'Deferred credential endpoint',
+  security: WALLET_TOKEN_SECURITY,
   params: TenantParams,
   body: Type.Unknown({ description: 'JSON `{transaction_id}`. Unknown members are ignored.' }),
   response: {
@@ -153,6 +156,7 @@ export const deferredSchema = {
 export const notificationSchema = {
   tags,
   summary: 'Notification endpoint',
+  security: WALLET_TOKEN_SECURITY,
   params: TenantParams,
   body: Type.Unknown({
     description:

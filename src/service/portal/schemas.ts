@@ -1,4 +1,5 @@
 import { type TSchema, Type } from 'typebox'
+import { JWT_SECURITY } from '../auth/security.ts'
 import { IssuanceTemplate, TenantId, VerificationTemplate } from '../config/schema.ts'
 import { problems } from '../errors/schemas.ts'
 
@@ -22,6 +23,7 @@ const ApiKeyWithSecret = Type.Intersect([
 export const createTenantSchema = {
   tags,
   summary: 'Create a tenant (operators)',
+  security: JWT_SECURITY,
   description: 'Creates an empty tenant and one administrator key whose secret is returned only here.',
   body: Type.Object({ id: TenantId }, { additionalProperties: false }),
   response: {
@@ -33,6 +35,7 @@ export const createTenantSchema = {
 export const createApiKeySchema = {
   tags,
   summary: 'Create an API key',
+  security: JWT_SECURITY,
   description: 'The secret is in this response only. Operator keys come only from the configuration file.',
   body: Type.Object(
     {
@@ -48,6 +51,7 @@ export const createApiKeySchema = {
 export const listApiKeysSchema = {
   tags,
   summary: 'List the API keys of the tenant (no secrets)',
+  security: JWT_SECURITY,
   response: { 200: Type.Array(ApiKeyView), ...problems(401, 403) },
 }
 
@@ -56,6 +60,7 @@ const IdParam = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) 
 export const revokeApiKeySchema = {
   tags,
   summary: 'Revoke an API key',
+  security: JWT_SECURITY,
   description: 'Its access tokens stop working at once. Keys declared in the configuration file answer 409.',
   params: IdParam,
   response: { 204: Type.Null(), ...problems(401, 403, 404, 409) },
@@ -72,6 +77,9 @@ const templateView = (body: TSchema) =>
     }),
   ])
 
+/** "an issuance", "a verification": the article of a summary naming a template kind. */
+const article = (word: string) => (/^[aeiou]/i.test(word) ? 'an' : 'a')
+
 /** CRUD schemas for one template kind; the view never includes webhookSecret. */
 export function templateSchemas<T extends typeof IssuanceTemplate | typeof VerificationTemplate>(
   kind: string,
@@ -79,27 +87,32 @@ export function templateSchemas<T extends typeof IssuanceTemplate | typeof Verif
 ) {
   const { webhookSecret: _secret, webhookPreviousSecrets: _previous, ...viewProps } = body.properties
   const View = templateView(Type.Object(viewProps))
+  const a = article(kind)
   return {
     create: {
       tags,
-      summary: `Create a ${kind} template`,
+      summary: `Create ${a} ${kind} template`,
+      security: JWT_SECURITY,
       body,
       response: { 201: View, ...problems(400, 401, 403, 409, 413, 415) },
     },
     list: {
       tags,
       summary: `List ${kind} templates`,
+      security: JWT_SECURITY,
       response: { 200: Type.Array(View), ...problems(401, 403) },
     },
     read: {
       tags,
-      summary: `Read a ${kind} template`,
+      summary: `Read ${a} ${kind} template`,
+      security: JWT_SECURITY,
       params: IdParam,
       response: { 200: View, ...problems(401, 403, 404) },
     },
     replace: {
       tags,
-      summary: `Replace a ${kind} template`,
+      summary: `Replace ${a} ${kind} template`,
+      security: JWT_SECURITY,
       description: 'Full replacement; the id comes from the path. Configuration-file templates answer 409.',
       params: IdParam,
       body: Type.Omit(body, ['id'], { additionalProperties: false }),
@@ -107,7 +120,8 @@ export function templateSchemas<T extends typeof IssuanceTemplate | typeof Verif
     },
     delete: {
       tags,
-      summary: `Delete a ${kind} template`,
+      summary: `Delete ${a} ${kind} template`,
+      security: JWT_SECURITY,
       description:
         'Refused (409) while processes or active API keys refer to it, or when it comes from the configuration file.',
       params: IdParam,
@@ -160,7 +174,8 @@ const DeliveryWithLog = Type.Object({ ...deliveryProps, log: Type.Array(Attempt)
 export function deliveriesSchema(kind: string) {
   return {
     tags,
-    summary: `Webhook deliveries of a ${kind} template, newest first`,
+    summary: `Webhook deliveries of ${article(kind)} ${kind} template, newest first`,
+    security: JWT_SECURITY,
     description:
       'The endpoint state (disabled after a 410 Gone until the template is saved again) and one entry per event. ' +
       'Page on with `before` = the last id of a page.',
@@ -193,6 +208,7 @@ export function deliveriesSchema(kind: string) {
 export const readDeliverySchema = {
   tags,
   summary: 'One webhook delivery with every attempt',
+  security: JWT_SECURITY,
   params: IdParam,
   response: { 200: DeliveryWithLog, ...problems(401, 403, 404) },
 }
@@ -200,6 +216,7 @@ export const readDeliverySchema = {
 export const redeliverSchema = {
   tags,
   summary: 'Deliver a webhook event again',
+  security: JWT_SECURITY,
   description:
     'A new round of attempts for an event that is delivered, failed or disabled, with the same webhook-id (receivers ' +
     'deduplicate on it). 409 while it is still pending or while its endpoint is disabled.',

@@ -348,30 +348,52 @@ function repositories(db: Db, templateCache: TemplateCache): Repositories {
 }
 
 /**
+ * The database could not be opened or prepared where `dataDir` says (a file in the way, a folder or database
+ * that is not writable, a corrupt file): the message names the folder and SQLite's reason. `vc-harness serve`
+ * reports it as a mistake in --data, without a stack trace.
+ */
+export class StoreOpenError extends Error {
+  override name = 'StoreOpenError'
+  constructor(
+    readonly dataDir: string,
+    cause: unknown,
+  ) {
+    super(`cannot open the database ${join(dataDir, DATABASE_FILE)}: ${(cause as Error).message ?? cause}`, {
+      cause,
+    })
+  }
+}
+
+/**
  * Opens (creating if needed) the SQLite store in `dataDir`, or an in-memory one for `':memory:'`,
  * and brings its schema up to date. WAL with synchronous=FULL: a committed write survives a crash.
  */
 export async function openSqliteStore(dataDir: string, options: { clock?: Clock } = {}): Promise<Store> {
-  let path = ':memory:'
-  if (dataDir !== ':memory:') {
-    mkdirSync(dataDir, { recursive: true })
-    path = join(dataDir, DATABASE_FILE)
-  }
-  const database = new Database(path)
-  database.pragma('journal_mode = WAL')
-  database.pragma('synchronous = FULL')
-  database.pragma('foreign_keys = ON')
-  database.pragma('busy_timeout = 5000')
-  // libsql mirrors better-sqlite3's API, which is what Kysely's SqliteDialect drives.
-  const stats: StoreStats = { statements: 0 }
-  const db = new Kysely<Schema>({
-    dialect: new SqliteDialect({ database: withStatementCache(database, stats) }),
-  })
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
-  const { error } = await migrator.migrateToLatest()
-  if (error) {
-    await db.destroy()
-    throw error
+  let db: Kysely<Schema> | undefined
+  let stats: StoreStats
+  try {
+    let path = ':memory:'
+    if (dataDir !== ':memory:') {
+      mkdirSync(dataDir, { recursive: true })
+      path = join(dataDir, DATABASE_FILE)
+    }
+    const database = new Database(path)
+    database.pragma('journal_mode = WAL')
+    database.pragma('synchronous = FULL')
+    database.pragma('foreign_keys = ON')
+    database.pragma('busy_timeout = 5000')
+    // libsql mirrors better-sqlite3's API, which is what Kysely's SqliteDialect drives.
+    stats = { statements: 0 }
+    db = new Kysely<Schema>({
+      dialect: new SqliteDialect({ database: withStatementCache(database, stats) }),
+    })
+    const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
+    const { error } = await migrator.migrateToLatest()
+    if (error) throw error
+  } catch (error) {
+    await db?.destroy()
+    if (dataDir === ':memory:') throw error
+    throw new StoreOpenError(dataDir, error)
   }
   const templateCache = new TemplateCache(options.clock ?? systemClock)
   // Identifies this store's transactions: another store's callback may call this one.

@@ -1,4 +1,5 @@
 import { Type } from 'typebox'
+import { JWT_SECURITY } from '../auth/security.ts'
 import { problems } from '../errors/schemas.ts'
 
 const params = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) })
@@ -9,6 +10,7 @@ const EventStream = Type.String({ description: 'text/event-stream' })
 export const issuanceEventsSchema = {
   tags,
   summary: 'Server-sent events of one issuance process (same caller as 4.3)',
+  security: JWT_SECURITY,
   description:
     'text/event-stream of `event: state` messages {kind, id, status, step, at}: a snapshot first, then each ' +
     'change (offer_retrieved, holder_bound, submitted, issued, rejected, credential_retrieved); EXPIRED when ' +
@@ -20,6 +22,7 @@ export const issuanceEventsSchema = {
 export const sessionEventsSchema = {
   tags,
   summary: 'Server-sent events of one verification session (same caller as 4.7)',
+  security: JWT_SECURITY,
   description:
     'text/event-stream of `event: state` messages {kind, id, status, step, at}: a snapshot first, then ' +
     'request_retrieved, verified or rejected; EXPIRED at ExpiredAt. The stream ends after VERIFIED, REJECTED or EXPIRED.',

@@ -1,4 +1,5 @@
 import { Type } from 'typebox'
+import { JWT_SECURITY } from '../auth/security.ts'
 import { problems } from '../errors/schemas.ts'
 
 const Open = (description: string) => Type.Object({}, { additionalProperties: true, description })
@@ -7,6 +8,7 @@ const IsoTime = Type.String({ format: 'date-time', description: 'ISO 8601 UTC wi
 export const createSessionSchema = {
   tags: ['Verification'],
   summary: 'Create a verification session (interface 4.6)',
+  security: JWT_SECURITY,
   description:
     'Opens a session for the verification template `ssiConfigId`: the OpenID4VP authentication request (encode it as the QR code) and what it asks for: the presentation definition (profile pe), or the DCQL query and the session id (profile dcql, OpenID4VP 1.0).',
   body: Type.Object(
@@ -62,6 +64,7 @@ const SessionBody = Type.Object({
 export const readSessionSchema = {
   tags: ['Verification'],
   summary: 'Read a verification session (interface 4.7)',
+  security: JWT_SECURITY,
   description: '202 while the session waits for the wallet; 200 once it is VERIFIED, REJECTED or EXPIRED.',
   params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) }),
   response: { 200: SessionBody, 202: SessionBody, ...problems(401, 403, 404) },
