@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import {
   existsSync,
   mkdirSync,
@@ -25,6 +24,7 @@ import { splitFormat } from '../src/cli/conformance.ts'
 import { externalProblems } from '../src/harness/profile.ts'
 import type { ConformanceSummary } from '../src/harness/report.ts'
 import { loadScenarios } from '../src/harness/scenarios.ts'
+import { type CliResult, explain, ROOT, runCli } from './fixtures/cli.ts'
 
 // `vc-harness conformance` as a user meets it (issue 18): filters that select nothing and malformed tag
 // expressions are usage errors, a profile is checked before the run with every problem at once, cucumber's
@@ -32,37 +32,13 @@ import { loadScenarios } from '../src/harness/scenarios.ts'
 // the CI formats carry expected failures and not-applicable requirements, a harness error exits 3, and
 // --version. The runs use test/fixtures/conformance/*.feature (known outcomes), side by side in before().
 
-const BIN = new URL('../bin/vc-harness.mjs', import.meta.url).pathname
-const ROOT = new URL('..', import.meta.url).pathname
 const OUTCOMES = 'test/fixtures/conformance/outcomes.feature'
 const UNDEFINED = 'test/fixtures/conformance/undefined-step.feature'
 const FAILS = 'A check that fails on purpose'
 const LISTED = 'A check that fails on purpose and is listed as an expected failure'
 
-interface Result {
-  code: number | null
-  stdout: string
-  stderr: string
-}
+const cli = runCli
 
-function cli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<Result> {
-  const child = spawn(process.execPath, [BIN, ...args], {
-    cwd: options.cwd ?? ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, VC_HARNESS_TARGET: '', VC_HARNESS_PROFILE: '', NO_COLOR: '1', ...options.env },
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk
-  })
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk
-  })
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })))
-}
-
-const explain = (r: Result) => `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`
 const read = (...path: string[]) => readFileSync(join(...path), 'utf8')
 const summaryOf = (dir: string) => JSON.parse(read(dir, 'conformance.json')) as ConformanceSummary
 /** The attributes of the first element `name` whose attributes match `where`. */
@@ -90,7 +66,7 @@ describe('vc-harness conformance: what a user meets', () => {
   const dir = mkdtempSync(join(tmpdir(), 'vc-conformance-ux-'))
   after(() => rmSync(dir, { recursive: true, force: true }))
   const expectedFile = join(dir, 'expected-failures.json')
-  const runs: Record<'outcomes' | 'child' | 'harness' | 'failFast' | 'dryRun', Result> = {} as never
+  const runs: Record<'outcomes' | 'child' | 'harness' | 'failFast' | 'dryRun', CliResult> = {} as never
 
   before(async () => {
     writeFileSync(

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -7,42 +6,18 @@ import { after, before, describe, test } from 'node:test'
 import { loadSources } from '@cucumber/cucumber/api'
 import { conformance, featureFiles, parseShard, shardFiles } from '../src/cli/conformance.ts'
 import type { ConformanceSummary } from '../src/harness/report.ts'
+import { type CliResult, explain, ROOT, runCli } from './fixtures/cli.ts'
 
 // `vc-harness conformance` end to end: two small runs of the real suite against the embedded service
 // (one serial, one with two workers and an expected-failures file under --strict) run side by side, then
 // summaries rebuilt from their message files and argument errors.
 
-const BIN = new URL('../bin/vc-harness.mjs', import.meta.url).pathname
-const ROOT = new URL('..', import.meta.url).pathname
 // Two fast login scenarios that need nothing but the embedded service.
 const TAGS = '@auth and @interface-4.1 and not @security and not @needs-portal'
 
-interface Result {
-  code: number | null
-  stdout: string
-  stderr: string
-}
-
-function cli(args: string[]): Promise<Result> {
-  const child = spawn(process.execPath, [BIN, 'conformance', ...args], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, VC_HARNESS_TARGET: '', VC_HARNESS_PROFILE: '', NO_COLOR: '1' },
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk
-  })
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk
-  })
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })))
-}
-
+const cli = (args: string[]) => runCli(['conformance', ...args])
 const readSummary = (dir: string) =>
   JSON.parse(readFileSync(join(dir, 'conformance.json'), 'utf8')) as ConformanceSummary
-const explain = (r: Result) => `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`
 
 describe('vc-harness conformance', () => {
   const dir = mkdtempSync(join(tmpdir(), 'vc-conformance-'))
@@ -51,8 +26,8 @@ describe('vc-harness conformance', () => {
   const parallelDir = join(dir, 'parallel')
   const expectedFile = join(dir, 'expected-failures.json')
   let selected: string[] = []
-  let serial: Result
-  let parallel: Result
+  let serial: CliResult
+  let parallel: CliResult
 
   before(async () => {
     // What cucumber itself selects with the tag expression, independently of the CLI.

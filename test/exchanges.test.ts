@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -13,6 +12,7 @@ import { DEMO_CONFIG_PATH, loadConfigFile } from '../src/service/config/index.ts
 import { type RunningServer, startServer } from '../src/service/server.ts'
 import { cleanupEnabled, debrisOf } from '../steps/support/cleanup.ts'
 import { BODY_LIMIT, ExchangeLog } from '../steps/support/exchanges.ts'
+import { type CliResult, explain, ROOT, runCli } from './fixtures/cli.ts'
 import { DEMO } from './helpers.ts'
 
 // The HTTP exchanges of each scenario in the reports, redacted (steps/support/exchanges.ts), and the
@@ -20,36 +20,12 @@ import { DEMO } from './helpers.ts'
 // real suite side by side: against the embedded service, and against the demo service in this process
 // described by a profile (an external target, so cleanup is on).
 
-const BIN = new URL('../bin/vc-harness.mjs', import.meta.url).pathname
-const ROOT = new URL('..', import.meta.url).pathname
 // Login scenarios (tenants provisioned through the portal: keys and templates) and one full issuance
 // (the wallet's offer, token and credential requests: a pre-authorized code, an access token).
 const TAGS = '@interface-4.1 or (@interface-2.3 and @interface-2.4)'
 const DEMO_SECRETS = [DEMO.app.secret, DEMO.verifierApp.secret, DEMO.admin.secret, DEMO.operator.secret]
 
-interface Result {
-  code: number | null
-  stdout: string
-  stderr: string
-}
-
-function cli(args: string[], env: Record<string, string> = {}): Promise<Result> {
-  const child = spawn(process.execPath, [BIN, 'conformance', ...args], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, VC_HARNESS_TARGET: '', VC_HARNESS_PROFILE: '', NO_COLOR: '1', ...env },
-  })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (chunk: Buffer) => {
-    stdout += chunk
-  })
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk
-  })
-  return new Promise((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })))
-}
-const explain = (r: Result) => `exit ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`
+const cli = (args: string[], env: Record<string, string> = {}) => runCli(['conformance', ...args], { env })
 
 interface JsonScenario {
   name: string
@@ -110,8 +86,8 @@ after(() => {
 
 describe('conformance runs: exchanges in the reports, cleanup on an external target', () => {
   let server: RunningServer
-  let embedded: Result
-  let external: Result
+  let embedded: CliResult
+  let external: CliResult
   const embeddedDir = tempDir()
   const externalDir = tempDir()
 
