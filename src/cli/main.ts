@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs'
-
 const USAGE = `Usage: vc-harness <command> [options]
 
 Commands:
@@ -24,18 +22,11 @@ const commands: Record<string, (argv: string[]) => Promise<number | undefined>> 
   bench: async (argv) => (await import('../../bench/run.ts')).bench(argv),
 }
 
-/** The package's version, from its package.json (read, not imported: nothing else loads). */
-function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-    version?: string
-  }
-  return pkg.version ?? 'unknown'
-}
-
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv
   if (name === '--version' || name === '-v') {
-    console.log(version())
+    // read lazily: --help and the other commands do not need it
+    console.log((await import('../service/util/version.ts')).PACKAGE_VERSION)
     return 0
   }
   if (name === undefined || name === 'help' || name === '--help' || name === '-h') {
