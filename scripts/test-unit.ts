@@ -1,0 +1,28 @@
+import { spawnSync } from 'node:child_process'
+import { readdirSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { sharedFiles } from '../test/groups/members.ts'
+
+// `npm run test:unit`: the files with root hooks in a process each, the others in two shared processes
+// (test/groups/members.ts says why), four of them so no one is the long pole; two at a time, as before. Extra arguments go to node --test.
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url))
+const shared = new Set(sharedFiles())
+const own = readdirSync(`${ROOT}test`)
+  .filter((f) => f.endsWith('.test.ts') && !shared.has(f))
+  .map((f) => `test/${f}`)
+const result = spawnSync(
+  process.execPath,
+  [
+    '--import',
+    'tsx',
+    '--test',
+    '--test-concurrency=2',
+    '--test-reporter=spec',
+    ...process.argv.slice(2),
+    ...[1, 2, 3, 4].map((k) => `test/groups/shared-${k}.ts`),
+    ...own,
+  ],
+  { cwd: ROOT, stdio: 'inherit' },
+)
+process.exit(result.status ?? 1)
