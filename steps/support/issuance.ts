@@ -11,6 +11,7 @@ import type {
   Wallet,
 } from '../../src/wallet/index.ts'
 import type { IssuanceSession } from '../../src/wallet/issuance.ts'
+import { walletAttempt } from './wallet-outcome.ts'
 import type { FlowWorld, TemplateRole } from './world-types.ts'
 
 // The issuance side of a scenario: one simulated wallet, the offer it scans, the process behind it and
@@ -125,30 +126,22 @@ export class IssuanceFlow {
   }
 
   private async attempt(what: string, work: () => Promise<unknown>) {
-    try {
-      this.outcome = { ok: true, what, value: await work() }
-    } catch (error) {
-      const e = error as {
-        name?: string
-        step?: string
-        status?: number
-        error?: string
-        errorDescription?: string
-        message: string
-      }
-      if (e.name !== 'WalletProtocolError') throw error
-      this.outcome = {
-        ok: false,
-        what,
-        error: {
-          step: e.step ?? '?',
-          status: e.status ?? 0,
-          ...(e.error ? { error: e.error } : {}),
-          ...(e.errorDescription ? { errorDescription: e.errorDescription } : {}),
-          message: e.message,
-        },
-      }
-    }
+    const attempt = await walletAttempt(what, work, { usage: false })
+    if (attempt.kind === 'usage') throw new Error(attempt.message) // not reached: usage errors are rethrown
+    this.outcome =
+      attempt.kind === 'ok'
+        ? { ok: true, what, value: attempt.result }
+        : {
+            ok: false,
+            what,
+            error: {
+              step: attempt.step,
+              status: attempt.status,
+              ...(attempt.error ? { error: attempt.error } : {}),
+              ...(attempt.description ? { errorDescription: attempt.description } : {}),
+              message: attempt.message,
+            },
+          }
   }
 
   /**

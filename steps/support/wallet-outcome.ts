@@ -18,8 +18,15 @@ export type WalletAttempt<T> =
     }
   | { kind: 'usage'; what: string; name: string; message: string }
 
-/** Runs `work`, turning the wallet's protocol and usage errors into an outcome; anything else is rethrown. */
-export async function walletAttempt<T>(what: string, work: () => Promise<T>): Promise<WalletAttempt<T>> {
+/**
+ * Runs `work`, turning the wallet's protocol and usage errors into an outcome; anything else is rethrown
+ * (usage errors too with `usage: false`: a step that cannot run as written is the scenario's mistake).
+ */
+export async function walletAttempt<T>(
+  what: string,
+  work: () => Promise<T>,
+  options: { usage?: boolean } = {},
+): Promise<WalletAttempt<T>> {
   try {
     return { kind: 'ok', what, result: await work() }
   } catch (error) {
@@ -42,7 +49,7 @@ export async function walletAttempt<T>(what: string, work: () => Promise<T>): Pr
         message: e.message,
       }
     }
-    if (e.name !== undefined && USAGE_ERRORS.has(e.name))
+    if (options.usage !== false && e.name !== undefined && USAGE_ERRORS.has(e.name))
       return { kind: 'usage', what, name: e.name, message: e.message }
     throw error
   }
