@@ -11,6 +11,8 @@ export function shellQuote(value: string): string {
 
 /** The placeholders a wallet command may use. */
 export const PLACEHOLDERS = ['link', 'trust_anchor', 'wallet_file', 'case'] as const
+/** A placeholder, with the quotes a user may have put around it. */
+const PLACEHOLDER = new RegExp(`(['"]?)\\{(${PLACEHOLDERS.join('|')})\\}\\1`, 'g')
 
 /**
  * The command for one case: every `{link}`, `{trust_anchor}`, `{wallet_file}` and `{case}` replaced by the
@@ -26,10 +28,7 @@ export function commandFor(
     wallet_file: ctx.walletFile,
     case: ctx.testCase.id,
   }
-  return template.replace(
-    /(['"]?)\{(link|trust_anchor|wallet_file|case)\}\1/g,
-    (_m, _q, name: keyof typeof values) => shellQuote(values[name]),
-  )
+  return template.replace(PLACEHOLDER, (_m, _q, name: keyof typeof values) => shellQuote(values[name]))
 }
 
 /** Checks a --wallet-command: it must hand the link over somewhere. */

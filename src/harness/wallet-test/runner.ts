@@ -397,9 +397,16 @@ async function runCase(run: CaseRun): Promise<CaseResult> {
       testCase,
       line: `${exchange.method} ${exchange.endpoint} → ${exchange.status}`,
     })
-    if (driver.interactive && settled(testCase, faults.exchanges(tenant))) {
-      // A credential received without a notification yet: give the wallet a moment to send one.
+    if (!driver.interactive) return
+    // A person's wallet: the evidence settles the case (a moment for what follows it), or it holds the
+    // credential and gets a while to notify before it is judged.
+    if (settled(testCase, faults.exchanges(tenant))) {
       setTimeout(stop, testCase.flow.kind === 'issuance' ? 1_000 : 500)
+    } else if (
+      (exchange.endpoint === 'credential' || exchange.endpoint === 'deferred') &&
+      exchange.status === 200
+    ) {
+      setTimeout(stop, 10_000)
     }
   })
   let result: DriverResult = {}
@@ -414,17 +421,6 @@ async function runCase(run: CaseRun): Promise<CaseResult> {
       setTimeout(stop, run.settleMs)
     },
   )
-  if (driver.interactive && testCase.flow.kind === 'issuance') {
-    // A person's wallet: once it has the credential, wait a while for its notification, then judge.
-    const poll = setInterval(() => {
-      const x = faults.exchanges(tenant)
-      if (x.some((r) => (r.endpoint === 'credential' || r.endpoint === 'deferred') && r.status === 200)) {
-        clearInterval(poll)
-        setTimeout(stop, 10_000)
-      }
-    }, 250)
-    void ended.then(() => clearInterval(poll))
-  }
   await ended
   clearTimeout(timer)
   controller.abort()
@@ -435,7 +431,6 @@ async function runCase(run: CaseRun): Promise<CaseResult> {
     ...(driver.interactive ? {} : { exitCode: result.exitCode ?? null }),
     windowSeconds,
   }
-  if (result.exitCode === undefined && !driver.interactive) evidence.exitCode = null
   if (flow.sessionId) {
     const read = await run.api.readSession(flow.token, flow.sessionId)
     if (read.status === 200) {
