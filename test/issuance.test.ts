@@ -113,6 +113,8 @@ describe('4.3 read process', () => {
       headers: auth(app),
     })
     assert.equal(response.statusCode, 200)
+    // Issue 19: a process carries credentials and personal data; no cache may keep it.
+    assert.equal(response.headers['cache-control'], 'no-store')
     const body = response.json()
     assert.deepEqual(Object.keys(body).sort(), [
       'createdAt',

@@ -133,6 +133,19 @@ describe('credential offer', () => {
     expectOAuth(await getOffer(t.app, processId), 404, 'not_found', /closed.*ISSUED/)
   })
 
+  // Issue 19: an expired code's offer URL answered 200 once the code had been redeemed (a token issued, no credential).
+  test('a code past its lifetime closes the offer: 404 unredeemed, and 404 when redeemed but never used', async () => {
+    const unredeemed = await newOffer(t.app, 'degree')
+    const redeemed = await newOffer(t.app, 'degree')
+    const token = await postToken(t.app, { grant_type: PRE_AUTH, 'pre-authorized_code': redeemed.code })
+    assert.equal(token.statusCode, 200, token.body)
+    assert.equal((await getOffer(t.app, redeemed.processId)).statusCode, 200, 'redeemed, within the lifetime')
+    t.clock.advance(600_000)
+    expectOAuth(await getOffer(t.app, unredeemed.processId), 404, 'not_found', /expired at .* unredeemed/)
+    const late = expectOAuth(await getOffer(t.app, redeemed.processId), 404, 'not_found', /expired at /)
+    assert.doesNotMatch(late.error_description, /unredeemed/)
+  })
+
   test("another tenant's process answers 404 like an unknown id; an unknown tenant 404", async () => {
     const { processId } = await newOffer(t.app, 'degree')
     expectOAuth(await getOffer(t.app, processId, 'other'), 404, 'not_found', /no credential offer/)

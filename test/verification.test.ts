@@ -747,6 +747,7 @@ describe('4.7 read a verification session', () => {
     const { status, body, response } = await readSession(t.app, rp, s.id)
     assert.equal(status, 202)
     assert.match(String(response.headers['content-type']), /^application\/json/)
+    assert.equal(response.headers['cache-control'], 'no-store', 'issue 19: never cached')
     for (const field of [
       'Id',
       'PresentationSubmission',

@@ -93,6 +93,9 @@ declare module 'fastify' {
   }
 }
 
+/** The relying-party API and the portal: every answer is per caller and most carry personal data. */
+const API_PATH = /^\/(?:api|admin|portal)\//
+
 // Bodies are validated strictly (no type coercion); query strings, params and headers arrive as text
 // and are coerced. Neither instance strips unknown fields: they are rejected with a 400 naming them.
 function validatorCompiler() {
@@ -126,8 +129,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorateRequest('principal', null)
   app.addSchema(ProblemSchema)
   app.addSchema(ProcessSchema)
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', async (request, reply) => {
     reply.header('X-Content-Type-Options', 'nosniff')
+    // Processes, sessions and keys carry credentials and personal data: no cache may keep them (RFC 9111 §5.2.2.5).
+    if (API_PATH.test(request.url) && !reply.hasHeader('Cache-Control'))
+      reply.header('Cache-Control', 'no-store')
   })
   // Root hooks, added before any route plugin: they run for the encapsulated wallet-facing plugins too.
   if (faults) installExchangeObserver(app, faults, clock)

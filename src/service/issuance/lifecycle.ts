@@ -79,6 +79,10 @@ export function transition(
       if (processState(process, grant, now) === 'EXPIRED') {
         return refuse('expired', `the offer of process "${id}" expired unredeemed`)
       }
+      // A redeemed code past its lifetime is dead too: the offer hands out a bearer code no one may use.
+      if (grant && now >= grant.codeExpiresAt) {
+        return refuse('expired', `the pre-authorized code of process "${id}" expired`)
+      }
       return status === 'PENDING' ? move('PENDING', 'offer_retrieved') : closed()
     case 'request_credential':
       if (status !== 'PENDING') return closed()

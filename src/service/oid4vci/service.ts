@@ -114,7 +114,7 @@ export class Oid4vciService {
       throw new OAuthError(
         'not_found',
         open.refusal === 'expired'
-          ? `credential offer "${processId}" expired at ${isoTime(grant.codeExpiresAt)} unredeemed`
+          ? `credential offer "${processId}" expired at ${isoTime(grant.codeExpiresAt)}${grant.codeState === 'live' ? ' unredeemed' : ''}`
           : `credential offer "${processId}" is closed (process ${process.status})`,
       )
     }
