@@ -7,10 +7,11 @@ import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
 import { checkDataDir, parseServeArgs } from '../src/cli/serve.ts'
 import { ok, parseCredentialOfferUri, RelyingPartyClient } from '../src/client/index.ts'
+import { buildApp } from '../src/service/app.ts'
 import { DEMO_CONFIG_PATH } from '../src/service/config/index.ts'
 import { locateJsonProblem } from '../src/service/config/json-position.ts'
 import { loggedPath } from '../src/service/request-log.ts'
-import { DEMO } from './helpers.ts'
+import { DEMO, twoTenantConfig } from './helpers.ts'
 
 const BIN = new URL('../bin/vc-harness.mjs', import.meta.url).pathname
 
@@ -329,5 +330,26 @@ describe('vc-harness serve: user errors', { concurrency: true }, () => {
     assert.equal(loggedPath('/docs/static/index.html'), undefined)
     assert.equal(loggedPath('/demo/api/verification'), undefined)
     assert.equal(loggedPath('/documents'), '/documents')
+  })
+
+  // Issue 19: with --log-level, pino's request lines carried whole offer URLs (whoever reads one fetches the code).
+  test('pino full logs show paths as the request log does: no query string, capability ids cut', async () => {
+    const lines: string[] = []
+    const app = await buildApp({
+      config: twoTenantConfig(),
+      logger: { level: 'info', stream: { write: (line: string) => void lines.push(line) } },
+    })
+    try {
+      const id = '3f1c2b7a-9e4d-4c1b-8a6f-2d5e7c9b1a00'
+      await app.inject({ url: `/oid4vci/demo/credential-offer/${id}?code=secret-code` })
+      const requests = lines.map((line) => JSON.parse(line) as { req?: { url: string } }).filter((l) => l.req)
+      assert.deepEqual(
+        requests.map((l) => l.req?.url),
+        ['/oid4vci/demo/credential-offer/3f1c2b7a…?…'],
+      )
+      assert.ok(!lines.join('').includes(id) && !lines.join('').includes('secret-code'), lines.join(''))
+    } finally {
+      await app.close()
+    }
   })
 })

@@ -33,7 +33,7 @@ import { Oid4vpService } from './oid4vp/service.ts'
 import { portalRoutes } from './portal/routes.ts'
 import { seedFromConfig } from './portal/seed.ts'
 import { PortalService } from './portal/service.ts'
-import { installRequestLog, type RequestLogWriter } from './request-log.ts'
+import { installRequestLog, type RequestLogWriter, withRedactedUrls } from './request-log.ts'
 import { StatusLists } from './status/service.ts'
 import type { Store } from './store/index.ts'
 import { openSqliteStore } from './store/sqlite.ts'
@@ -117,7 +117,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const clock = options.clock ?? systemClock
   const store = options.store ?? (await openSqliteStore(options.dataDir ?? ':memory:', { clock }))
   const app = Fastify({
-    logger: options.logger ?? false,
+    logger: withRedactedUrls(options.logger ?? false),
     bodyLimit: config.bodyLimitBytes,
     return503OnClosing: true,
   })

@@ -14,7 +14,7 @@
 // logged: they are neither wallet-facing nor relying-party calls (the demo's backend calls the API over
 // HTTP like any relying party, and those calls are logged).
 
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 
 export type RequestLogWriter = (line: string) => void
 
@@ -40,7 +40,41 @@ export function loggedPath(url: string): string | undefined {
   const query = url.search(/[?#]/)
   const path = query < 0 ? url : url.slice(0, query)
   if (UNLOGGED.some((prefix) => path === prefix || path.startsWith(`${prefix}/`))) return undefined
+  return redactedPath(url)
+}
+
+/** The URL with its query string dropped and capability ids shortened: what any log may show of a request. */
+export function redactedPath(url: string): string {
+  const query = url.search(/[?#]/)
+  const path = query < 0 ? url : url.slice(0, query)
   return `${path.split('/').map(segment).join('/')}${query < 0 ? '' : '?…'}`
+}
+
+/**
+ * pino's full logs (`serve --log-level L`) under the same rule: Fastify's request serializer would write the
+ * whole URL, offer URLs (and so their pre-authorized codes) included.
+ */
+export function withRedactedUrls(logger: FastifyServerOptions['logger']): FastifyServerOptions['logger'] {
+  if (!logger || typeof logger !== 'object') return logger
+  return {
+    ...logger,
+    serializers: {
+      req: (request: {
+        method: string
+        url: string
+        host?: string
+        ip?: string
+        socket?: { remotePort?: number }
+      }) => ({
+        method: request.method,
+        url: redactedPath(request.url),
+        host: request.host,
+        remoteAddress: request.ip,
+        remotePort: request.socket?.remotePort,
+      }),
+      ...(logger as { serializers?: Record<string, unknown> }).serializers,
+    },
+  } as FastifyServerOptions['logger']
 }
 
 /** One line of the log. */
