@@ -168,3 +168,22 @@ describe('import cycles', () => {
     assert.deepEqual(cycles, [], `import cycles found:\n  ${cycles.join('\n  ')}`)
   })
 })
+
+// src/service/store/kysely.ts loads kysely's CommonJS build (start-up time); a value import of 'kysely'
+// anywhere else would load its ES build beside it, two copies whose `sql` and `Kysely` do not mix.
+describe('one copy of kysely', () => {
+  test("values of kysely come only from src/service/store/kysely.ts; elsewhere only `import type … from 'kysely'`", () => {
+    const files = [...FOLDERS, 'test', 'scripts'].flatMap((f) => sourceFiles(join(ROOT, f)))
+    const offenders = files.filter((file) => {
+      if (file.endsWith(join('store', 'kysely.ts'))) return false
+      const { importedFiles } = ts.preProcessFile(readFileSync(file, 'utf8'), true, true)
+      if (!importedFiles.some((f) => f.fileName === 'kysely')) return false
+      // One statement: nothing between `import` and `from` may be a quote (no semicolons in this code base).
+      return /^import (?!type )[^'"]*from 'kysely'/m.test(readFileSync(file, 'utf8'))
+    })
+    assert.deepEqual(
+      offenders.map((f) => relative(ROOT, f)),
+      [],
+    )
+  })
+})

@@ -1577,3 +1577,64 @@ describe('wallet endpoints of the other tenant', () => {
     assert.equal(foreign.statusCode, 404)
   })
 })
+
+// Issue 19: every anonymous POST …/nonce wrote a durable row (~2,400/s from one client). A c_nonce is now
+// stateless (src/service/oid4vci/nonces.ts): nothing is written until it is used, and it stays single use.
+describe('c_nonce: no durable write until used', () => {
+  let t: TestApp
+  before(async () => {
+    t = await makeApp(oid4vciConfig())
+  })
+  after(() => t.close())
+  const rows = () => t.app.services.store.nonces.deleteExpired(Number.MAX_SAFE_INTEGER)
+  const send = (jwt: string, accessToken: string) =>
+    walletPost(t.app, 'credential', accessToken, jwtRequest('degree', jwt))
+
+  test('200 nonces handed out write no row; the one used writes one; a replay is refused', async () => {
+    const nonces = new Set<string>()
+    for (let i = 0; i < 200; i++) nonces.add(await nonceOf(t.app))
+    assert.equal(nonces.size, 200, 'each is fresh')
+    assert.equal(await rows(), 0, 'nothing was written for them')
+    const holder = newHolder()
+    const [nonce] = nonces
+    const first = await grantFor(t.app, 'degree')
+    const used = await send(proofJwt(holder, t.clock, nonce), first.accessToken)
+    assert.equal(used.statusCode, 202, used.body)
+    const second = await grantFor(t.app, 'degree')
+    expectOAuth(
+      await send(proofJwt(holder, t.clock, nonce), second.accessToken),
+      400,
+      'invalid_nonce',
+      /already used/,
+    )
+    assert.equal(await rows(), 1, 'the use, kept until the nonce expires')
+  })
+
+  test('a forged, altered, re-encoded or other tenant nonce is refused and writes nothing', async () => {
+    const holder = newHolder()
+    const g = await grantFor(t.app, 'degree')
+    const genuine = await nonceOf(t.app)
+    const raw = Buffer.from(genuine, 'base64url')
+    const later = Buffer.from(raw)
+    later.writeBigUInt64BE(later.readBigUInt64BE(0) + 3_600_000n) // a longer life, MAC unchanged
+    const otherTenant = (await t.app.inject({ method: 'POST', url: '/oid4vci/other/nonce' })).json<{
+      c_nonce: string
+    }>().c_nonce
+    const last = genuine.at(-1) ?? 'A'
+    // The last character of 40 bytes in base64url carries 2 unused bits: a different letter, same bytes.
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+    const reencoded = `${genuine.slice(0, -1)}${alphabet[alphabet.indexOf(last) ^ 1]}`
+    assert.deepEqual(Buffer.from(reencoded, 'base64url'), raw, 'the same bytes, spelled otherwise')
+    for (const forged of [later.toString('base64url'), otherTenant, reencoded, `${genuine}A`]) {
+      expectOAuth(
+        await send(proofJwt(holder, t.clock, forged), g.accessToken),
+        400,
+        'invalid_nonce',
+        /unknown/,
+      )
+    }
+    assert.equal(await rows(), 0)
+    const ok = await send(proofJwt(holder, t.clock, genuine), g.accessToken)
+    assert.equal(ok.statusCode, 202, ok.body)
+  })
+})

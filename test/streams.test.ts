@@ -213,6 +213,24 @@ describe('event streams of processes and sessions', () => {
     assert.equal(((await byAdmin.json()) as { code: string }).code, 'role_forbidden')
   })
 
+  // Found by the fuzzer (issue 19): a HEAD of a stream hung; Node sends a HEAD answer's head only at its end.
+  test('HEAD of a stream answers the head and ends, subscribing nothing', async () => {
+    const offer = await openOffer()
+    const events = server.app.services.events as unknown as {
+      emitter: { listenerCount(name: string): number }
+    }
+    const before = events.emitter.listenerCount('event')
+    const head = await fetch(`${server.url}/admin/v1/issuanceRequests/${offer.processId}/events`, {
+      method: 'HEAD',
+      headers: { authorization: `jwt ${issuerToken}` },
+      signal: AbortSignal.timeout(5000),
+    })
+    assert.equal(head.status, 200)
+    assert.match(head.headers.get('content-type') ?? '', /^text\/event-stream/)
+    assert.equal(await head.text(), '')
+    assert.equal(events.emitter.listenerCount('event'), before)
+  })
+
   test('a client that goes away unsubscribes: no listener is left behind', async () => {
     const offer = await openOffer()
     const events = server.app.services.events as unknown as {

@@ -1,4 +1,4 @@
-import { accessSync, constants, statSync } from 'node:fs'
+import { accessSync, constants, statSync, unlinkSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 // Type only: the sandbox (and its QR code library) loads only with --sandbox or the demo.
@@ -6,19 +6,39 @@ import type { SandboxPlan } from '../harness/sandbox.ts'
 import { type ClusterOptions, checkWorkerCount, startCluster } from '../service/cluster.ts'
 import type { ServiceConfig } from '../service/config/index.ts'
 import { ConfigError, DEMO_CONFIG_PATH, loadConfigFile } from '../service/config/index.ts'
+import {
+  DATA_KEY_ENV,
+  DATA_KEY_FILE_ENV,
+  DataKeyError,
+  type DataKeyring,
+  type ResolvedDataKeys,
+  resolveDataKeys,
+} from '../service/crypto/data-key.ts'
+import { fileStatus, modeText, sharedBits } from '../service/crypto/private-files.ts'
 import { stdoutRequestLog } from '../service/request-log.ts'
 import { type ServerOptions, startServer } from '../service/server.ts'
 import { DATABASE_FILE } from '../service/store/sqlite.ts'
 
 export const SERVE_USAGE = `Usage: vc-harness serve [--config FILE] [--port N] [--host H] [--data DIR] [--public-url URL]
                         [--workers N] [--log-level LEVEL] [--demo | --no-demo] [--issue T] [--verify T]
+                        [--data-key-file FILE] [--allow-shared-data-dir]
                         [--sandbox [--once] [--sandbox-log FILE]]
                         [--sandbox --wallet-plan NAME [--case-timeout S] [--reports DIR]]
 
   --config FILE       service configuration (JSON, see config/config.schema.json); default: the embedded demo
   --port N            TCP port; default 8080 (0 picks a free one)
   --host H            interface to listen on; default 127.0.0.1 (0.0.0.0: every interface, e.g. for phones)
-  --data DIR          folder of the SQLite database, or :memory:; default .vc-harness
+  --data DIR          folder of the SQLite database, or :memory:; default .vc-harness. Created 0700, the
+                      database 0600; an existing one open to other users (or not this user's) is refused
+  --data-key-file FILE
+                      the data key that encrypts private keys and webhook secrets in the database (base64 of
+                      32 bytes; several, newest first, during a rotation); the file mode 0600 or stricter.
+                      Or $VC_HARNESS_DATA_KEY_FILE, or the key itself in $VC_HARNESS_DATA_KEY. Required with a
+                      --config whose webhooks.mode is "production" and a database on disk; otherwise generated
+                      into <data>/data.key (docs/security.md)
+  --allow-shared-data-dir
+                      start on a --data folder or database other users may read or write, or owned by another
+                      user (refused by default: it holds the service's keys)
   --public-url URL    base URL wallets reach, used in offers and requests (e.g. http://192.168.1.20:8080);
                       overrides the configuration's publicUrl; default: that, else the listening URL
   --workers N         serve from N processes sharing the port and the database in --data (docs/scaling.md);
@@ -59,7 +79,8 @@ Wallet test plans by hand (docs/wallet-testing.md):
   --reports DIR       where the wallet test reports and trust-anchor.pem go; default reports/wallet-test
 
 Exit codes: 2 for a bad option or configuration (also a --sandbox or demo template no application key may use,
-and a --data folder that cannot hold the database); 1 when the service cannot listen (port in use, …).`
+a --data folder that cannot hold the database or is open to other users, and a missing or wrong data key); 1 when
+the service cannot listen (port in use, …).`
 
 /**
  * A mistake of the person running the command (a port in use, a --data path that cannot hold the database):
@@ -138,6 +159,8 @@ export function parseServeArgs(argv: string[]) {
       port: { type: 'string', default: '8080' },
       host: { type: 'string', default: '127.0.0.1' },
       data: { type: 'string', default: '.vc-harness' },
+      'data-key-file': { type: 'string' },
+      'allow-shared-data-dir': { type: 'boolean' },
       'public-url': { type: 'string' },
       workers: { type: 'string', default: '1' },
       'log-level': { type: 'string' },
@@ -206,7 +229,8 @@ export async function serve(argv: string[]): Promise<number | undefined> {
     })
   }
   const loaded = loadConfigFile(values.config ?? DEMO_CONFIG_PATH)
-  checkDataDir(values.data)
+  checkDataDir(values.data, { allowShared: values['allow-shared-data-dir'] === true })
+  const dataKeys = chooseDataKeys(values, !usingDemo && loaded.webhooks.mode !== 'test')
   // One line per request unless --quiet; --log-level replaces it with pino's full logs.
   const requestLog = !values.quiet && !values['log-level']
   // The service prefers config.publicUrl over the listening URL (src/service/app.ts), so the option goes there.
@@ -235,7 +259,7 @@ export async function serve(argv: string[]): Promise<number | undefined> {
     plugins.push({ plugin: demoPlugin({ config, plan }), prefix: '/demo' })
   }
 
-  const where = { host: values.host, port, dataDir: values.data }
+  const where = { host: values.host, port, dataDir: values.data, dataKeys }
   if (workers > 1) {
     await starting(
       where,
@@ -249,6 +273,7 @@ export async function serve(argv: string[]): Promise<number | undefined> {
         ...(requestLog ? { requestLog: true } : {}),
         usingDemo,
         exitOnStdinClose: values['exit-on-stdin-close'] === true,
+        resolvedKeys: dataKeys,
       }),
     )
     return
@@ -264,6 +289,7 @@ export async function serve(argv: string[]): Promise<number | undefined> {
       ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
       ...(requestLog ? { requestLog: stdoutRequestLog } : {}),
       plugins,
+      dataKeys: dataKeys.keyring,
     }),
   )
   console.log(`vc-harness listening on ${server.url}`)
@@ -271,6 +297,7 @@ export async function serve(argv: string[]): Promise<number | undefined> {
     console.log(`  public URL (in offers and requests): ${config.publicUrl}`)
   }
   console.log(`  data: ${values.data === ':memory:' ? 'in memory (lost on exit)' : values.data}`)
+  for (const line of dataKeyLines(dataKeys)) console.log(`  ${line}`)
   console.log(`  API docs: ${server.url}/docs`)
   if (requestLog) console.log(REQUEST_LOG_NOTE)
   if (plugins.length > 0) {
@@ -329,10 +356,77 @@ export async function serve(argv: string[]): Promise<number | undefined> {
 }
 
 /**
+ * The data key (docs/security.md, "Data at rest"): --data-key-file, $VC_HARNESS_DATA_KEY_FILE or
+ * $VC_HARNESS_DATA_KEY; without one, `<data>/data.key` (generated) for the embedded demo and test-mode
+ * configurations, an in-memory key for --data :memory:, and exit 2 saying how to make one in production
+ * mode (a --config whose webhooks.mode is not "test", a database on disk).
+ */
+function chooseDataKeys(
+  values: { data: string; 'data-key-file'?: string | undefined },
+  production: boolean,
+): ResolvedDataKeys {
+  const fromOption = values['data-key-file']
+  const fromEnv = process.env[DATA_KEY_FILE_ENV] || undefined
+  const keyText = process.env[DATA_KEY_ENV] || undefined
+  // Read once: children of this process (a wallet command, anything a plug-in spawns) need not inherit it;
+  // cluster workers get the keys over IPC.
+  delete process.env[DATA_KEY_ENV]
+  try {
+    return resolveDataKeys({
+      dataDir: values.data,
+      keyFile: fromOption ?? fromEnv,
+      keyFileOrigin: fromOption !== undefined ? '--data-key-file' : DATA_KEY_FILE_ENV,
+      keyText,
+      production,
+    })
+  } catch (error) {
+    if (error instanceof DataKeyError) throw new UserError(error.message)
+    throw error
+  }
+}
+
+/** The banner's data key lines: where the key came from, and what the start re-sealed (a rotation). */
+function dataKeyLines({ keyring, description }: { keyring: DataKeyring; description: string }): string[] {
+  if (keyring.resealed === 0) return [description]
+  return [
+    description,
+    `data key: re-encrypted ${keyring.resealed} stored secret(s) under id ${keyring.currentId}; keys other than it can now be dropped (docs/security.md)`,
+  ]
+}
+
+/**
+ * Why an existing --data folder must not be used as it is, or undefined: owned by another user, or the
+ * folder, the database or its -wal/-shm files open to group or others. It holds the service's keys (sealed,
+ * but also API key hashes, processes, sessions and everything else in clear).
+ */
+function exposure(dir: string): string | undefined {
+  if (process.platform === 'win32') return undefined
+  const folder = fileStatus(dir)
+  const uid = process.getuid?.()
+  if (!folder) return undefined
+  if (uid !== undefined && folder.uid !== uid) {
+    return `the folder belongs to another user (uid ${folder.uid}; this process runs as uid ${uid}) and holds the service's keys: use a folder of this user's, or --allow-shared-data-dir if that is intended`
+  }
+  const database = join(dir, DATABASE_FILE)
+  const open = [dir, database, `${database}-wal`, `${database}-shm`].flatMap((path) => {
+    const status = fileStatus(path)
+    return status && sharedBits(status.mode) !== 0 ? [{ path, mode: status.mode }] : []
+  })
+  if (open.length === 0) return undefined
+  const files = open.filter((o) => o.path !== dir).map((o) => o.path)
+  const fix = [
+    ...(open.some((o) => o.path === dir) ? [`chmod 700 ${dir}`] : []),
+    ...(files.length > 0 ? [`chmod 600 ${files.join(' ')}`] : []),
+  ].join(' && ')
+  const list = open.map((o) => `${o.path} (mode ${modeText(o.mode)})`).join(', ')
+  return `open to other users: ${list}. It holds the service's keys: ${fix}, or start with --allow-shared-data-dir if other users are meant to have it`
+}
+
+/**
  * --data: a folder that holds (or can hold) the database, checked before anything starts, so that a file in
  * the way or a folder without write permission is named at once (SQLite's own error says neither).
  */
-export function checkDataDir(dir: string): void {
+export function checkDataDir(dir: string, options: { allowShared?: boolean } = {}): void {
   if (dir === ':memory:') return
   const problem = (what: string) => new UserError(`--data ${dir}: ${what}`)
   const writable = (path: string) => {
@@ -373,6 +467,8 @@ export function checkDataDir(dir: string): void {
         throw problem(`${DATABASE_FILE} there is not writable`)
       }
     }
+    const exposed = options.allowShared ? undefined : exposure(dir)
+    if (exposed) throw problem(exposed)
     return
   }
   // Missing: it is created, so the nearest existing folder above it must be writable.
@@ -386,10 +482,19 @@ export function checkDataDir(dir: string): void {
  * Awaits the start of the service and turns what the person running it can fix into a UserError (no stack
  * trace): the port taken or not allowed, the host not an address of this machine, the database unusable.
  */
-async function starting<T>(where: { host: string; port: number; dataDir: string }, start: Promise<T>) {
+async function starting<T>(
+  where: { host: string; port: number; dataDir: string; dataKeys: ResolvedDataKeys },
+  start: Promise<T>,
+) {
   try {
     return await start
   } catch (error) {
+    if (error instanceof DataKeyError) {
+      // The database holds values of another key: the store's re-sealing rolled back and nothing was sealed
+      // under a key generated for this start (every later write comes after it), so that key file goes again.
+      if (where.dataKeys.generatedFile !== undefined) unlinkSync(where.dataKeys.generatedFile)
+      throw new UserError(error.message)
+    }
     const { code, name, message } = error as NodeJS.ErrnoException
     const address = `${where.host}:${where.port}`
     if (code === 'EADDRINUSE') {
@@ -431,10 +536,14 @@ function printDemoKeys(config: ServiceConfig) {
 
 /** --workers N > 1: the primary forks the workers, reports, and shuts them all down on a signal. */
 async function serveCluster(
-  options: Omit<ClusterOptions, 'publicUrl'> & { usingDemo: boolean; exitOnStdinClose: boolean },
+  options: Omit<ClusterOptions, 'publicUrl' | 'dataKeys'> & {
+    usingDemo: boolean
+    exitOnStdinClose: boolean
+    resolvedKeys: ResolvedDataKeys
+  },
 ) {
-  const { usingDemo, exitOnStdinClose, ...clusterOptions } = options
-  const running = await startCluster(clusterOptions)
+  const { usingDemo, exitOnStdinClose, resolvedKeys, ...clusterOptions } = options
+  const running = await startCluster({ ...clusterOptions, dataKeys: resolvedKeys.keyring })
   console.log(
     `vc-harness listening on ${running.url} (${running.workers} workers: ${running.pids.join(', ')})`,
   )
@@ -443,6 +552,7 @@ async function serveCluster(
     console.log(`  public URL (in offers and requests): ${config.publicUrl}`)
   }
   console.log(`  data: ${options.dataDir} (shared by every worker; docs/scaling.md)`)
+  for (const line of dataKeyLines(resolvedKeys)) console.log(`  ${line}`)
   console.log(`  API docs: ${running.url}/docs`)
   if (options.requestLog) console.log(REQUEST_LOG_NOTE)
   if (usingDemo) printDemoKeys(config)

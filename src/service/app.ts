@@ -1,6 +1,8 @@
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { ValidateFunction } from 'ajv'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import { Type } from 'typebox'
 import { authRoutes } from './auth/routes.ts'
@@ -10,6 +12,7 @@ import { AccessTokens } from './auth/tokens.ts'
 import type { ServiceConfig } from './config/index.ts'
 import type { CheckMetrics } from './credentials/pipeline.ts'
 import { httpStatusListSource, StatusChecker, type StatusListSource } from './credentials/status.ts'
+import type { DataKeyring } from './crypto/data-key.ts'
 import { configuredVerifier, IssuerCertificates } from './crypto/issuer-certificates.ts'
 import { IssuerKeys } from './crypto/issuer-keys.ts'
 import { loadServiceKey } from './crypto/keys.ts'
@@ -33,13 +36,16 @@ import { Oid4vpService } from './oid4vp/service.ts'
 import { portalRoutes } from './portal/routes.ts'
 import { seedFromConfig } from './portal/seed.ts'
 import { PortalService } from './portal/service.ts'
+import { exemptFrom, installWalletRateLimit, LoginLimits } from './rate-limit.ts'
 import { installRequestLog, type RequestLogWriter, withRedactedUrls } from './request-log.ts'
+import { RetentionPurge } from './retention.ts'
 import { StatusLists } from './status/service.ts'
 import type { Store } from './store/index.ts'
 import { openSqliteStore } from './store/sqlite.ts'
 import { streamRoutes } from './streams/routes.ts'
 import { newAjv } from './util/ajv.ts'
 import { type Clock, systemClock } from './util/clock.ts'
+import { installJsonLimits } from './util/json-limits.ts'
 import { PublicUrls } from './util/urls.ts'
 import { PACKAGE_VERSION } from './util/version.ts'
 import { verificationRoutes } from './verification/routes.ts'
@@ -68,6 +74,8 @@ export interface AppOptions {
    * purpose, and a record of every wallet-facing exchange. Refused unless `webhooks.mode` is 'test'.
    */
   faults?: FaultRegistry
+  /** The data key sealing private keys and webhook secrets in the store it opens (docs/security.md). */
+  dataKeys?: DataKeyring
 }
 
 export interface AppServices {
@@ -85,6 +93,8 @@ export interface AppServices {
   oid4vp: Oid4vpService
   webhooks: WebhookService
   webhookDispatcher: WebhookDispatcher
+  /** The background purge of closed flows (docs/security.md, "Retention"). */
+  retention: RetentionPurge
 }
 
 declare module 'fastify' {
@@ -102,8 +112,19 @@ function validatorCompiler() {
   const options = { allErrors: true, removeAdditional: false, useDefaults: true, strict: false } as const
   const body = newAjv({ ...options, coerceTypes: false })
   const text = newAjv({ ...options, coerceTypes: 'array' })
-  return ({ schema, httpPart }: { schema: object; httpPart?: string }) =>
-    (httpPart === 'body' ? body : text).compile(schema)
+  // Compiled at the route's first request, not at start-up (~140 ms of `serve`'s start, bench/startup.ts).
+  // test/fuzz-openapi.test.ts sends every route requests, so a schema Ajv refuses still fails a test.
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) => {
+    let compiled: ValidateFunction | undefined
+    const validate = (data: unknown) => {
+      compiled ??= (httpPart === 'body' ? body : text).compile(schema)
+      const ok = compiled(data)
+      validate.errors = compiled.errors
+      return ok
+    }
+    validate.errors = undefined as ValidateFunction['errors']
+    return validate
+  }
 }
 
 /** Builds the service (plugins, routes, store, keys) without listening: tests drive it with `inject`. */
@@ -115,17 +136,49 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     )
   }
   const clock = options.clock ?? systemClock
-  const store = options.store ?? (await openSqliteStore(options.dataDir ?? ':memory:', { clock }))
+  const store =
+    options.store ??
+    (await openSqliteStore(options.dataDir ?? ':memory:', {
+      clock,
+      ...(options.dataKeys ? { dataKeys: options.dataKeys } : {}),
+    }))
   const app = Fastify({
     logger: withRedactedUrls(options.logger ?? false),
     bodyLimit: config.bodyLimitBytes,
     return503OnClosing: true,
+    // Response serializers compile at their route's first answer, not at start-up.
+    schemaController: {
+      compilersFactory: {
+        buildSerializer: (external, options) => {
+          const compile = SerializerSelector()(external, options)
+          return (route) => {
+            let serialize: ((data: unknown) => string) | undefined
+            return (data) => {
+              serialize ??= compile(route)
+              return serialize(data)
+            }
+          }
+        },
+      },
+    },
+    // Slow clients (a body one byte every 2 s, headers that never end) must not hold connections: Node answers
+    // 408 and closes; its timeout checks run every connectionsCheckingInterval (default 30 s, too coarse).
+    requestTimeout: config.http.requestTimeoutMs,
+    connectionTimeout: config.http.idleTimeoutMs,
+    keepAliveTimeout: config.http.keepAliveTimeoutMs,
+    http: {
+      headersTimeout: config.http.headersTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, config.http.headersTimeoutMs / 2),
+    },
+    trustProxy: config.http.trustProxy.length > 0 ? config.http.trustProxy : false,
   })
+  app.server.maxConnections = config.http.maxConnections
   if (!options.store) app.addHook('onClose', () => store.close())
   // A root hook before any route plugin: it sees every route and every 404.
   if (options.requestLog) installRequestLog(app, options.requestLog)
   app.setValidatorCompiler(validatorCompiler())
   installErrorHandling(app)
+  installJsonLimits(app)
   app.decorateRequest('principal', null)
   app.addSchema(ProblemSchema)
   app.addSchema(ProcessSchema)
@@ -135,7 +188,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     if (API_PATH.test(request.url) && !reply.hasHeader('Cache-Control'))
       reply.header('Cache-Control', 'no-store')
   })
+  // Loopback is exempt in test mode: the conformance suite and the benchmarks drive the service from this machine.
+  const exempt = exemptFrom(config.rateLimits, config.webhooks.mode === 'test')
   // Root hooks, added before any route plugin: they run for the encapsulated wallet-facing plugins too.
+  installWalletRateLimit(app, config.rateLimits, exempt, clock)
   if (faults) installExchangeObserver(app, faults, clock)
 
   await seedFromConfig(store, config, clock)
@@ -144,7 +200,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     () => config.publicUrl ?? options.publicUrl?.() ?? 'http://127.0.0.1',
     config.walletScheme,
   )
-  const auth = new AuthService(store, new AccessTokens(key, clock, config.tokenLifetimeSeconds))
+  const auth = new AuthService(
+    store,
+    new AccessTokens(key, clock, config.tokenLifetimeSeconds),
+    new LoginLimits(config.rateLimits, exempt, clock),
+  )
   const events = new ServiceEvents()
   const outbox = new WebhookOutbox(clock)
   const webhookDispatcher = new WebhookDispatcher({
@@ -202,6 +262,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     events,
     issuerKeys,
     options: config.oid4vci,
+    nonceSecret: key.deriveSecret('oid4vci c_nonce'),
     status,
     ...metrics,
     ...(faults && { faults: new CredentialFaults(faults, { store, statusLists, clock }) }),
@@ -257,11 +318,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     oid4vp,
     webhooks: new WebhookService(store, clock, webhookDispatcher),
     webhookDispatcher,
+    retention: new RetentionPurge({ store, clock, options: config.retention, log: app.log }),
   }
   app.decorate('services', services)
   // Deliveries start once the app is ready and stop before the store closes; unfinished ones resume at the next start.
   app.addHook('onReady', async () => webhookDispatcher.start())
   app.addHook('preClose', async () => webhookDispatcher.stop())
+  // The purge runs shortly after ready, then every retention.purgeIntervalSeconds; a run under way ends first.
+  app.addHook('onReady', async () => services.retention.start())
+  app.addHook('preClose', async () => services.retention.stop())
 
   await app.register(swagger, {
     openapi: {

@@ -2,6 +2,7 @@ import cluster, { type Worker } from 'node:cluster'
 import { availableParallelism } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import type { ServiceConfig } from './config/index.ts'
+import { DataKeyring, localDataKeys } from './crypto/data-key.ts'
 import { loadServiceKey } from './crypto/keys.ts'
 import type { ServiceEvent } from './events.ts'
 import { seedFromConfig } from './portal/seed.ts'
@@ -44,6 +45,12 @@ export interface ClusterOptions {
   requestLog?: boolean
   /** Outbox scan interval of every worker's webhook dispatcher; default DEFAULT_WEBHOOK_POLL_MS. */
   webhookPollMs?: number
+  /**
+   * The data key sealing private keys and webhook secrets (docs/security.md). Workers get it over IPC like
+   * the configuration: not through a file, nor their environment (which a worker's own children would
+   * inherit). Default: `<dataDir>/data.key`, generated when missing (openSqliteStore's default).
+   */
+  dataKeys?: DataKeyring
   /** Called when a worker died unexpectedly (and whether it was replaced); default: a line on stderr. */
   onWorkerExit?: (info: {
     pid: number
@@ -83,6 +90,8 @@ interface WorkerStart {
   logLevel?: string
   requestLog?: boolean
   webhookPollMs: number
+  /** DataKeyring.export(): the keys as text, parsed again by the worker. */
+  dataKeys: string
 }
 type ToWorker =
   | { vcHarness: 'start'; options: WorkerStart }
@@ -120,8 +129,13 @@ export function checkWorkerCount(workers: number): void {
  * (access-token signing key; its HKDF-derived secrets sign pre-authorized codes, tx_codes and list cursors).
  * Workers then find it all in place: their own boot re-applies the seed idempotently and loads the same key.
  */
-export async function prepareDatabase(config: ServiceConfig, dataDir: string): Promise<void> {
-  const store = await openSqliteStore(dataDir)
+export async function prepareDatabase(
+  config: ServiceConfig,
+  dataDir: string,
+  dataKeys?: DataKeyring,
+): Promise<void> {
+  // Also seals the stored secrets under the current data key once, before any worker reads them.
+  const store = await openSqliteStore(dataDir, dataKeys ? { dataKeys } : {})
   try {
     await seedFromConfig(store, config, systemClock)
     await loadServiceKey(store, systemClock)
@@ -171,7 +185,9 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
   }
   const config =
     options.publicUrl === undefined ? options.config : { ...options.config, publicUrl: options.publicUrl }
-  await prepareDatabase(config, options.dataDir)
+  // One key for all: resolved here, so workers never race to generate one.
+  const dataKeys = options.dataKeys ?? localDataKeys(options.dataDir).keyring
+  await prepareDatabase(config, options.dataDir, dataKeys)
 
   cluster.setupPrimary({
     exec: fileURLToPath(import.meta.url),
@@ -184,6 +200,7 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
     port: options.port,
     dataDir: options.dataDir,
     webhookPollMs: options.webhookPollMs ?? DEFAULT_WEBHOOK_POLL_MS,
+    dataKeys: dataKeys.export(),
     ...(options.logLevel !== undefined ? { logLevel: options.logLevel } : {}),
     ...(options.requestLog ? { requestLog: true } : {}),
   }
@@ -371,6 +388,8 @@ function runWorker() {
           port: m.options.port,
           dataDir: m.options.dataDir,
           webhookPollMs: m.options.webhookPollMs,
+          // Exported by the primary from keys it parsed: parsing them again cannot fail.
+          dataKeys: DataKeyring.parse(m.options.dataKeys, 'the data keys from the cluster primary'),
           ...(m.options.logLevel !== undefined ? { logLevel: m.options.logLevel } : {}),
           ...(m.options.requestLog ? { requestLog: stdoutRequestLog } : {}),
         }).then(

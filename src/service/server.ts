@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import { buildApp } from './app.ts'
 import type { ServiceConfig } from './config/index.ts'
+import type { DataKeyring } from './crypto/data-key.ts'
 import type { RequestLogWriter } from './request-log.ts'
 import type { Clock } from './util/clock.ts'
 
@@ -22,6 +23,8 @@ export interface ServerOptions {
   plugins?: { plugin: FastifyPluginAsync<{ baseUrl: () => string }>; prefix?: string }[]
   /** Scan the webhook outbox at least this often (ms): set when other processes share the database. */
   webhookPollMs?: number
+  /** The data key of the store (docs/security.md); default: the store's own choice (openSqliteStore). */
+  dataKeys?: DataKeyring
 }
 
 export interface RunningServer {
@@ -42,6 +45,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...(options.webhookPollMs !== undefined ? { webhookPollMs: options.webhookPollMs } : {}),
     logger: options.logLevel ? { level: options.logLevel } : false,
     ...(options.requestLog ? { requestLog: options.requestLog } : {}),
+    ...(options.dataKeys ? { dataKeys: options.dataKeys } : {}),
   })
   for (const { plugin, prefix } of options.plugins ?? []) {
     await app.register(plugin, { baseUrl: () => listeningUrl, ...(prefix ? { prefix } : {}) })

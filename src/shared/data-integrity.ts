@@ -2,18 +2,37 @@
 // the document loader serves a fixed set of bundled contexts and did:key documents, nothing else.
 
 import { sign as cryptoSign, type KeyObject } from 'node:crypto'
-import { contexts as credentialsContexts } from '@digitalbazaar/credentials-context'
-import { DataIntegrityProof } from '@digitalbazaar/data-integrity'
-import { contexts as dataIntegrityContexts } from '@digitalbazaar/data-integrity-context'
-import * as Ed25519Multikey from '@digitalbazaar/ed25519-multikey'
-import { cryptosuite as eddsaRdfc2022 } from '@digitalbazaar/eddsa-rdfc-2022-cryptosuite'
-import { contexts as multikeyContexts } from '@digitalbazaar/multikey-context'
-import jsigs from 'jsonld-signatures'
 import { algForKey, DidKeyError, didKeyFromPublicKey, didOf, resolveDidKey } from './did-key.ts'
 import { isObject } from './json.ts'
+import { lazyImport } from './lazy.ts'
 import { VC_JWT_MEDIA_TYPE } from './wire.ts'
 
-const { AuthenticationProofPurpose } = jsigs.purposes
+// The Digital Bazaar libraries (jsonld, rdf-canonize, the bundled contexts: some 300 modules) load at the
+// first proof signed or verified, once, not with this module.
+const libraries = lazyImport(async () => {
+  const [credentials, integrity, integrityContext, multikey, eddsa, multikeyContext, jsigs] =
+    await Promise.all([
+      import('@digitalbazaar/credentials-context'),
+      import('@digitalbazaar/data-integrity'),
+      import('@digitalbazaar/data-integrity-context'),
+      import('@digitalbazaar/ed25519-multikey'),
+      import('@digitalbazaar/eddsa-rdfc-2022-cryptosuite'),
+      import('@digitalbazaar/multikey-context'),
+      import('jsonld-signatures'),
+    ])
+  return {
+    DataIntegrityProof: integrity.DataIntegrityProof,
+    Ed25519Multikey: multikey,
+    eddsaRdfc2022: eddsa.cryptosuite,
+    jsigs: jsigs.default,
+    AuthenticationProofPurpose: jsigs.default.purposes.AuthenticationProofPurpose,
+    staticDocuments: new Map<string, unknown>([
+      ...credentials.contexts,
+      ...integrityContext.contexts,
+      ...multikeyContext.contexts,
+    ]) as ReadonlyMap<string, unknown>,
+  }
+})
 
 export const VC_V2_CONTEXT = 'https://www.w3.org/ns/credentials/v2'
 /**
@@ -29,15 +48,10 @@ const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/
 
 // --- document loader -----------------------------------------------------------------------------------
 
-const STATIC_DOCUMENTS: ReadonlyMap<string, unknown> = new Map<string, unknown>([
-  ...credentialsContexts,
-  ...dataIntegrityContexts,
-  ...multikeyContexts,
-])
-
 type LoadedDocument = { document: unknown; documentUrl: string; contextUrl: null }
 
 async function verificationMethodDocument(kid: string, did: string): Promise<Record<string, unknown>> {
+  const { Ed25519Multikey } = await libraries()
   const key = await Ed25519Multikey.from({
     '@context': MULTIKEY_CONTEXT,
     type: 'Multikey',
@@ -76,7 +90,7 @@ async function loadDidKey(url: string): Promise<Record<string, unknown>> {
 
 /** Static, offline JSON-LD document loader: bundled contexts and Ed25519 did:key documents only. */
 export const documentLoader = async (url: string): Promise<LoadedDocument> => {
-  const document = STATIC_DOCUMENTS.get(url)
+  const document = (await libraries()).staticDocuments.get(url)
   if (document !== undefined) return { document, documentUrl: url, contextUrl: null }
   if (typeof url === 'string' && url.startsWith('did:key:')) {
     return { document: await loadDidKey(url), documentUrl: url, contextUrl: null }
@@ -115,6 +129,7 @@ export async function signPresentation(
 ): Promise<Record<string, unknown>> {
   if (presentation.proof !== undefined) throw new Error('presentation already has a proof')
   const document = structuredClone(presentation)
+  const { DataIntegrityProof, eddsaRdfc2022, AuthenticationProofPurpose, jsigs } = await libraries()
   const suite = new DataIntegrityProof({ signer, cryptosuite: eddsaRdfc2022, date: options.created })
   const purpose = new AuthenticationProofPurpose({ challenge: options.challenge, domain: options.domain })
   return jsigs.sign(document, { suite, purpose, documentLoader })
@@ -222,6 +237,7 @@ export async function verifyPresentation(
   const errors = precheck(presentation, proof, options)
   if (errors.length > 0) return { verified: false, errors }
 
+  const { DataIntegrityProof, eddsaRdfc2022, AuthenticationProofPurpose, jsigs } = await libraries()
   const suite = new DataIntegrityProof({ cryptosuite: eddsaRdfc2022 })
   const purpose = new AuthenticationProofPurpose({ challenge: options.challenge, domain: options.domain })
   let result: Awaited<ReturnType<typeof jsigs.verify>>

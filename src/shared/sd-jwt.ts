@@ -1,11 +1,11 @@
 import { createHash, createPublicKey, type KeyObject, type JsonWebKey as NodeJwk } from 'node:crypto'
-import { SDJwtInstance } from '@sd-jwt/core'
+import type { SDJwtInstance } from '@sd-jwt/core'
 import { digest, generateSalt } from '@sd-jwt/crypto-nodejs'
-import { SDJwtVcInstance } from '@sd-jwt/sd-jwt-vc'
 import type { DisclosureFrame, PresentationFrame } from '@sd-jwt/types'
 import { isJwsAlg, type JwsAlg } from './did-key.ts'
 import { isObject } from './json.ts'
 import { decodeJws, signInput, verifyInput } from './jws.ts'
+import { lazyImport } from './lazy.ts'
 import { KB_JWT_TYP, SD_JWT_VC_TYP, SD_JWT_VC_TYP_LEGACY } from './wire.ts'
 
 // SD-JWT VC (IETF draft-ietf-oauth-sd-jwt-vc; SD-JWT RFC 9901) for the service, the wallet and the verifier.
@@ -14,6 +14,10 @@ import { KB_JWT_TYP, SD_JWT_VC_TYP, SD_JWT_VC_TYP_LEGACY } from './wire.ts'
 // JWT, and the key-binding JWT's audience and freshness (the library checks only its nonce and sd_hash).
 
 const FUTURE_SKEW_SECONDS = 60
+
+// Loaded at the first SD-JWT issued, verified or presented (@sd-jwt/sd-jwt-vc brings zod along).
+const sdJwtCore = lazyImport(() => import('@sd-jwt/core'))
+const sdJwtVc = lazyImport(() => import('@sd-jwt/sd-jwt-vc'))
 
 export class SdJwtError extends Error {
   override name = 'SdJwtError'
@@ -54,7 +58,8 @@ export async function issueSdJwtVc(
   disclosable: readonly string[],
   key: SdJwtIssuerKey,
 ): Promise<string> {
-  const instance = new SDJwtVcInstance({
+  const vc = await sdJwtVc()
+  const instance = new vc.SDJwtVcInstance({
     hasher: digest,
     hashAlg: 'sha-256',
     saltGenerator: generateSalt,
@@ -133,7 +138,8 @@ export async function verifySdJwtVc(compact: string, options: SdJwtVerifyOptions
   const issuerKey = await options.issuerKey(header, payload)
   const cnf = isObject(payload.cnf) && isObject(payload.cnf.jwk) ? (payload.cnf.jwk as JsonWebKey) : undefined
   let kbKey: KeyObject | undefined
-  const instance = new SDJwtInstance({
+  const core = await sdJwtCore()
+  const instance = new core.SDJwtInstance({
     hasher: digest,
     hashAlg: 'sha-256',
     verifier: (data, signature) => verifyInput(alg, data, signature, issuerKey),
@@ -192,7 +198,8 @@ export async function presentSdJwtVc(
   const frame = frameOf(disclose, (parent, name) => {
     parent[name] = true
   })
-  const instance = new SDJwtInstance({
+  const core = await sdJwtCore()
+  const instance = new core.SDJwtInstance({
     hasher: digest,
     hashAlg: 'sha-256',
     kbSignAlg: keyBinding.alg,
@@ -205,7 +212,8 @@ export async function presentSdJwtVc(
 
 /** The claims an SD-JWT carries with all its disclosures applied, without verifying anything (display). */
 export async function sdJwtClaims(compact: string): Promise<Record<string, unknown>> {
-  const instance = new SDJwtInstance({ hasher: digest, hashAlg: 'sha-256' })
+  const core = await sdJwtCore()
+  const instance = new core.SDJwtInstance({ hasher: digest, hashAlg: 'sha-256' })
   const claims = { ...((await instance.getClaims(compact)) as Record<string, unknown>) }
   delete claims._sd
   delete claims._sd_alg

@@ -1,6 +1,3 @@
-// The polyfill must be evaluated before @peculiar/x509: its dependency tsyringe throws at import without a
-// Reflect metadata API. ESM evaluates imports in order, so this side-effect import stays first.
-import 'reflect-metadata'
 import {
   createHash,
   createPrivateKey,
@@ -9,14 +6,28 @@ import {
   randomBytes,
   webcrypto,
 } from 'node:crypto'
-import * as x509 from '@peculiar/x509'
+import type * as x509 from '@peculiar/x509'
+import { lazyRequire } from './lazy.ts'
 
 // X.509 for both sides of the wire (HAIP asks for x509 issuer keys): a test CA and leaf certificates for the
 // service, `x5c` arrays (RFC 7515 §4.1.6), path validation to configured trust anchors (RFC 5280 §6) for the
 // wallet and the verifier, and the OpenID4VP 1.0 `x509_hash` client identifier value.
 // The service, the wallet and the verifier import this file; it imports nothing of theirs.
 
-x509.cryptoProvider.set(webcrypto as unknown as Crypto)
+// @peculiar/x509 (CommonJS: its ASN.1 schemas, tsyringe) loads at the first certificate parsed or made, not
+// with this module: a service whose configuration names no certificate starts without it.
+const reflectMetadata = lazyRequire<unknown>('reflect-metadata')
+const peculiarX509 = lazyRequire<typeof x509>('@peculiar/x509')
+let loaded: typeof x509 | undefined
+function x509Lib(): typeof x509 {
+  if (loaded) return loaded
+  // The polyfill first: tsyringe, a dependency of @peculiar/x509, throws at load without a Reflect metadata API.
+  reflectMetadata()
+  const lib = peculiarX509()
+  lib.cryptoProvider.set(webcrypto as unknown as Crypto)
+  loaded = lib
+  return lib
+}
 
 const P256 = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const
 /** A chain longer than this is refused before any signature is checked (bounded work per credential). */
@@ -31,11 +42,12 @@ export class X509Error extends Error {
 export type CertificateInput = string | Uint8Array
 
 function parse(input: CertificateInput, what: string): x509.X509Certificate {
+  const lib = x509Lib()
   try {
     // A copy into a plain ArrayBuffer: a Buffer may be a view of Node's shared pool.
-    if (typeof input !== 'string') return new x509.X509Certificate(new Uint8Array(input))
+    if (typeof input !== 'string') return new lib.X509Certificate(new Uint8Array(input))
     const text = input.trim()
-    return new x509.X509Certificate(
+    return new lib.X509Certificate(
       text.startsWith('-----BEGIN') ? text : new Uint8Array(Buffer.from(text, 'base64')),
     )
   } catch (error) {
@@ -97,9 +109,10 @@ export interface TestCa {
 export async function generateTestCa(
   options: { name?: string; now?: number; validityDays?: number } = {},
 ): Promise<TestCa> {
+  const lib = x509Lib()
   const now = options.now ?? Date.now()
   const keys = (await webcrypto.subtle.generateKey(P256, true, ['sign', 'verify'])) as CryptoKeyPair
-  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+  const cert = await lib.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(),
     name: options.name ?? 'CN=vc-harness Test CA, O=vc-harness',
     notBefore: new Date(now - DAY),
@@ -107,9 +120,9 @@ export async function generateTestCa(
     keys,
     signingAlgorithm: P256,
     extensions: [
-      new x509.BasicConstraintsExtension(true, 0, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
-      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
+      new lib.BasicConstraintsExtension(true, 0, true),
+      new lib.KeyUsagesExtension(lib.KeyUsageFlags.keyCertSign | lib.KeyUsageFlags.cRLSign, true),
+      await lib.SubjectKeyIdentifierExtension.create(keys.publicKey),
     ],
   })
   const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey))
@@ -137,6 +150,7 @@ export interface CertificateRequest {
 
 /** A certificate for `publicKey` signed by `issuer` (DER). End-entity by default: keyUsage digitalSignature. */
 export async function issueCertificate(request: CertificateRequest): Promise<Buffer> {
+  const lib = x509Lib()
   const issuerCert = parse(request.issuer.certificate, 'issuer certificate')
   const now = Date.now()
   const names = [
@@ -145,17 +159,17 @@ export async function issueCertificate(request: CertificateRequest): Promise<Buf
   ]
   const extensions: x509.Extension[] = request.ca
     ? [
-        new x509.BasicConstraintsExtension(true, 0, true),
-        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign, true),
+        new lib.BasicConstraintsExtension(true, 0, true),
+        new lib.KeyUsagesExtension(lib.KeyUsageFlags.keyCertSign, true),
       ]
     : [
-        new x509.BasicConstraintsExtension(false, undefined, true),
-        new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+        new lib.BasicConstraintsExtension(false, undefined, true),
+        new lib.KeyUsagesExtension(lib.KeyUsageFlags.digitalSignature, true),
       ]
-  if (names.length > 0) extensions.push(new x509.SubjectAlternativeNameExtension(names))
-  extensions.push(await x509.AuthorityKeyIdentifierExtension.create(issuerCert.publicKey))
-  extensions.push(await x509.SubjectKeyIdentifierExtension.create(spki(request.publicKey)))
-  const cert = await x509.X509CertificateGenerator.create({
+  if (names.length > 0) extensions.push(new lib.SubjectAlternativeNameExtension(names))
+  extensions.push(await lib.AuthorityKeyIdentifierExtension.create(issuerCert.publicKey))
+  extensions.push(await lib.SubjectKeyIdentifierExtension.create(spki(request.publicKey)))
+  const cert = await lib.X509CertificateGenerator.create({
     serialNumber: serial(),
     subject: request.subject ?? `CN=${request.dns?.[0] ?? request.uris?.[0] ?? 'vc-harness issuer'}`,
     issuer: issuerCert.subject,
@@ -208,11 +222,12 @@ function checkCriticalExtensions(cert: x509.X509Certificate, what: string) {
  * (§6.1.4 (l), (m)): `below` counts the non-self-issued intermediates between it and the leaf.
  */
 function checkIssuerConstraints(cert: x509.X509Certificate, below: number, what: string) {
-  const bc = cert.getExtension(x509.BasicConstraintsExtension)
+  const lib = x509Lib()
+  const bc = cert.getExtension(lib.BasicConstraintsExtension)
   if (!bc?.ca)
     throw new X509Error(`${what} issued a certificate but is not a CA (basicConstraints cA is not set)`)
-  const ku = cert.getExtension(x509.KeyUsagesExtension)
-  if (ku && (ku.usages & x509.KeyUsageFlags.keyCertSign) === 0) {
+  const ku = cert.getExtension(lib.KeyUsagesExtension)
+  if (ku && (ku.usages & lib.KeyUsageFlags.keyCertSign) === 0) {
     throw new X509Error(`${what} issued a certificate but its keyUsage lacks keyCertSign`)
   }
   if (bc.pathLength !== undefined && below > bc.pathLength) {
@@ -305,8 +320,9 @@ export async function verifyX5c(
   // The anchor's own validity: a configured but expired anchor no longer vouches for anything.
   checkDates(anchor, when, `trust anchor (${anchor.subject})`)
   if (path.length === 0) checkCriticalExtensions(leaf, label(leaf, 0, count))
-  const ku = leaf.getExtension(x509.KeyUsagesExtension)
-  if (ku && (ku.usages & x509.KeyUsageFlags.digitalSignature) === 0) {
+  const lib = x509Lib()
+  const ku = leaf.getExtension(lib.KeyUsagesExtension)
+  if (ku && (ku.usages & lib.KeyUsageFlags.digitalSignature) === 0) {
     throw new X509Error(`${label(leaf, 0, count)}: its keyUsage lacks digitalSignature`)
   }
   const { dns, uris } = subjectAltNames(leaf)
@@ -324,8 +340,9 @@ export function subjectAltNames(input: CertificateInput | x509.X509Certificate):
   dns: string[]
   uris: string[]
 } {
-  const cert = input instanceof x509.X509Certificate ? input : parse(input, 'certificate')
-  const items = cert.getExtension(x509.SubjectAlternativeNameExtension)?.names.items ?? []
+  const lib = x509Lib()
+  const cert = input instanceof lib.X509Certificate ? input : parse(input, 'certificate')
+  const items = cert.getExtension(lib.SubjectAlternativeNameExtension)?.names.items ?? []
   return {
     dns: items.filter((n) => n.type === 'dns').map((n) => n.value),
     uris: items.filter((n) => n.type === 'url').map((n) => n.value),

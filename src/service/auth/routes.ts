@@ -9,6 +9,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ auth: AuthService }> = asyn
       authorization: headers.authorization,
       tenant: headers.tenant,
       ssiconfig: headers.ssiconfig,
+      clientAddress: request.ip,
     })
     // Set on the raw response so the wire keeps the document's exact spelling (Fastify lower-cases names).
     reply.raw.setHeader('Token', token)

@@ -1,5 +1,6 @@
 import type { Role } from '../config/schema.ts'
 import { AppError } from '../errors/problem.ts'
+import type { LoginLimits } from '../rate-limit.ts'
 import type { Store } from '../store/index.ts'
 import { DUMMY_HASH, verifySecret } from './secrets.ts'
 import type { AccessTokens, Principal } from './tokens.ts'
@@ -8,6 +9,8 @@ export interface LoginInput {
   authorization: string | undefined
   tenant: string | undefined
   ssiconfig: string | undefined
+  /** The client's address (rate limits count failed logins per address). */
+  clientAddress: string
 }
 
 const BASIC_CHALLENGE = { 'WWW-Authenticate': 'Basic realm="vc-harness", charset="UTF-8"' }
@@ -37,6 +40,7 @@ export class AuthService {
   constructor(
     private readonly store: Store,
     private readonly tokens: AccessTokens,
+    private readonly limits: LoginLimits,
   ) {}
 
   /** Section 4.1: API key (HTTP Basic) + tenant + ssiconfig → access token. */
@@ -48,11 +52,22 @@ export class AuthService {
     }
     if (!input.tenant) throw new AppError('missing_header', 'header "tenant" (the tenant id) is required')
     const credentials = parseBasic(input.authorization)
-    if (!credentials) throw badCredentials()
-    const key = await this.store.apiKeys.get(credentials.id)
-    // Always hash, even for an unknown id, so timing does not reveal which ids exist.
-    const secretOk = verifySecret(credentials.secret, key?.secretHash ?? DUMMY_HASH)
-    if (!key || !secretOk || key.revokedAt !== null || key.tenantId !== input.tenant) throw badCredentials()
+    const keyId = credentials?.id ?? ''
+    // Over the failure allowance: 429 before the secret is checked, so guessing stops costing us anything.
+    const blocked = this.limits.blocked(keyId, input.clientAddress)
+    if (blocked) {
+      throw new AppError('too_many_requests', `${blocked.what}; retry after ${blocked.wait} s`, {
+        headers: { 'Retry-After': String(blocked.wait) },
+      })
+    }
+    // A known and an unknown id do the same work (one row read, one HMAC, the same checks), so timing does
+    // not reveal which ids exist (docs/api.md; bench/login-timing.ts measures it).
+    const { key, found } = await this.store.apiKeys.forLogin(keyId, DUMMY_HASH)
+    const secretOk = verifySecret(credentials?.secret ?? '', key.secretHash)
+    if (!found || !secretOk || key.revokedAt !== null || key.tenantId !== input.tenant) {
+      this.limits.failed(keyId, input.clientAddress)
+      throw badCredentials()
+    }
 
     const template = await this.chooseTemplate(key.tenantId, key.templateId, input.ssiconfig || undefined)
     const principal = { tenantId: key.tenantId, keyId: key.id, role: key.role, template }

@@ -25,7 +25,8 @@ function checkEntry(
   let path: unknown = entry.path
   let format: unknown = entry.format
   if (isObject(entry.path_nested)) {
-    if (entry.path !== '$' || !VP_FORMATS.includes(String(entry.format))) {
+    // typeof first: String() of a wallet's object may throw ({"toString": 1}); found by the fuzzer.
+    if (entry.path !== '$' || typeof entry.format !== 'string' || !VP_FORMATS.includes(entry.format)) {
       return `${at} must point at the vp_token ("$", jwt_vp) before path_nested`
     }
     path = entry.path_nested.path
@@ -35,7 +36,7 @@ function checkEntry(
   if (index === undefined) {
     return `${at} path ${JSON.stringify(path)} is not a plain $.verifiableCredential[n] path (expressions are never evaluated)`
   }
-  if (!VC_FORMATS.includes(String(format)))
+  if (typeof format !== 'string' || !VC_FORMATS.includes(format))
     return `${at} format ${JSON.stringify(format)} is not jwt_vc or jwt_vc_json`
   const n = Number(index)
   if (n >= credentialCount) return `${at} points at credential ${n}, which is not in the vp_token`

@@ -1,9 +1,9 @@
 import type { KeyObject } from 'node:crypto'
-import { request } from 'undici'
 import { getStatus, readStatusList, type StatusList } from '../../shared/bitstring.ts'
 import { JWS_ALGS, resolveDidKey } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { decodeJws, verifyJws } from '../../shared/jws.ts'
+import { lazyRequire } from '../../shared/lazy.ts'
 import { readTokenStatusList, type TokenStatusList, tokenStatusAt } from '../../shared/token-status-list.ts'
 import {
   JWT_MEDIA_TYPE,
@@ -19,6 +19,8 @@ import {
 
 const FETCH_TIMEOUT_MS = 5000
 const MAX_LIST_JWT_BYTES = 1024 * 1024
+/** The HTTP client, loaded at the first list fetched from another issuer (this service's own are read in-process). */
+const undici = lazyRequire<typeof import('undici')>('undici')
 
 /** Returns the status-list credential (a JWT) at `url`; throws with a reason when it cannot. */
 export type StatusListSource = (url: string) => Promise<string>
@@ -28,7 +30,7 @@ export type StatusVerdict = { ok: true; status: string } | { ok: false; reason: 
 /** Fetches a status list over HTTP(S): 200 only, no redirects, 5 s, 1 MiB. */
 export const httpStatusListSource: StatusListSource = async (url) => {
   if (!/^https?:\/\//.test(url)) throw new Error('statusListCredential must be an http(s) URL')
-  const response = await request(url, {
+  const response = await undici().request(url, {
     method: 'GET',
     headers: { accept: `${VC_JWT_MEDIA_TYPE}, ${JWT_MEDIA_TYPE}, ${STATUS_LIST_JWT_MEDIA_TYPE}` },
     headersTimeout: FETCH_TIMEOUT_MS,

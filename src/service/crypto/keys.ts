@@ -1,5 +1,12 @@
-import { createPrivateKey, createPublicKey, hkdfSync, type KeyObject } from 'node:crypto'
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, type JWK } from 'jose'
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  hkdfSync,
+  type KeyObject,
+} from 'node:crypto'
+import type { JWK } from 'jose'
 import type { Store } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
 
@@ -37,10 +44,13 @@ function importKey(kid: string, privateJwk: JsonWebKey, publicJwk: JsonWebKey): 
  */
 export async function loadServiceKey(store: Store, clock: Clock): Promise<ServiceKey> {
   if ((await store.serviceKeys.list()).length === 0) {
-    const pair = await generateKeyPair(ALG, { crv: 'Ed25519', extractable: true })
-    const publicJwk = await exportJWK(pair.publicKey)
-    const privateJwk = await exportJWK(pair.privateKey)
-    const kid = await calculateJwkThumbprint(publicJwk)
+    const pair = generateKeyPairSync('ed25519')
+    const publicJwk = pair.publicKey.export({ format: 'jwk' }) as JsonWebKey
+    const privateJwk = pair.privateKey.export({ format: 'jwk' }) as JsonWebKey
+    // RFC 7638 thumbprint: the required members in lexicographic order, no whitespace
+    const kid = createHash('sha256')
+      .update(JSON.stringify({ crv: publicJwk.crv, kty: publicJwk.kty, x: publicJwk.x }))
+      .digest('base64url')
     await store.serviceKeys.create({ kid, alg: ALG, privateJwk, publicJwk, createdAt: clock.now() })
   }
   // Re-read and take the oldest, so processes that booted together on one database agree.

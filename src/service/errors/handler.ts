@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { PROBLEM_MEDIA_TYPE } from '../../shared/wire.ts'
 import { describe } from '../config/index.ts'
+import { JsonLimitError } from '../util/json-limits.ts'
 import { AppError, type ProblemBody, type ProblemCode, problem } from './problem.ts'
 
 function send(reply: FastifyReply, body: ProblemBody, headers: Record<string, string> = {}) {
@@ -36,6 +37,12 @@ function validationProblem(error: FastifyError): ProblemBody {
 export function installErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof AppError) return send(reply, error.toProblem(), error.extra.headers)
+    if (error instanceof JsonLimitError) {
+      return send(
+        reply,
+        problem('json_limit_exceeded', error.message, [{ field: 'body', message: error.reason }]),
+      )
+    }
     if (error.validation) return send(reply, validationProblem(error))
     const mapped = error.code ? FASTIFY_CODES[error.code] : undefined
     if (mapped) return send(reply, problem(mapped, error.message))
@@ -49,12 +56,6 @@ export function installErrorHandling(app: FastifyInstance) {
     send(reply, problem('not_found', `no route ${request.method} ${request.url.split('?')[0]}`)),
   )
   // Only JSON (and, on the wallet-facing routes, forms) are bodies here: text/plain is a 415 like any other type.
+  // The JSON parser itself, with its limits, is util/json-limits.ts (installJsonLimits).
   app.removeContentTypeParser('text/plain')
-  // The interface sends `Content-Type: application/json` with no body on login; accept an empty body.
-  const json = app.getDefaultJsonParser('error', 'error')
-  app.removeContentTypeParser('application/json')
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (body === '' || body === undefined) return done(null, undefined)
-    json(request, body as string, done)
-  })
 }

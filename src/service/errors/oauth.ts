@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify'
 import { FORM_MEDIA_TYPE } from '../../shared/wire.ts'
+import { JsonLimitError } from '../util/json-limits.ts'
 
 // Wallet-facing errors: `{error, error_description}` with the OAuth 2.0 / OpenID4VCI / OpenID4VP codes,
 // never problem+json (ARCHITECTURE.md, "two error families").
@@ -25,6 +26,8 @@ export const OAUTH_ERRORS = {
   session_closed: 409,
   session_expired: 410,
   not_found: 404,
+  /** RFC 8628 §3.5's "slow down", with 429 and Retry-After (RFC 6585 §4): the client's rate limit. */
+  slow_down: 429,
   server_error: 500,
 } as const
 
@@ -58,6 +61,8 @@ export function tokenError(description: string, presented: boolean): OAuthError 
 // Fastify's own client errors on wallet-facing routes become `invalid_request` in the OAuth error shape.
 function toOAuth(error: FastifyError): OAuthError {
   if (error instanceof OAuthError) return error
+  // A JSON body, form field or token payload beyond util/json-limits.ts: malformed input (RFC 6749 §5.2).
+  if (error instanceof JsonLimitError) return new OAuthError('invalid_request', error.message)
   if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE')
     return new OAuthError('invalid_request', 'request body too large')
   if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {

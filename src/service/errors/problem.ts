@@ -14,6 +14,7 @@ export interface ProblemBody {
 /** Every problem code the relying-party API can answer, with its HTTP status and title. */
 export const PROBLEMS = {
   malformed_json: [400, 'Malformed JSON body'],
+  json_limit_exceeded: [400, 'JSON nested too deep or too large'],
   validation_failed: [400, 'Request does not match the schema'],
   invalid_webhook: [400, 'Webhook settings not accepted'],
   missing_header: [400, 'Required header missing'],
@@ -45,6 +46,7 @@ export const PROBLEMS = {
   webhook_endpoint_disabled: [409, 'Webhook endpoint disabled'],
   payload_too_large: [413, 'Request body too large'],
   unsupported_media_type: [415, 'Unsupported media type'],
+  too_many_requests: [429, 'Too many requests'],
   internal_error: [500, 'Internal server error'],
 } as const satisfies Record<string, readonly [number, string]>
 

@@ -76,6 +76,7 @@ export function transition(
     refuse(status === 'REJECTED' ? 'rejected' : 'not_pending', `process "${id}" is ${status}`)
   switch (event) {
     case 'retrieve_offer':
+      if (status !== 'PENDING') return closed()
       if (processState(process, grant, now) === 'EXPIRED') {
         return refuse('expired', `the offer of process "${id}" expired unredeemed`)
       }
@@ -83,7 +84,7 @@ export function transition(
       if (grant && now >= grant.codeExpiresAt) {
         return refuse('expired', `the pre-authorized code of process "${id}" expired`)
       }
-      return status === 'PENDING' ? move('PENDING', 'offer_retrieved') : closed()
+      return move('PENDING', 'offer_retrieved')
     case 'request_credential':
       if (status !== 'PENDING') return closed()
       return process.submitted !== null ? move('ISSUED', 'issued') : move('PENDING', 'holder_bound')

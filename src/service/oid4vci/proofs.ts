@@ -10,6 +10,7 @@ import { type CheckMetrics, checkPresentation } from '../credentials/pipeline.ts
 import { presentationExchange } from '../credentials/presentation-exchange.ts'
 import type { StatusChecker } from '../credentials/status.ts'
 import { OAuthError } from '../errors/oauth.ts'
+import { checkCarriedJson } from '../util/json-limits.ts'
 
 // Key proofs of the credential request (OpenID4VCI Appendix F): what the wallet proves, checked
 // entirely here before anything is stored.
@@ -78,6 +79,8 @@ export function verifyJwtProof(jwt: unknown, ctx: ProofContext): HolderProof {
   } catch (error) {
     throw invalid(`proof JWT is malformed: ${(error as Error).message}`)
   }
+  // Its header and payload within the JSON limits (RFC 8259 §9) before any member is read: 400 invalid_request.
+  checkCarriedJson(jwt, 'proof.jwt')
   if (header.typ !== PROOF_TYP)
     throw invalid(`proof JWT header typ must be "${PROOF_TYP}", got ${JSON.stringify(header.typ)}`)
   if (typeof header.alg !== 'string' || !(JWS_ALGS as readonly string[]).includes(header.alg)) {
@@ -154,6 +157,8 @@ function checkIat(iat: unknown, ctx: ProofContext, what = 'proof JWT iat') {
  */
 export async function verifyDiVpProof(vp: unknown, ctx: ProofContext): Promise<HolderProof> {
   if (!isObject(vp)) throw invalid('di_vp must be a Verifiable Presentation object')
+  // The body's limits held for the object itself; these also bound the credential JWTs it envelops.
+  checkCarriedJson(vp, 'the di_vp proof')
   const proof = Array.isArray(vp.proof) ? vp.proof[0] : vp.proof
   const challenge = isObject(proof) ? proof.challenge : undefined
   if (typeof challenge !== 'string' || challenge.length === 0) {

@@ -24,6 +24,7 @@ import { type Clock, isoTime } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
 import { type PreAuthorizedGrants, sha256 } from './grants.ts'
 import { presentationDefinition, requireIssuer } from './metadata.ts'
+import { CNonces } from './nonces.ts'
 import {
   buildValidator,
   type HolderProof,
@@ -35,8 +36,6 @@ import { requestedConfiguration } from './requests.ts'
 
 const MAX_PROOFS = 10
 const NOTIFICATION_EVENTS = new Set(['credential_accepted', 'credential_failure', 'credential_deleted'])
-// Expired nonces are deleted in passing, once per this many nonces issued.
-const NONCE_SWEEP_EVERY = 1000
 
 export interface Oid4vciDeps {
   store: Store
@@ -48,6 +47,8 @@ export interface Oid4vciDeps {
   events: ServiceEvents
   issuerKeys: IssuerKeys
   options: Oid4vciOptions
+  /** The MAC key of c_nonce values (nonces.ts), derived from the service key so every instance agrees. */
+  nonceSecret: Buffer
   /** Reads the status of credentials shared in a di_vp proof. */
   status: StatusChecker
   /** Told where the time of each di_vp proof's checks went (the bench sets it); none by default. */
@@ -66,9 +67,11 @@ const denied = (process: ProcessRecord) =>
 
 /** The wallet-facing OpenID4VCI issuer of every tenant (docs/issuance.md). */
 export class Oid4vciService {
-  private noncesIssued = 0
+  private readonly nonces: CNonces
 
-  constructor(private readonly deps: Oid4vciDeps) {}
+  constructor(private readonly deps: Oid4vciDeps) {
+    this.nonces = new CNonces(deps.nonceSecret)
+  }
 
   /**
    * Asks the lifecycle (issuance/lifecycle.ts) whether `event` may happen now. A REJECTED process is
@@ -146,17 +149,20 @@ export class Oid4vciService {
   async nonce(tenantId: string) {
     await requireIssuer(this.deps.store, tenantId)
     return {
-      c_nonce: await this.newNonce(tenantId),
+      c_nonce: this.newNonce(tenantId),
       c_nonce_expires_in: this.deps.options.cNonceLifetimeSeconds,
     }
   }
 
-  private async newNonce(tenantId: string): Promise<string> {
-    const value = randomBytes(24).toString('base64url')
-    const now = this.deps.clock.now()
-    await this.deps.store.nonces.create(value, tenantId, now + this.deps.options.cNonceLifetimeSeconds * 1000)
-    if (++this.noncesIssued % NONCE_SWEEP_EVERY === 0) await this.deps.store.nonces.deleteExpired(now)
-    return value
+  private newNonce(tenantId: string): string {
+    return this.nonces.issue(tenantId, this.deps.clock.now() + this.deps.options.cNonceLifetimeSeconds * 1000)
+  }
+
+  /** Single use: true only for the first use of a nonce this service issued to the tenant, while unexpired. */
+  private async useNonce(value: string, tenantId: string): Promise<boolean> {
+    const expiresAt = this.nonces.expiresAt(value, tenantId)
+    if (expiresAt === undefined || expiresAt <= this.deps.clock.now()) return false
+    return this.deps.store.nonces.use(value, tenantId, expiresAt)
   }
 
   /** Token endpoint, pre-authorized code grant (OpenID4VCI section 6). */
@@ -227,7 +233,7 @@ export class Oid4vciService {
       token_type: 'Bearer',
       expires_in: expiresIn,
       ...(!withoutNonce && {
-        c_nonce: await this.newNonce(tenantId),
+        c_nonce: this.newNonce(tenantId),
         c_nonce_expires_in: options.cNonceLifetimeSeconds,
       }),
     }
@@ -363,13 +369,13 @@ export class Oid4vciService {
         `the credential prepared for this offer is bound to ${conflict}, not to the proving holder ${proof.holder.did}`,
       )
     }
-    if (!(await store.nonces.consume(proof.nonce, tenantId, clock.now()))) {
+    if (!(await this.useNonce(proof.nonce, tenantId))) {
       throw new OAuthError(
         'invalid_nonce',
         'the nonce is unknown, expired or already used; fetch a fresh one',
         {
           body: {
-            c_nonce: await this.newNonce(tenantId),
+            c_nonce: this.newNonce(tenantId),
             c_nonce_expires_in: this.deps.options.cNonceLifetimeSeconds,
           },
         },

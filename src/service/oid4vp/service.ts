@@ -1,7 +1,7 @@
 import { createPrivateKey } from 'node:crypto'
-import { compactDecrypt } from 'jose'
 import type { VerificationStep } from '../../shared/flow.ts'
 import { isObject } from '../../shared/json.ts'
+import { lazyImport } from '../../shared/lazy.ts'
 import type { CheckMetrics } from '../credentials/pipeline.ts'
 import type { StatusChecker } from '../credentials/status.ts'
 import { OAuthError } from '../errors/oauth.ts'
@@ -9,11 +9,15 @@ import type { ServiceEvents, WebhookBody } from '../events.ts'
 import type { Exchange, FaultRegistry } from '../faults/index.ts'
 import type { SessionRecord, Store, Validations } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
+import { checkCarriedJson } from '../util/json-limits.ts'
 import { type Verdict, verifyDcqlResponse, verifyResponse } from '../verification/checks.ts'
 import { sessionChanged, transition } from '../verification/lifecycle.ts'
 import type { AuthorizationRequests } from '../verification/service.ts'
 import type { WebhookOutbox } from '../webhooks/outbox.ts'
 import { RESPONSE_ALG, RESPONSE_ENC_VALUES } from './request-v1.ts'
+
+/** jose decrypts direct_post.jwt responses only: loaded at the first one. */
+const jose = lazyImport(() => import('jose'))
 
 // The wallet-facing verifier (docs/verification.md), for both profiles: `pe` (OpenID4VP draft 20 as section
 // 2.7 shows it) and `dcql` (OpenID4VP 1.0: request_uri_method post, direct_post.jwt, a vp_token object).
@@ -22,6 +26,12 @@ import { RESPONSE_ALG, RESPONSE_ENC_VALUES } from './request-v1.ts'
 
 const MAX_DESCRIPTION = 300
 const clip = (text: string) => (text.length > MAX_DESCRIPTION ? `${text.slice(0, MAX_DESCRIPTION)}…` : text)
+/**
+ * A wallet's parameter as text. A form gives strings (or arrays of them), a decrypted direct_post.jwt payload
+ * any JSON: String() of an object with a non-callable `toString` member throws, JSON text never does.
+ */
+const text = (value: unknown) =>
+  typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value))
 
 export interface Oid4vpDeps {
   store: Store
@@ -104,6 +114,7 @@ export class Oid4vpService {
         // reported below
       }
       if (!isObject(metadata)) throw new OAuthError('invalid_request', 'wallet_metadata is not a JSON object')
+      checkCarriedJson(metadata, 'wallet_metadata')
       // §5.10.1: a wallet that names the algorithms it verifies gets a request object it can verify, or none.
       const algs = metadata.request_object_signing_alg_values_supported
       const alg = JSON.parse(
@@ -141,7 +152,7 @@ export class Oid4vpService {
       )
     }
     try {
-      const { plaintext, protectedHeader } = await compactDecrypt(
+      const { plaintext, protectedHeader } = await (await jose()).compactDecrypt(
         jwe,
         createPrivateKey({ key: session.responseKey, format: 'jwk' }),
         { keyManagementAlgorithms: [RESPONSE_ALG], contentEncryptionAlgorithms: [...RESPONSE_ENC_VALUES] },
@@ -178,11 +189,13 @@ export class Oid4vpService {
     const encryptedMode = session.request.response_mode === 'direct_post.jwt'
     const encrypted = encryptedMode && body.response !== undefined
     const params = encrypted ? await this.decrypt(session, body.response) : body
+    // Before anything reads or writes: a response beyond the JSON limits is a 400 that leaves the session open.
+    checkResponseLimits(params)
     observe?.({
       vpToken: params.vp_token !== undefined && params.vp_token !== '',
-      ...(params.error !== undefined && { walletError: String(params.error) }),
+      ...(params.error !== undefined && { walletError: text(params.error) }),
       ...(params.error_description !== undefined && {
-        walletErrorDescription: clip(String(params.error_description)),
+        walletErrorDescription: clip(text(params.error_description)),
       }),
     })
     const { state, nonce, client_id: clientId } = session.request
@@ -195,9 +208,9 @@ export class Oid4vpService {
     const now = this.deps.clock.now()
     const base = { ...session, updatedAt: now, sourceWallet: userAgent ? clip(userAgent) : null }
     if (params.error !== undefined) {
-      const error = String(params.error)
+      const error = text(params.error)
       const description =
-        params.error_description === undefined ? '' : `: ${clip(String(params.error_description))}`
+        params.error_description === undefined ? '' : `: ${clip(text(params.error_description))}`
       const message = `the wallet answered with error ${clip(error)}${description}`
       await this.complete({ ...base, status: 'REJECTED', validations: single('walletResponse', message) })
       return {}
@@ -297,6 +310,22 @@ export class Oid4vpService {
   }
 }
 
+// Form fields whose value is JSON text: vp_token of the dcql profile (OpenID4VP 1.0 §8.1) and the PE
+// presentation_submission (draft 20 §6.1).
+const JSON_TEXT_FIELDS = new Set(['vp_token', 'presentation_submission'])
+
+/**
+ * The response's JSON within util/json-limits.ts: every parameter, the JSON text of vp_token and
+ * presentation_submission, and the tokens they carry (the VP JWT, its credential JWTs, SD-JWT disclosures and
+ * KB-JWTs), members counted over the whole response. Throws JsonLimitError (400 invalid_request).
+ */
+function checkResponseLimits(params: Record<string, unknown>) {
+  const counted = { members: 0 }
+  for (const [field, value] of Object.entries(params)) {
+    checkCarriedJson(value, field, { jsonText: JSON_TEXT_FIELDS.has(field), counted })
+  }
+}
+
 /** Validations of a response that failed one check before any presentation could be read. */
 function single(check: 'walletResponse' | 'securityMechanisms', message: string): Validations {
   return {
@@ -317,7 +346,33 @@ function peSubmission(text: unknown): Record<string, unknown> {
   if (!isObject(submission)) {
     throw new OAuthError('invalid_request', 'presentation_submission is missing or not a JSON object')
   }
+  checkDescriptorTypes(submission)
   return submission
+}
+
+/**
+ * DIF Presentation Exchange v2, Presentation Submission: each descriptor_map entry, and each `path_nested`
+ * in it, names its `id`, `format` and `path` as strings. Another type is a malformed message (400, the
+ * session stays open), not a mapping to judge: the mapping check reads them as text, and String() of an
+ * object with a non-callable `toString` member throws.
+ */
+function checkDescriptorTypes(submission: Record<string, unknown>) {
+  const map = submission.descriptor_map
+  if (!Array.isArray(map)) return
+  for (const [i, entry] of map.entries()) {
+    let node: unknown = entry
+    let at = `presentation_submission.descriptor_map[${i}]`
+    // Iterative: path_nested may nest as deep as the JSON limits let it.
+    while (isObject(node)) {
+      for (const member of ['id', 'format', 'path'] as const) {
+        if (node[member] !== undefined && typeof node[member] !== 'string') {
+          throw new OAuthError('invalid_request', `${at}.${member} must be a string`)
+        }
+      }
+      node = node.path_nested
+      at = `${at}.path_nested`
+    }
+  }
 }
 
 /** OpenID4VP 1.0 §8.1: a JSON object keyed by credential query id (JSON text in a direct_post form). */

@@ -35,6 +35,11 @@ export interface TenantRepository {
 
 export interface ApiKeyRepository {
   get(id: string): Promise<ApiKeyRecord | undefined>
+  /**
+   * Login's lookup: one record whether or not `id` exists (a decoy with `decoyHash` when not), read by one
+   * statement materialising one row either way, so a known id costs what an unknown one does (issue 19).
+   */
+  forLogin(id: string, decoyHash: string): Promise<{ key: ApiKeyRecord; found: boolean }>
   listByTenant(tenantId: string): Promise<ApiKeyRecord[]>
   listBySource(source: ApiKeyRecord['source']): Promise<ApiKeyRecord[]>
   create(key: ApiKeyRecord): Promise<void>
@@ -117,10 +122,10 @@ export interface GrantRepository {
   recordNotification(processId: string, event: string): Promise<boolean>
 }
 
+/** Used c_nonces (oid4vci/nonces.ts: issuing one writes nothing), each kept until it expires. */
 export interface NonceRepository {
-  create(value: string, tenantId: string, expiresAt: number): Promise<void>
-  /** Single use: true only for the first caller, and only while unexpired. */
-  consume(value: string, tenantId: string, now: number): Promise<boolean>
+  /** Records the use of a nonce: true only for the first caller. */
+  use(value: string, tenantId: string, expiresAt: number): Promise<boolean>
   deleteExpired(now: number): Promise<number>
 }
 
@@ -192,6 +197,38 @@ export interface ServiceKeyRepository {
   create(key: ServiceKeyRecord): Promise<void>
 }
 
+/** How long closed flows are kept (config `retention`; docs/security.md, "Retention"). */
+export interface RetentionPolicy {
+  /** REJECTED processes, offers that lapsed unredeemed, ended sessions, settled webhook events: days after their last change. */
+  closedFlowDays: number
+  /** ISSUED processes, with their credentials' status entries: days after issuance. */
+  issuedProcessDays: number
+}
+
+/** How many records of each kind a purge deleted (dependent rows not counted). */
+export interface PurgeCounts {
+  rejectedProcesses: number
+  /** PENDING processes whose offer lapsed unredeemed, with no content waiting. */
+  lapsedProcesses: number
+  issuedProcesses: number
+  /** VERIFIED, REJECTED and EXPIRED sessions. */
+  sessions: number
+  /** Delivered, failed or disabled webhook events, with their attempt log. */
+  webhookEvents: number
+  /** Used c_nonces past their expiry. */
+  nonces: number
+}
+
+/**
+ * Deletes what the retention policy says has outlived its lifetime, with its dependent rows. One call is
+ * one bounded batch: at most `limit` records. Run it inside `store.transaction` (its deletes commit
+ * together, and what it chose cannot change before it deletes it) and call again while it answers `limit`
+ * records, so that a backlog never holds the write lock for long (retention.ts does).
+ */
+export interface RetentionRepository {
+  purgeBatch(now: number, policy: RetentionPolicy, limit: number): Promise<PurgeCounts>
+}
+
 export interface Repositories {
   tenants: TenantRepository
   apiKeys: ApiKeyRepository
@@ -206,6 +243,7 @@ export interface Repositories {
   issuedCredentials: IssuedCredentialRepository
   sessions: SessionRepository
   webhooks: WebhookRepository
+  retention: RetentionRepository
 }
 
 export interface Store extends Repositories {

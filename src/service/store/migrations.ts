@@ -283,4 +283,34 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('verification_sessions').addColumn('response_key', 'text').execute()
     },
   },
+  // Retention (issue 19): the background purge (store/sqlite-retention.ts) finds closed flows by age
+  // through these, without reading the young rows of big tables.
+  '0007_retention': {
+    async up(db: Kysely<unknown>) {
+      // REJECTED and ISSUED processes by their last change.
+      await db.schema
+        .createIndex('processes_by_status_age')
+        .on('issuance_processes')
+        .columns(['status', 'updated_at'])
+        .execute()
+      // Offers that lapsed unredeemed: live codes by expiry.
+      await db.schema
+        .createIndex('grants_by_code_expiry')
+        .on('oid4vci_grants')
+        .columns(['code_state', 'code_expires_at'])
+        .execute()
+      // Ended sessions: a session is written only while it lives, so its last change bounds its end.
+      await db.schema
+        .createIndex('sessions_by_age')
+        .on('verification_sessions')
+        .column('updated_at')
+        .execute()
+      // Settled webhook events by their last change.
+      await db.schema
+        .createIndex('webhook_events_by_state_age')
+        .on('webhook_events')
+        .columns(['state', 'updated_at'])
+        .execute()
+    },
+  },
 }

@@ -1,8 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { type Kysely, type SqliteDatabase, sql } from 'kysely'
+import type { Kysely, SqliteDatabase } from 'kysely'
 import type Database from 'libsql'
 import type { Repositories, StoreStats } from './index.ts'
 import { TransactionMisuseError } from './index.ts'
+import { sql } from './kysely.ts'
 
 // The connection-level mechanics of the SQLite store: prepared statements reused, transactions grouped
 // into one durable commit, and the guard that refuses root-store calls from inside a transaction. The

@@ -17,6 +17,7 @@ import {
   type StatusListRepository,
 } from './index.ts'
 import { insertOrConflict, isUniqueViolation } from './sqlite-errors.ts'
+import type { StoreSecrets } from './sqlite-secrets.ts'
 
 // Tables of the wallet-facing issuance protocol (migration 0002) and their repositories.
 
@@ -95,17 +96,23 @@ type Db = Kysely<IssuanceProtocolSchema>
 
 const changed = (result: { numUpdatedRows: bigint } | undefined) => (result?.numUpdatedRows ?? 0n) > 0n
 
+// Private JWKs are sealed with the data key (sqlite-secrets.ts); the row's identity is the place it is sealed for.
 export class SqliteIssuerKeys implements IssuerKeyRepository {
-  constructor(private readonly db: Db) {}
-  private static toRecord(r: Selectable<IssuerKeysTable>): IssuerKeyRecord {
-    return {
-      tenantId: r.tenant_id,
-      alg: r.alg as SigningAlg,
-      kid: r.kid,
-      privateJwk: JSON.parse(r.private_jwk),
-      createdAt: r.created_at,
-    }
-  }
+  constructor(
+    private readonly db: Db,
+    private readonly secrets: StoreSecrets,
+  ) {}
+  private readonly toRecord = (r: Selectable<IssuerKeysTable>): IssuerKeyRecord => ({
+    tenantId: r.tenant_id,
+    alg: r.alg as SigningAlg,
+    kid: r.kid,
+    privateJwk: this.secrets.openJson<JsonWebKey>(
+      'issuer_keys.private_jwk',
+      [r.tenant_id, r.alg],
+      r.private_jwk,
+    ),
+    createdAt: r.created_at,
+  })
   async get(tenantId: string, alg: SigningAlg) {
     const row = await this.db
       .selectFrom('issuer_keys')
@@ -113,7 +120,7 @@ export class SqliteIssuerKeys implements IssuerKeyRepository {
       .where('tenant_id', '=', tenantId)
       .where('alg', '=', alg)
       .executeTakeFirst()
-    return row && SqliteIssuerKeys.toRecord(row)
+    return row && this.toRecord(row)
   }
   async listByTenant(tenantId: string) {
     const rows = await this.db
@@ -122,7 +129,7 @@ export class SqliteIssuerKeys implements IssuerKeyRepository {
       .where('tenant_id', '=', tenantId)
       .orderBy('alg')
       .execute()
-    return rows.map(SqliteIssuerKeys.toRecord)
+    return rows.map(this.toRecord)
   }
   async create(k: IssuerKeyRecord) {
     await insertOrConflict(
@@ -132,7 +139,7 @@ export class SqliteIssuerKeys implements IssuerKeyRepository {
           tenant_id: k.tenantId,
           alg: k.alg,
           kid: k.kid,
-          private_jwk: JSON.stringify(k.privateJwk),
+          private_jwk: this.secrets.sealJson('issuer_keys.private_jwk', [k.tenantId, k.alg], k.privateJwk),
           created_at: k.createdAt,
         })
         .execute(),
@@ -142,7 +149,10 @@ export class SqliteIssuerKeys implements IssuerKeyRepository {
 }
 
 export class SqliteIssuerCertificates implements IssuerCertificateRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly secrets: StoreSecrets,
+  ) {}
   async getCa(tenantId: string) {
     const r = await this.db
       .selectFrom('issuer_cas')
@@ -152,7 +162,7 @@ export class SqliteIssuerCertificates implements IssuerCertificateRepository {
     return (
       r && {
         tenantId: r.tenant_id,
-        privateJwk: JSON.parse(r.private_jwk),
+        privateJwk: this.secrets.openJson<JsonWebKey>('issuer_cas.private_jwk', [r.tenant_id], r.private_jwk),
         certificate: r.certificate,
         createdAt: r.created_at,
       }
@@ -164,7 +174,7 @@ export class SqliteIssuerCertificates implements IssuerCertificateRepository {
         .insertInto('issuer_cas')
         .values({
           tenant_id: ca.tenantId,
-          private_jwk: JSON.stringify(ca.privateJwk),
+          private_jwk: this.secrets.sealJson('issuer_cas.private_jwk', [ca.tenantId], ca.privateJwk),
           certificate: ca.certificate,
           created_at: ca.createdAt,
         })
@@ -345,18 +355,14 @@ export class SqliteGrants implements GrantRepository {
 
 export class SqliteNonces implements NonceRepository {
   constructor(private readonly db: Db) {}
-  async create(value: string, tenantId: string, expiresAt: number) {
-    await this.db.insertInto('nonces').values({ value, tenant_id: tenantId, expires_at: expiresAt }).execute()
-  }
-  async consume(value: string, tenantId: string, now: number) {
-    // Deleting is the consumption: a second DELETE of the same nonce finds nothing.
+  async use(value: string, tenantId: string, expiresAt: number) {
+    // The row is the use: a second INSERT of the same nonce conflicts and inserts nothing.
     const result = await this.db
-      .deleteFrom('nonces')
-      .where('value', '=', value)
-      .where('tenant_id', '=', tenantId)
-      .where('expires_at', '>', now)
+      .insertInto('nonces')
+      .values({ value, tenant_id: tenantId, expires_at: expiresAt })
+      .onConflict((oc) => oc.column('value').doNothing())
       .executeTakeFirst()
-    return result.numDeletedRows > 0n
+    return (result.numInsertedOrUpdatedRows ?? 0n) > 0n
   }
   async deleteExpired(now: number) {
     const result = await this.db.deleteFrom('nonces').where('expires_at', '<=', now).executeTakeFirst()

@@ -3,6 +3,7 @@ import { resolveTemplate } from '../config/schema.ts'
 import type { Clock } from '../util/clock.ts'
 import type { TemplateKind, TemplateRecord, TemplateRepository } from './index.ts'
 import { insertOrConflict } from './sqlite-errors.ts'
+import type { StoreSecrets } from './sqlite-secrets.ts'
 
 // Templates: the one table every request reads, so reads go through a short cache on the injected clock,
 // dropped on every local write (another worker's writes are seen within TEMPLATE_CACHE_MS).
@@ -20,12 +21,19 @@ export interface TemplatesSchema {
   templates: TemplatesTable
 }
 
-const toTemplate = (row: Selectable<TemplatesTable>): TemplateRecord => ({
+type StoredBody = Parameters<typeof resolveTemplate<TemplateKind>>[1]
+
+// Webhook secrets inside a body are sealed with the data key (sqlite-secrets.ts), opened on read: a read
+// from the database happens once per TEMPLATE_CACHE_MS at most, so the cache also spares the decryption.
+const toTemplate = (row: Selectable<TemplatesTable>, secrets: StoreSecrets): TemplateRecord => ({
   tenantId: row.tenant_id,
   id: row.id,
   kind: row.kind as TemplateKind,
   // Defaults applied on read too: a row written before a default existed reads as a new one would.
-  body: resolveTemplate(row.kind as TemplateKind, JSON.parse(row.body)),
+  body: resolveTemplate(
+    row.kind as TemplateKind,
+    secrets.openTemplateBody(row.tenant_id, row.id, row.body) as StoredBody,
+  ),
   source: row.source as TemplateRecord['source'],
   createdAt: row.created_at,
   updatedAt: row.updated_at,
@@ -68,7 +76,9 @@ export class SqliteTemplates implements TemplateRepository {
   constructor(
     private readonly db: Kysely<TemplatesSchema>,
     private readonly cache: TemplateCache,
+    private readonly secrets: StoreSecrets,
   ) {}
+  private readonly toRecord = (row: Selectable<TemplatesTable>) => toTemplate(row, this.secrets)
   async get<K extends TemplateKind>(tenantId: string, id: string, kind: K) {
     const found = await this.find(tenantId, id)
     return found?.kind === kind ? (found as TemplateRecord<K>) : undefined
@@ -83,7 +93,7 @@ export class SqliteTemplates implements TemplateRepository {
       .where('tenant_id', '=', tenantId)
       .where('id', '=', id)
       .executeTakeFirst()
-    const record = row && toTemplate(row)
+    const record = row && this.toRecord(row)
     this.cache.set(key, record)
     return record
   }
@@ -95,11 +105,11 @@ export class SqliteTemplates implements TemplateRepository {
       .where('kind', '=', kind)
       .orderBy('id')
       .execute()
-    return rows.map(toTemplate) as TemplateRecord<K>[]
+    return rows.map(this.toRecord) as TemplateRecord<K>[]
   }
   async listBySource(source: TemplateRecord['source']) {
     return (await this.db.selectFrom('templates').selectAll().where('source', '=', source).execute()).map(
-      toTemplate,
+      this.toRecord,
     )
   }
   async create(template: TemplateRecord) {
@@ -129,7 +139,10 @@ export class SqliteTemplates implements TemplateRepository {
     this.cache.drop(template.tenantId, template.id)
     await this.db
       .updateTable('templates')
-      .set({ body: JSON.stringify(template.body), updated_at: template.updatedAt })
+      .set({
+        body: this.secrets.sealTemplateBody(template.tenantId, template.id, template.body),
+        updated_at: template.updatedAt,
+      })
       .where('tenant_id', '=', template.tenantId)
       .where('id', '=', template.id)
       .execute()
@@ -143,7 +156,7 @@ export class SqliteTemplates implements TemplateRepository {
       tenant_id: t.tenantId,
       id: t.id,
       kind: t.kind,
-      body: JSON.stringify(t.body),
+      body: this.secrets.sealTemplateBody(t.tenantId, t.id, t.body),
       source: t.source,
       created_at: t.createdAt,
       updated_at: t.updatedAt,

@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely'
 import type { SessionRecord, SessionRepository, SessionStatus, Validations } from './index.ts'
 import { insertOrConflict } from './sqlite-errors.ts'
+import type { StoreSecrets } from './sqlite-secrets.ts'
 
 // Verification sessions (migration 0003) and their repository.
 
@@ -32,7 +33,9 @@ export interface VerificationSchema {
 }
 type Db = Kysely<VerificationSchema>
 
-const toSession = (r: Selectable<SessionsTable>): SessionRecord => ({
+// response_key (the ephemeral private key of an encrypted response) is sealed with the data key; the
+// keyring remembers recent openings, so the reads of one flow decrypt it once.
+const toSession = (r: Selectable<SessionsTable>, secrets: StoreSecrets): SessionRecord => ({
   id: r.id,
   tenantId: r.tenant_id,
   templateId: r.template_id,
@@ -53,13 +56,23 @@ const toSession = (r: Selectable<SessionsTable>): SessionRecord => ({
   sourceWallet: r.source_wallet,
   callback: r.callback,
   profile: r.profile as SessionRecord['profile'],
-  responseKey: r.response_key === null ? null : JSON.parse(r.response_key),
+  responseKey:
+    r.response_key === null
+      ? null
+      : secrets.openJson<import('node:crypto').JsonWebKey>(
+          'verification_sessions.response_key',
+          [r.id],
+          r.response_key,
+        ),
 })
 
 const json = (value: unknown) => (value === null ? null : JSON.stringify(value))
 
 export class SqliteSessions implements SessionRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly secrets: StoreSecrets,
+  ) {}
 
   async create(s: SessionRecord) {
     await insertOrConflict(
@@ -86,7 +99,10 @@ export class SqliteSessions implements SessionRepository {
           source_wallet: s.sourceWallet,
           callback: s.callback,
           profile: s.profile,
-          response_key: json(s.responseKey),
+          response_key:
+            s.responseKey === null
+              ? null
+              : this.secrets.sealJson('verification_sessions.response_key', [s.id], s.responseKey),
         })
         .execute(),
       `verification session "${s.id}"`,
@@ -99,7 +115,7 @@ export class SqliteSessions implements SessionRepository {
       .selectAll()
       .where('id', '=', id)
       .executeTakeFirst()
-    return row && toSession(row)
+    return row && toSession(row, this.secrets)
   }
 
   async markRequested(id: string, at: number) {

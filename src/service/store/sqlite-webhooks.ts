@@ -1,4 +1,4 @@
-import { type Generated, type Kysely, type Selectable, sql } from 'kysely'
+import type { Generated, Kysely, Selectable } from 'kysely'
 import type {
   DeliveryState,
   TemplateKind,
@@ -8,6 +8,7 @@ import type {
   WebhookEventType,
   WebhookRepository,
 } from './index.ts'
+import { sql } from './kysely.ts'
 import { insertOrConflict } from './sqlite-errors.ts'
 
 // The webhook outbox, its delivery log and disabled endpoints (migration 0004).

@@ -1,7 +1,14 @@
-import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { type Insertable, Kysely, Migrator, type Selectable, SqliteDialect } from 'kysely'
+import type { Insertable, Selectable } from 'kysely'
 import Database from 'libsql'
+import { DataKeyError, DataKeyring, localDataKeys } from '../crypto/data-key.ts'
+import {
+  createPrivateFile,
+  ensurePrivateDir,
+  fileStatus,
+  sharedBits,
+  tightenIfExists,
+} from '../crypto/private-files.ts'
 import { type Clock, systemClock } from '../util/clock.ts'
 import type {
   ApiKeyRecord,
@@ -20,6 +27,7 @@ import type {
   TenantRecord,
   TenantRepository,
 } from './index.ts'
+import { Kysely, Migrator, SqliteDialect, sql } from './kysely.ts'
 import { migrations } from './migrations.ts'
 import { groupCommit, guardRoot, withStatementCache } from './sqlite-commit.ts'
 import { insertOrConflict } from './sqlite-errors.ts'
@@ -32,6 +40,8 @@ import {
   SqliteNonces,
   SqliteStatusLists,
 } from './sqlite-issuance.ts'
+import { type RetentionSchema, SqliteRetention } from './sqlite-retention.ts'
+import { resealSecrets, StoreSecrets } from './sqlite-secrets.ts'
 import { SqliteTemplates, TemplateCache, type TemplatesSchema } from './sqlite-templates.ts'
 import { SqliteSessions, type VerificationSchema } from './sqlite-verification.ts'
 import { SqliteWebhooks, type WebhooksSchema } from './sqlite-webhooks.ts'
@@ -131,6 +141,18 @@ const toKey = (row: Selectable<ApiKeysTable>): ApiKeyRecord => ({
 
 class SqliteApiKeys implements ApiKeyRepository {
   constructor(private readonly db: Db) {}
+  async forLogin(id: string, decoyHash: string) {
+    // The decoy row has the real row's shape; LIMIT 1 stops after the real one when it exists.
+    const { rows } = await sql<Selectable<ApiKeysTable> & { found: number }>`
+      SELECT id, tenant_id, role, template_id, secret_hash, label, source, created_at, revoked_at, 1 AS found
+        FROM api_keys WHERE id = ${id}
+      UNION ALL
+      SELECT ${id}, '', 'app', NULL, ${decoyHash}, NULL, 'portal', 0, NULL, 0
+      LIMIT 1`.execute(this.db)
+    const [row] = rows
+    if (!row) throw new Error('the login lookup answered no row')
+    return { key: toKey(row), found: row.found === 1 }
+  }
   async get(id: string) {
     const row = await this.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst()
     return row && toKey(row)
@@ -292,7 +314,10 @@ class SqliteProcesses implements ProcessRepository {
 }
 
 class SqliteServiceKeys implements ServiceKeyRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly secrets: StoreSecrets,
+  ) {}
   async list() {
     const rows = await this.db
       .selectFrom('service_keys')
@@ -304,7 +329,7 @@ class SqliteServiceKeys implements ServiceKeyRepository {
       (r): ServiceKeyRecord => ({
         kid: r.kid,
         alg: r.alg,
-        privateJwk: JSON.parse(r.private_jwk),
+        privateJwk: this.secrets.openJson<JsonWebKey>('service_keys.private_jwk', [r.kid], r.private_jwk),
         publicJwk: JSON.parse(r.public_jwk),
         createdAt: r.created_at,
       }),
@@ -317,7 +342,7 @@ class SqliteServiceKeys implements ServiceKeyRepository {
         .values({
           kid: k.kid,
           alg: k.alg,
-          private_jwk: JSON.stringify(k.privateJwk),
+          private_jwk: this.secrets.sealJson('service_keys.private_jwk', [k.kid], k.privateJwk),
           public_jwk: JSON.stringify(k.publicJwk),
           created_at: k.createdAt,
         })
@@ -327,23 +352,24 @@ class SqliteServiceKeys implements ServiceKeyRepository {
   }
 }
 
-function repositories(db: Db, templateCache: TemplateCache): Repositories {
+function repositories(db: Db, templateCache: TemplateCache, secrets: StoreSecrets): Repositories {
   // The protocol repositories see only their own tables (a narrower view of the same connection).
   const protocol = db as unknown as Kysely<IssuanceProtocolSchema>
   return {
     tenants: new SqliteTenants(db),
     apiKeys: new SqliteApiKeys(db),
-    templates: new SqliteTemplates(db as unknown as Kysely<TemplatesSchema>, templateCache),
+    templates: new SqliteTemplates(db as unknown as Kysely<TemplatesSchema>, templateCache, secrets),
     processes: new SqliteProcesses(db),
-    serviceKeys: new SqliteServiceKeys(db),
-    issuerKeys: new SqliteIssuerKeys(protocol),
-    issuerCertificates: new SqliteIssuerCertificates(protocol),
+    serviceKeys: new SqliteServiceKeys(db, secrets),
+    issuerKeys: new SqliteIssuerKeys(protocol, secrets),
+    issuerCertificates: new SqliteIssuerCertificates(protocol, secrets),
     grants: new SqliteGrants(protocol),
     nonces: new SqliteNonces(protocol),
     statusLists: new SqliteStatusLists(protocol),
     issuedCredentials: new SqliteIssuedCredentials(protocol),
-    sessions: new SqliteSessions(db as unknown as Kysely<VerificationSchema>),
+    sessions: new SqliteSessions(db as unknown as Kysely<VerificationSchema>, secrets),
     webhooks: new SqliteWebhooks(db as unknown as Kysely<WebhooksSchema>),
+    retention: new SqliteRetention(db as unknown as Kysely<RetentionSchema>),
   }
 }
 
@@ -364,19 +390,38 @@ export class StoreOpenError extends Error {
   }
 }
 
+export interface SqliteStoreOptions {
+  clock?: Clock
+  /**
+   * The data key that seals private keys and webhook secrets (crypto/data-key.ts). Default: a fresh key for
+   * ':memory:', else `<dataDir>/data.key`, generated when missing (the embedded demo's choice). `vc-harness
+   * serve` chooses per mode: production needs a key from outside the data folder.
+   */
+  dataKeys?: DataKeyring
+}
+
 /**
  * Opens (creating if needed) the SQLite store in `dataDir`, or an in-memory one for `':memory:'`,
  * and brings its schema up to date. WAL with synchronous=FULL: a committed write survives a crash.
+ * A new folder is created 0700 and a new database 0600 whatever the umask (SQLite gives the -wal and -shm
+ * files the database's mode). After the migrations every secret is sealed under the current data key
+ * (sqlite-secrets.ts); a value sealed under a key not given fails the open with a DataKeyError.
  */
-export async function openSqliteStore(dataDir: string, options: { clock?: Clock } = {}): Promise<Store> {
+export async function openSqliteStore(dataDir: string, options: SqliteStoreOptions = {}): Promise<Store> {
   let db: Kysely<Schema> | undefined
   let stats: StoreStats
+  let secrets: StoreSecrets
   try {
     let path = ':memory:'
     if (dataDir !== ':memory:') {
-      mkdirSync(dataDir, { recursive: true })
+      ensurePrivateDir(dataDir)
       path = join(dataDir, DATABASE_FILE)
+      createPrivateFile(path)
     }
+    const keys =
+      options.dataKeys ??
+      (dataDir === ':memory:' ? DataKeyring.generate('an in-memory key') : localDataKeys(dataDir).keyring)
+    secrets = new StoreSecrets(keys)
     const database = new Database(path)
     database.pragma('journal_mode = WAL')
     database.pragma('synchronous = FULL')
@@ -390,19 +435,25 @@ export async function openSqliteStore(dataDir: string, options: { clock?: Clock 
     const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
     const { error } = await migrator.migrateToLatest()
     if (error) throw error
+    keys.resealed += resealSecrets(database, secrets)
+    // Belt and braces for a -wal or -shm file left by an earlier version with a looser mode.
+    if (path !== ':memory:' && sharedBits(fileStatus(path)?.mode ?? 0) === 0) {
+      for (const suffix of ['-wal', '-shm']) tightenIfExists(`${path}${suffix}`)
+    }
   } catch (error) {
     await db?.destroy()
-    if (dataDir === ':memory:') throw error
+    // A data key problem is the operator's to fix, as it is: not a database that cannot be opened.
+    if (dataDir === ':memory:' || error instanceof DataKeyError) throw error
     throw new StoreOpenError(dataDir, error)
   }
   const templateCache = new TemplateCache(options.clock ?? systemClock)
   // Identifies this store's transactions: another store's callback may call this one.
   const owner = {}
-  const root = repositories(db, templateCache)
+  const root = repositories(db, templateCache, secrets)
   const guarded = Object.fromEntries(
     Object.entries(root).map(([name, repo]) => [name, guardRoot(repo, owner, name)]),
   ) as unknown as Repositories
-  const transaction = groupCommit(db, (conn) => repositories(conn, templateCache), owner)
+  const transaction = groupCommit(db, (conn) => repositories(conn, templateCache, secrets), owner)
   return {
     ...guarded,
     ...guardRoot({ transaction }, owner, ''),

@@ -64,6 +64,12 @@ function open(
     // socket holding up a shutdown).
     connection: 'close',
   })
+  // HEAD (RFC 9110 §9.3.2): the stream's head and nothing more. Node sends a HEAD answer's head only with its
+  // end, so a stream left open would keep the client waiting for it.
+  if (request.method === 'HEAD') {
+    out.end()
+    return
+  }
   let sequence = 0
   let closed = false
   const send = (state: StreamState) => {

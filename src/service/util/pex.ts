@@ -1,8 +1,11 @@
-import { type IPresentationDefinition, PEX } from '@sphereon/pex'
+import type { IPresentationDefinition, PEX } from '@sphereon/pex'
+import { lazyRequire } from '../../shared/lazy.ts'
 
 // The service's own Presentation Exchange evaluation, for issuance `di_vp` proofs and the verifier alike:
 // a wallet's mapping is never trusted. Only 'info' counts as satisfied (PEX answers 'warn' for an unmet
-// submission-requirement group).
+// submission-requirement group). PEX (CommonJS, with ajv and JSONPath) loads at the first evaluation.
+
+const pex = lazyRequire<typeof import('@sphereon/pex')>('@sphereon/pex')
 
 export interface DefinitionEvaluation {
   outcome: 'satisfied' | 'unsatisfied' | 'error'
@@ -15,10 +18,11 @@ export interface DefinitionEvaluation {
 const INDEX_PATH = /^\$\.verifiableCredential\[(\d+)\]$/
 
 export function evaluateDefinition(definition: unknown, jwts: string[]): DefinitionEvaluation {
+  const Pex = pex().PEX // outside the try: a library that cannot load is no evaluation outcome
   let evaluation: ReturnType<PEX['evaluateCredentials']>
   try {
     // The definition is our own (difDefinition) and PEX validates it itself; its model type is named only here.
-    evaluation = new PEX().evaluateCredentials(definition as IPresentationDefinition, jwts)
+    evaluation = new Pex().evaluateCredentials(definition as IPresentationDefinition, jwts)
   } catch (error) {
     // PEX throws plain objects ({tag, status, message}) as well as Errors.
     const { message, tag } = error as { message?: string; tag?: string }
