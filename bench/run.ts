@@ -230,8 +230,10 @@ function progressLine(name: string, text: string) {
 
 async function runOne(run: PlannedRun, options: BenchOptions, round: number): Promise<RunSummary> {
   const label = `${run.name} · ${run.flow} · ${run.mode} wallet ×${run.wallets}`
+  // Both processes load their modules at once (~1 s each); the target is told what to start once the
+  // worker's webhook sink is known. Nothing is measured before both are up.
   const worker = child('worker.ts')
-  let target: ChildProcess | undefined
+  const target: ChildProcess = child('target-host.ts', options.cpuProf)
   try {
     const { url: sinkUrl } = await next<Extract<FromWorker, { kind: 'sink' }>>(worker, 'sink')
     const webhookSecret = generateWebhookSecret()
@@ -239,7 +241,6 @@ async function runOne(run: PlannedRun, options: BenchOptions, round: number): Pr
       run.target.kind === 'service'
         ? { ...run.target, webhook: { url: sinkUrl, secret: webhookSecret } }
         : run.target
-    target = child('target-host.ts', options.cpuProf)
     target.send({ kind: 'start', spec })
     const { info } = await next<Extract<FromTarget, { kind: 'started' }>>(target, 'started')
     if (!info.kinds.includes(run.flow)) throw new Error(`${info.label} cannot run ${run.flow} flows`)
@@ -322,9 +323,9 @@ async function runOne(run: PlannedRun, options: BenchOptions, round: number): Pr
     }
   } finally {
     if (process.stderr.isTTY) process.stderr.write('\r\x1b[2K')
-    if (target?.connected) {
+    if (target.connected) {
       target.send({ kind: 'stop' })
-      await new Promise((ok) => target?.once('exit', ok))
+      await new Promise((ok) => target.once('exit', ok))
     }
     if (worker.connected) worker.disconnect()
   }

@@ -106,6 +106,8 @@ export function inProcessDriver(
 ): WalletDriver {
   return {
     describe,
+    // open() resolves once every request the wallet made has its answer: nothing can come late.
+    settleMs: 0,
     async open(ctx) {
       try {
         await (await walletFor(ctx)).open(ctx.link)

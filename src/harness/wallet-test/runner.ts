@@ -69,6 +69,11 @@ export interface WalletDriver {
    * the case ends when the evidence settles it, the person says so, or the window closes.
    */
   readonly interactive?: boolean
+  /**
+   * How long answers after the driver's end still count (default 300 ms: a command's wallet may still be
+   * talking to us as it exits). An in-process wallet has had every answer when its open() resolves: 0.
+   */
+  readonly settleMs?: number
   open(ctx: CaseContext): Promise<DriverResult>
 }
 
@@ -214,7 +219,7 @@ export async function runWalletTest(options: WalletTestOptions): Promise<WalletT
         key: keys.get(testCase.id) as CaseKey,
         driver: options.driver,
         windowMs,
-        settleMs: options.settleMs ?? 300,
+        settleMs: options.settleMs ?? options.driver.settleMs ?? 300,
         trustAnchorFile,
         walletFile,
         onProgress: options.onProgress,
