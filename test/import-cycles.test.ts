@@ -171,7 +171,19 @@ describe('import cycles', () => {
 
 // src/service/store/kysely.ts loads kysely's CommonJS build (start-up time); a value import of 'kysely'
 // anywhere else would load its ES build beside it, two copies whose `sql` and `Kysely` do not mix.
-describe('one copy of kysely', () => {
+describe('one copy of kysely and of typebox', () => {
+  test('values of typebox come only from src/service/util/typebox.ts in src/ (its require() keeps start-up short)', () => {
+    const offenders = sourceFiles(join(ROOT, 'src')).filter(
+      (file) =>
+        !file.endsWith(join('util', 'typebox.ts')) &&
+        /^import (?!type )[^'"]*from 'typebox'/m.test(readFileSync(file, 'utf8')),
+    )
+    assert.deepEqual(
+      offenders.map((f) => relative(ROOT, f)),
+      [],
+    )
+  })
+
   test("values of kysely come only from src/service/store/kysely.ts; elsewhere only `import type … from 'kysely'`", () => {
     const files = [...FOLDERS, 'test', 'scripts'].flatMap((f) => sourceFiles(join(ROOT, f)))
     const offenders = files.filter((file) => {

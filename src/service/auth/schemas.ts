@@ -1,5 +1,5 @@
-import { Type } from 'typebox'
 import { problems } from '../errors/schemas.ts'
+import { Type } from '../util/typebox.ts'
 import { BASIC_SECURITY } from './security.ts'
 
 export const loginSchema = {

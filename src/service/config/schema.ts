@@ -1,5 +1,5 @@
-import { type Static, Type } from 'typebox'
 import { CREDENTIAL_OFFER_SCHEME } from '../../shared/wire.ts'
+import { type Static, Type } from '../util/typebox.ts'
 import { applyDefaults } from './defaults.ts'
 
 // One source of truth for the configuration file, the portal API bodies and the shipped

@@ -1,4 +1,4 @@
-import { Type } from 'typebox'
+import { Type } from '../util/typebox.ts'
 
 export const ProblemSchema = Type.Object(
   {

@@ -1,6 +1,6 @@
-import { Type } from 'typebox'
 import { JWT_SECURITY } from '../auth/security.ts'
 import { problems } from '../errors/schemas.ts'
+import { Type } from '../util/typebox.ts'
 import { MAX_CREDENTIALS_PER_SUBMISSION } from './credentials.ts'
 
 const IsoTime = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds.' })

@@ -1,5 +1,5 @@
-import { Type } from 'typebox'
 import { WALLET_TOKEN_SECURITY } from '../auth/security.ts'
+import { Type } from '../util/typebox.ts'
 
 // The wallet-facing issuer's contract. Unknown fields are ignored (OpenID4VCI, OAuth 2.0): every object
 // is open. Bodies are documented but kept permissive: the service answers each problem with the spec's

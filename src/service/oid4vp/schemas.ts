@@ -1,5 +1,5 @@
-import { Type } from 'typebox'
 import { OAuthErrorBody } from '../oid4vci/schemas.ts'
+import { Type } from '../util/typebox.ts'
 
 // The wallet-facing verifier's contract. Unknown fields are ignored (OpenID4VP); the direct_post body is
 // documented but permissive, so the service answers each problem with its own code.

@@ -1,7 +1,7 @@
-import { type TSchema, Type } from 'typebox'
 import { JWT_SECURITY } from '../auth/security.ts'
 import { IssuanceTemplate, TenantId, VerificationTemplate } from '../config/schema.ts'
 import { problems } from '../errors/schemas.ts'
+import { type TSchema, Type } from '../util/typebox.ts'
 
 const IsoTime = Type.String({ format: 'date-time' })
 const tags = ['Management portal']

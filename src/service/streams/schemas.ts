@@ -1,6 +1,6 @@
-import { Type } from 'typebox'
 import { JWT_SECURITY } from '../auth/security.ts'
 import { problems } from '../errors/schemas.ts'
+import { Type } from '../util/typebox.ts'
 
 const params = Type.Object({ id: Type.String({ minLength: 1, maxLength: 128 }) })
 const tags = ['Event streams']

@@ -1,6 +1,6 @@
-import { Type } from 'typebox'
 import { JWT_SECURITY } from '../auth/security.ts'
 import { problems } from '../errors/schemas.ts'
+import { Type } from '../util/typebox.ts'
 
 const Open = (description: string) => Type.Object({}, { additionalProperties: true, description })
 const IsoTime = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds.' })
