@@ -3,13 +3,14 @@ import { randomUUID } from 'node:crypto'
 import { after, before, describe, mock, test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import { purged, RetentionPurge } from '../src/service/retention.ts'
-import type {
-  GrantRecord,
-  ProcessRecord,
-  PurgeCounts,
-  Repositories,
-  Store,
-  WebhookEventRecord,
+import {
+  type GrantRecord,
+  noPurgeCounts,
+  type ProcessRecord,
+  type PurgeCounts,
+  type Repositories,
+  type Store,
+  type WebhookEventRecord,
 } from '../src/service/store/index.ts'
 import { getStatus, readStatusList, STATUS_VALUES } from '../src/shared/bitstring.ts'
 import { decodeJws } from '../src/shared/jws.ts'
@@ -43,15 +44,7 @@ const POLICY = verificationConfig().retention
 const CLOSED = POLICY.closedFlowDays * DAY
 const ISSUED = POLICY.issuedProcessDays * DAY
 
-const NONE: PurgeCounts = {
-  rejectedProcesses: 0,
-  lapsedProcesses: 0,
-  issuedProcesses: 0,
-  sessions: 0,
-  webhookEvents: 0,
-  nonces: 0,
-}
-const only = (counts: Partial<PurgeCounts>): PurgeCounts => ({ ...NONE, ...counts })
+const only = (counts: Partial<PurgeCounts>): PurgeCounts => ({ ...noPurgeCounts(), ...counts })
 
 async function app(): Promise<TestApp> {
   const t = await makeApp(verificationConfig())
@@ -115,7 +108,7 @@ async function keptThenPurged(
   moveTo(t, lastInstant - 1)
   await purge(t)
   t.clock.advance(1)
-  assert.deepEqual(await purge(t), NONE, 'nothing is due at the last instant of the lifetime')
+  assert.deepEqual(await purge(t), noPurgeCounts(), 'nothing is due at the last instant of the lifetime')
   const kept = await read(id)
   assert.equal(kept.statusCode, expected.statusCode, kept.body)
   assert.deepEqual(kept.json(), expected.json(), 'read exactly as before')
@@ -124,7 +117,7 @@ async function keptThenPurged(
   assert.deepEqual(await purge(t), only(options.counts))
   const unknown = randomUUID()
   assertLikeUnknown(await read(id), await read(unknown), { gone: id, unknown }, options.notFound)
-  assert.deepEqual(await purge(t), NONE, 'a second run finds nothing more')
+  assert.deepEqual(await purge(t), noPurgeCounts(), 'a second run finds nothing more')
 }
 
 describe('retention: issuance processes', () => {
@@ -192,7 +185,7 @@ describe('retention: issuance processes', () => {
       ])
       t.clock.advance(10 * 365 * DAY)
       // (The wallet's used c_nonce went long ago.)
-      assert.deepEqual({ ...(await purge(t)), nonces: 0 }, NONE)
+      assert.deepEqual({ ...(await purge(t)), nonces: 0 }, noPurgeCounts())
       for (const [i, id] of [waitingContent.processId, waitingWallet.processId].entries()) {
         const now = await readProcess(t, id)
         assert.equal(now.statusCode, 200, now.body)
@@ -347,7 +340,7 @@ describe('retention: verification sessions', () => {
       const expected = await readSession(t, s.id)
       const expiredAt = Date.parse(expected.json<{ ExpiredAt: string }>().ExpiredAt)
       moveTo(t, expiredAt - 1)
-      assert.deepEqual(await purge(t), NONE)
+      assert.deepEqual(await purge(t), noPurgeCounts())
       const kept = await readSession(t, s.id)
       assert.equal(kept.statusCode, 202)
       assert.deepEqual(kept.json(), expected.json())
@@ -436,7 +429,7 @@ describe('retention: webhook deliveries', () => {
       for (const id of settled) assert.equal(expected.get(id)?.json<{ log: unknown[] }>().log.length, 1)
 
       moveTo(t, settledAt + CLOSED)
-      assert.deepEqual(await purge(t), NONE)
+      assert.deepEqual(await purge(t), noPurgeCounts())
       for (const id of [...settled, ...pending]) {
         const kept = await readDelivery(t, id)
         assert.equal(kept.statusCode, 200, kept.body)
@@ -457,7 +450,7 @@ describe('retention: webhook deliveries', () => {
       }
 
       t.clock.advance(10 * 365 * DAY)
-      assert.deepEqual(await purge(t), NONE, 'a pending delivery is never purged')
+      assert.deepEqual(await purge(t), noPurgeCounts(), 'a pending delivery is never purged')
       for (const id of pending) {
         const kept = await readDelivery(t, id)
         assert.equal(kept.statusCode, 200, kept.body)
@@ -478,12 +471,12 @@ describe('retention: used nonces', () => {
       const values = [randomUUID(), randomUUID(), randomUUID()]
       for (const value of values) assert.ok(await store.nonces.use(value, 'demo', expiresAt))
       moveTo(t, expiresAt + 300_000)
-      assert.deepEqual(await purge(t), NONE)
+      assert.deepEqual(await purge(t), noPurgeCounts())
       for (const value of values)
         assert.equal(await store.nonces.use(value, 'demo', expiresAt), false, 'still recorded')
       t.clock.advance(1)
       assert.deepEqual(await purge(t), only({ nonces: 3 }))
-      assert.deepEqual(await purge(t), NONE)
+      assert.deepEqual(await purge(t), noPurgeCounts())
     } finally {
       await t.close()
     }
@@ -555,9 +548,9 @@ describe('retention: batches', () => {
     )
 
     const again = await purge.runOnce()
-    assert.deepEqual(again.counts, NONE)
+    assert.deepEqual(again.counts, noPurgeCounts())
     assert.equal(again.batches, 1)
-    assert.deepEqual(await t.app.services.retention.runOnce().then((r) => r.counts), NONE)
+    assert.deepEqual(await t.app.services.retention.runOnce().then((r) => r.counts), noPurgeCounts())
   })
 
   test('runs never overlap: a second runOnce waits for the one under way', async () => {
@@ -581,7 +574,7 @@ describe('retention: batches', () => {
     const [first, second] = await Promise.all([purge.runOnce(), purge.runOnce()])
     assert.equal(recorder.mostOpen(), 1, 'one transaction at a time')
     assert.equal(first.counts.rejectedProcesses, 300)
-    assert.deepEqual(second.counts, NONE)
+    assert.deepEqual(second.counts, noPurgeCounts())
   })
 })
 
@@ -647,7 +640,7 @@ describe('retention: the schedule', () => {
     let fail = true
     const { store, calls } = fakeStore(async () => {
       if (fail) throw new Error('database is locked')
-      return NONE
+      return noPurgeCounts()
     })
     const logged: string[] = []
     const log = { info: () => {}, error: (_: object, message: string) => logged.push(message) }
@@ -688,7 +681,7 @@ describe('retention: the schedule', () => {
     const t = await makeApp(verificationConfig())
     await t.app.ready()
     const { retention } = t.app.services
-    assert.deepEqual((await retention.runOnce()).counts, NONE)
+    assert.deepEqual((await retention.runOnce()).counts, noPurgeCounts())
     await t.close()
     await assert.rejects(retention.runOnce(), /stopped/)
   })

@@ -1,5 +1,5 @@
 import type { RetentionOptions } from './config/schema.ts'
-import type { PurgeCounts, Store } from './store/index.ts'
+import { noPurgeCounts, type PurgeCounts, type Store } from './store/index.ts'
 import type { Clock } from './util/clock.ts'
 
 // The background purge of the retention policy (config `retention`; docs/security.md, "Retention"): once
@@ -38,15 +38,6 @@ export interface PurgeReport {
   batches: number
   durationMs: number
 }
-
-const noPurge = (): PurgeCounts => ({
-  rejectedProcesses: 0,
-  lapsedProcesses: 0,
-  issuedProcesses: 0,
-  sessions: 0,
-  webhookEvents: 0,
-  nonces: 0,
-})
 
 /** Records of every kind together. */
 export const purged = (counts: PurgeCounts) => Object.values(counts).reduce((sum, n) => sum + n, 0)
@@ -120,7 +111,7 @@ export class RetentionPurge {
     const { store, clock, options } = this.deps
     const at = clock.now()
     const started = performance.now()
-    const counts = noPurge()
+    const counts = noPurgeCounts()
     let batches = 0
     for (;;) {
       const batch = await store.transaction((repos) =>

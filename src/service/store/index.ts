@@ -219,6 +219,16 @@ export interface PurgeCounts {
   nonces: number
 }
 
+/** Counts of a purge that deleted nothing (a fresh object: purges add to it). */
+export const noPurgeCounts = (): PurgeCounts => ({
+  rejectedProcesses: 0,
+  lapsedProcesses: 0,
+  issuedProcesses: 0,
+  sessions: 0,
+  webhookEvents: 0,
+  nonces: 0,
+})
+
 /**
  * Deletes what the retention policy says has outlived its lifetime, with its dependent rows. One call is
  * one bounded batch: at most `limit` records. Run it inside `store.transaction` (its deletes commit

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely'
-import type { PurgeCounts, RetentionPolicy, RetentionRepository } from './index.ts'
+import { noPurgeCounts, type PurgeCounts, type RetentionPolicy, type RetentionRepository } from './index.ts'
 import { sql } from './kysely.ts'
 
 // The retention purge (docs/security.md, "Retention"; the indexes of migration 0007). What each table of
@@ -72,14 +72,7 @@ export class SqliteRetention implements RetentionRepository {
   async purgeBatch(now: number, policy: RetentionPolicy, limit: number): Promise<PurgeCounts> {
     const closedBefore = now - policy.closedFlowDays * DAY_MS
     const issuedBefore = now - policy.issuedProcessDays * DAY_MS
-    const counts: PurgeCounts = {
-      rejectedProcesses: 0,
-      lapsedProcesses: 0,
-      issuedProcesses: 0,
-      sessions: 0,
-      webhookEvents: 0,
-      nonces: 0,
-    }
+    const counts = noPurgeCounts()
     let left = limit
 
     const rejected = await this.processesIn('REJECTED', closedBefore, left)
