@@ -1,15 +1,8 @@
-// Heavy libraries load on first use, so the CLI starts fast; and once: under tsx every repeated
-// `await import()` costs ~1.5 ms of loader round trip even for a module already loaded (bench/README.md).
-const memo = <T>(load: () => Promise<T>) => {
-  let loaded: Promise<T> | undefined
-  return () => {
-    loaded ??= load()
-    return loaded
-  }
-}
+import { lazyImport } from '../shared/lazy.ts'
 
-export const loadPex = memo(() => import('@sphereon/pex'))
-export const loadSiop = memo(() => import('@sphereon/did-auth-siop'))
-export const loadDataIntegrity = memo(() => import('../shared/data-integrity.ts'))
-export const loadX509 = memo(() => import('../shared/x509.ts'))
-export const loadJose = memo(() => import('jose'))
+// Heavy libraries load on first use, so the CLI starts fast; and once (src/shared/lazy.ts says why).
+export const loadPex = lazyImport(() => import('@sphereon/pex'))
+export const loadSiop = lazyImport(() => import('@sphereon/did-auth-siop'))
+export const loadDataIntegrity = lazyImport(() => import('../shared/data-integrity.ts'))
+export const loadX509 = lazyImport(() => import('../shared/x509.ts'))
+export const loadJose = lazyImport(() => import('jose'))
