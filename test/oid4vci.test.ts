@@ -1586,7 +1586,8 @@ describe('c_nonce: no durable write until used', () => {
     t = await makeApp(oid4vciConfig())
   })
   after(() => t.close())
-  const rows = () => t.app.services.store.nonces.deleteExpired(Number.MAX_SAFE_INTEGER)
+  const rows = () =>
+    t.app.services.store.nonces.deleteExpired(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)
   const send = (jwt: string, accessToken: string) =>
     walletPost(t.app, 'credential', accessToken, jwtRequest('degree', jwt))
 

@@ -126,7 +126,8 @@ export interface GrantRepository {
 export interface NonceRepository {
   /** Records the use of a nonce: true only for the first caller. */
   use(value: string, tenantId: string, expiresAt: number): Promise<boolean>
-  deleteExpired(now: number): Promise<number>
+  /** Deletes up to `limit` uses of nonces that expired before `before` (the retention purge); answers how many. */
+  deleteExpired(before: number, limit: number): Promise<number>
 }
 
 export interface StatusListRepository {

@@ -16,6 +16,7 @@ import {
   type StatusListRecord,
   type StatusListRepository,
 } from './index.ts'
+import { sql } from './kysely.ts'
 import { insertOrConflict, isUniqueViolation } from './sqlite-errors.ts'
 import type { StoreSecrets } from './sqlite-secrets.ts'
 
@@ -364,9 +365,10 @@ export class SqliteNonces implements NonceRepository {
       .executeTakeFirst()
     return (result.numInsertedOrUpdatedRows ?? 0n) > 0n
   }
-  async deleteExpired(now: number) {
-    const result = await this.db.deleteFrom('nonces').where('expires_at', '<=', now).executeTakeFirst()
-    return Number(result.numDeletedRows)
+  async deleteExpired(before: number, limit: number) {
+    const result = await sql`delete from nonces where rowid in (
+      select rowid from nonces where expires_at < ${before} limit ${limit})`.execute(this.db)
+    return Number(result.numAffectedRows ?? 0n)
   }
 }
 

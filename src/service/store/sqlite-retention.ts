@@ -1,5 +1,11 @@
 import type { Kysely } from 'kysely'
-import { noPurgeCounts, type PurgeCounts, type RetentionPolicy, type RetentionRepository } from './index.ts'
+import {
+  type NonceRepository,
+  noPurgeCounts,
+  type PurgeCounts,
+  type RetentionPolicy,
+  type RetentionRepository,
+} from './index.ts'
 import { sql } from './kysely.ts'
 
 // The retention purge (docs/security.md, "Retention"; the indexes of migration 0007). What each table of
@@ -67,7 +73,10 @@ const affected = (result: { numAffectedRows?: bigint }) => Number(result.numAffe
  * nothing (its conditional update finds no row), and one just after finds it gone (404, like an unknown id).
  */
 export class SqliteRetention implements RetentionRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly nonces: NonceRepository,
+  ) {}
 
   async purgeBatch(now: number, policy: RetentionPolicy, limit: number): Promise<PurgeCounts> {
     const closedBefore = now - policy.closedFlowDays * DAY_MS
@@ -95,12 +104,7 @@ export class SqliteRetention implements RetentionRepository {
       left -= counts.webhookEvents
     }
     if (left > 0) {
-      counts.nonces = affected(
-        await sql`delete from nonces where rowid in (
-          select rowid from nonces where expires_at < ${now - NONCE_GRACE_MS} limit ${left})`.execute(
-          this.db,
-        ),
-      )
+      counts.nonces = await this.nonces.deleteExpired(now - NONCE_GRACE_MS, left)
     }
     return counts
   }

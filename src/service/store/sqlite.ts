@@ -355,6 +355,7 @@ class SqliteServiceKeys implements ServiceKeyRepository {
 function repositories(db: Db, templateCache: TemplateCache, secrets: StoreSecrets): Repositories {
   // The protocol repositories see only their own tables (a narrower view of the same connection).
   const protocol = db as unknown as Kysely<IssuanceProtocolSchema>
+  const nonces = new SqliteNonces(protocol)
   return {
     tenants: new SqliteTenants(db),
     apiKeys: new SqliteApiKeys(db),
@@ -364,12 +365,12 @@ function repositories(db: Db, templateCache: TemplateCache, secrets: StoreSecret
     issuerKeys: new SqliteIssuerKeys(protocol, secrets),
     issuerCertificates: new SqliteIssuerCertificates(protocol, secrets),
     grants: new SqliteGrants(protocol),
-    nonces: new SqliteNonces(protocol),
+    nonces,
     statusLists: new SqliteStatusLists(protocol),
     issuedCredentials: new SqliteIssuedCredentials(protocol),
     sessions: new SqliteSessions(db as unknown as Kysely<VerificationSchema>, secrets),
     webhooks: new SqliteWebhooks(db as unknown as Kysely<WebhooksSchema>),
-    retention: new SqliteRetention(db as unknown as Kysely<RetentionSchema>),
+    retention: new SqliteRetention(db as unknown as Kysely<RetentionSchema>, nonces),
   }
 }
 
