@@ -37,8 +37,7 @@ function segment(text: string): string {
  * capability ids shortened (see above).
  */
 export function loggedPath(url: string): string | undefined {
-  const query = url.search(/[?#]/)
-  const path = query < 0 ? url : url.slice(0, query)
+  const path = url.split(/[?#]/, 1)[0] ?? url
   if (UNLOGGED.some((prefix) => path === prefix || path.startsWith(`${prefix}/`))) return undefined
   return redactedPath(url)
 }
