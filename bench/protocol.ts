@@ -9,20 +9,27 @@ import type { ServiceUrls } from '../src/client/index.ts'
  * `full`: one relying party and one holder going through everything — login, offer, OpenID4VCI with
  * deferred download, the administrator's submission, a verification session, the presentation, the
  * session read and (when the target sends them) both webhooks. `issuance` and `verification` are the two
- * halves, for comparisons with servers that only do one.
+ * halves, for comparisons with servers that only do one; `issuance` is attended (the wallet asks first,
+ * gets 202, the administrator submits, the wallet downloads the deferred credential).
+ * `issuance-ready`: the relying party submits the credential content right after creating the offer,
+ * before the wallet arrives, so the credential endpoint answers 200 with the credential at once — the
+ * same work as the peer issuer, whose offer desk hands out offers it will issue at once.
  */
-export type FlowKind = 'full' | 'issuance' | 'verification'
-export const FLOW_KINDS: readonly FlowKind[] = ['full', 'issuance', 'verification']
+export type FlowKind = 'full' | 'issuance' | 'issuance-ready' | 'verification'
+export const FLOW_KINDS: readonly FlowKind[] = ['full', 'issuance', 'issuance-ready', 'verification']
 
 /** `lean`: undici + node:crypto (the service's capacity); `full`: the Veramo/Sphereon wallet users run. */
 export type WalletMode = 'lean' | 'full'
 export const WALLET_MODES: readonly WalletMode[] = ['lean', 'full']
 
 const ISSUANCE_STEPS = ['offer', 'scan', 'token', 'credential', 'submit', 'deferred', 'notify'] as const
+/** `submit` right after `offer`: the relying party's work, timed inside the flow (the peer has none). */
+const READY_ISSUANCE_STEPS = ['offer', 'submit', 'scan', 'token', 'credential', 'notify'] as const
 const VERIFICATION_STEPS = ['session', 'request', 'response', 'read'] as const
 export const STEPS: Record<FlowKind, readonly string[]> = {
   full: ['login', ...ISSUANCE_STEPS, ...VERIFICATION_STEPS, 'webhook'],
   issuance: ISSUANCE_STEPS,
+  'issuance-ready': READY_ISSUANCE_STEPS,
   verification: VERIFICATION_STEPS,
 }
 
@@ -33,7 +40,8 @@ export interface KeySecret {
 export interface BenchKeys {
   tenant: string
   issuance: KeySecret & { template: string }
-  verification: KeySecret & { template: string }
+  /** Absent where the target has no verification template for the bench (an external deployment may not). */
+  verification?: KeySecret & { template: string }
   admin: KeySecret
 }
 
@@ -49,14 +57,18 @@ export interface TargetInfo {
   kinds: FlowKind[]
   /** True when the target sends signed webhooks to the wallet process's sink. */
   webhooks: boolean
-  /** The target process's pids (the host and, in a cluster, its workers), for the CPU and memory figures. */
+  /** The target process's pids (the host and, in a cluster, its workers), for the CPU and memory figures; empty for an external deployment. */
   pids: number[]
+  /** What the relying party submits for every process; default CREDENTIAL_CONTENT (the demo's degree). */
+  content?: unknown[]
 }
 
 export type TargetSpec =
   | { kind: 'service'; workers: number; webhook?: { url: string; secret: string } }
   | { kind: 'bare' }
   | { kind: 'peer' }
+  /** A deployment the bench did not start (`--target external`): no target process, no server figures. */
+  | { kind: 'external' }
 
 export interface WorkerJob {
   target: TargetInfo
@@ -71,6 +83,11 @@ export interface WorkerJob {
   /** Seconds to wait for a flow's webhooks before counting it as an error. */
   webhookTimeoutSec: number
   webhookSecret?: string
+  /**
+   * `--target external`: the only hosts the wallet process may send a request to (`--allow-host`). A request
+   * to any other host is refused before it leaves, and the run stops (WorkerResult.refusedHosts).
+   */
+  allowHosts?: string[]
 }
 
 export interface WorkerResult {
@@ -86,6 +103,8 @@ export interface WorkerResult {
   /** Share of the measured run the wallet process's event loop was busy. */
   eventLoopBusy: number
   peakRssMb: number
+  /** Hosts the target sent the wallets to that `allowHosts` does not name (nothing was sent there), with one URL each. */
+  refusedHosts?: { host: string; url: string }[]
 }
 
 /** Runner → worker. */

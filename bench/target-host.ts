@@ -62,7 +62,7 @@ async function startService(
 ): Promise<Started> {
   const config = await serviceConfig(spec.webhook)
   const base = { label: spec.workers > 1 ? `service ×${spec.workers}` : 'service', keys: DEMO_KEYS }
-  const kinds: TargetInfo['kinds'] = ['full', 'issuance', 'verification']
+  const kinds: TargetInfo['kinds'] = ['full', 'issuance', 'issuance-ready', 'verification']
   if (spec.workers > 1) {
     const { startCluster } = await import('../src/service/cluster.ts')
     const cluster = await startCluster({ config, workers: spec.workers, host: '127.0.0.1', port: 0, dataDir })
@@ -137,7 +137,8 @@ async function startPeer(): Promise<Started> {
       label: 'peer (@sphereon/oid4vci-issuer)',
       urls: { authUrl: peer.url, issuerUrl: peer.url, verifierUrl: peer.url },
       offerDesk: `http://127.0.0.1:${(desk.address() as AddressInfo).port}/offer`,
-      kinds: ['issuance'],
+      // It issues at once, as our service does when the content was submitted first: the ready flow only.
+      kinds: ['issuance-ready'],
       webhooks: false,
       pids: [process.pid],
     },
@@ -170,7 +171,9 @@ process.on('message', (message: ToTarget) => {
         if (spec.kind === 'service') {
           dataDir = mkdtempSync(join(tmpdir(), 'vc-harness-bench-'))
           started = await startService(spec, dataDir)
-        } else started = spec.kind === 'bare' ? await startBare() : await startPeer()
+        } else if (spec.kind === 'bare') started = await startBare()
+        else if (spec.kind === 'peer') started = await startPeer()
+        else throw new Error('an external deployment has no target host')
         send({ kind: 'started', info: started.info })
       } else if (message.kind === 'usage') {
         const own = processCpu()

@@ -14,8 +14,9 @@
  * (buildDcqlQuery) put into the request objects by the profiles' own request builders; status entries
  * allocated and status lists signed by the service's StatusLists (131072 entries by default). The lists
  * are handed to the StatusChecker from memory (the service reads its own lists in-process, with one
- * SQLite read per fetch that this bench leaves out), so credentialStatus verifies each list's signature
- * and decompresses it for every presentation, as the service does.
+ * SQLite read per fetch that this bench leaves out), and credentialStatus reads them as the service does.
+ * The row `pe (PEX per response)` evaluates the definition with @sphereon/pex from scratch for every
+ * response, as the service did before it compiled definitions (util/pex.ts): that change's baseline.
  */
 import { createPrivateKey, type JsonWebKey, randomBytes, randomUUID } from 'node:crypto'
 import { cpus, loadavg } from 'node:os'
@@ -25,6 +26,7 @@ import { CompactEncrypt, compactDecrypt, importJWK } from 'jose'
 import { DEMO_CONFIG_PATH, loadConfigFile } from '../src/service/config/index.ts'
 import { resolveTemplate } from '../src/service/config/schema.ts'
 import { CHECKS } from '../src/service/credentials/outcomes.ts'
+import { presentationExchangeByPex } from '../src/service/credentials/presentation-exchange.ts'
 import { StatusChecker } from '../src/service/credentials/status.ts'
 import type { IssuerCertificates } from '../src/service/crypto/issuer-certificates.ts'
 import type { IssuerKey, IssuerKeys } from '../src/service/crypto/issuer-keys.ts'
@@ -105,10 +107,18 @@ const lists = new Map<string, StatusListRecord>()
 const listStore = {
   statusLists: {
     get: async (id: string) => lists.get(id),
-    latest: async (tenantId: string, alg: string) =>
-      [...lists.values()].find((l) => l.tenantId === tenantId && l.alg === alg),
+    version: async (id: string) => {
+      const list = lists.get(id)
+      return list && { tenantId: list.tenantId, version: list.version }
+    },
+    // StatusListRepository.reserveEntry: the newest list of the tenant and alg while it has room
+    reserveEntry: async (tenantId: string, alg: string, fillLimit: number) => {
+      const list = [...lists.values()].reverse().find((l) => l.tenantId === tenantId && l.alg === alg)
+      if (!list || list.used >= fillLimit * list.size) return undefined
+      list.used++
+      return { id: list.id, size: list.size }
+    },
     create: async (list: StatusListRecord) => void lists.set(list.id, list),
-    countAllocation: async () => {},
   },
   issuedCredentials: { create: async () => {} },
 }
@@ -216,16 +226,24 @@ const baseContext = (nonce: string, clientId: string, requireStatus: boolean): R
 
 interface Row {
   profile: 'pe' | 'dcql'
+  /** What differs from the service's own path (the same-run baseline of an earlier design). */
+  variant?: string
   format: 'jwt_vc_json' | 'dc+sd-jwt'
   mode: 'direct_post' | 'direct_post.jwt'
   alg: JwsAlg
   /** Verifies the row's one presentation; `decryptMs` is the JWE part, 0 without one. */
   verify(): Promise<{ verdict: Verdict; decryptMs: number }>
 }
-const label = (r: Pick<Row, 'profile' | 'format' | 'mode' | 'alg'>) =>
-  `${r.profile} / ${r.format} / ${r.mode} / ${r.alg}`
+const profileOf = (r: Pick<Row, 'profile' | 'variant'>) =>
+  r.variant ? `${r.profile} (${r.variant})` : r.profile
+const label = (r: Pick<Row, 'profile' | 'variant' | 'format' | 'mode' | 'alg'>) =>
+  `${profileOf(r)} / ${r.format} / ${r.mode} / ${r.alg}`
 
-async function peRow(alg: JwsAlg): Promise<Row> {
+/**
+ * The interface document's profile. `byPex`: the definition evaluated by @sphereon/pex from scratch for every
+ * response, as the service did before it compiled definitions (util/pex.ts): the same-run baseline of that.
+ */
+async function peRow(alg: JwsAlg, byPex = false): Promise<Row> {
   const template = resolveTemplate('verification', { ...degreeCheck, profile: 'pe' })
   const { sessionId, nonce, state } = session()
   const definition = buildDefinition({
@@ -265,9 +283,11 @@ async function peRow(alg: JwsAlg): Promise<Row> {
   const ctx = {
     ...baseContext(nonce, request.client_id, template.requireStatus),
     definition: presented as unknown as Record<string, unknown>,
+    ...(byPex && { language: presentationExchangeByPex }),
   }
   return {
     profile: 'pe',
+    ...(byPex && { variant: 'PEX per response' }),
     format: 'jwt_vc_json',
     mode: 'direct_post',
     alg,
@@ -420,6 +440,7 @@ async function main() {
   const began = performance.now()
   const rows = [
     await peRow('EdDSA'),
+    await peRow('EdDSA', true),
     await dcqlRow('EdDSA', 'jwt_vc_json', 'direct_post'),
     await dcqlRow('EdDSA', 'dc+sd-jwt', 'direct_post'),
     await dcqlRow('EdDSA', 'dc+sd-jwt', 'direct_post.jwt'),
@@ -459,7 +480,7 @@ async function main() {
     const parts = ['signaturesMs', 'queryMs', 'statusMs', 'decryptMs'] as const
     const rest = wall - parts.reduce((sum, k) => sum + total(k), 0)
     console.log(
-      `| ${row.profile} | ${row.format} | ${row.mode} | ${row.alg} | ${fmt(cpuMedian)} (${fmt(Math.min(...cpu))}–${fmt(Math.max(...cpu))}) | ${fmt(median(s.map((x) => x.wallUs)))} | ${fmt(1e6 / cpuMedian)} | ${ratio} | ` +
+      `| ${profileOf(row)} | ${row.format} | ${row.mode} | ${row.alg} | ${fmt(cpuMedian)} (${fmt(Math.min(...cpu))}–${fmt(Math.max(...cpu))}) | ${fmt(median(s.map((x) => x.wallUs)))} | ${fmt(1e6 / cpuMedian)} | ${ratio} | ` +
         `${parts.map((k) => (k === 'decryptMs' && total(k) === 0 ? '—' : share(total(k), wall))).join(' | ')} | ${share(rest, wall)} |`,
     )
   }

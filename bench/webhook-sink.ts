@@ -12,6 +12,11 @@ interface Arrival {
   at: number
 }
 
+/** The URL deliveries are sent to, under the base URL the sink is reached at. */
+export function sinkUrl(base: string): string {
+  return new URL('hooks', `${base.replace(/\/+$/, '')}/`).href
+}
+
 export class WebhookSink {
   private readonly arrived = new Map<string, Arrival>()
   private readonly waiting = new Map<string, (arrival: Arrival) => void>()
@@ -31,7 +36,11 @@ export class WebhookSink {
     }, 10_000).unref()
   }
 
-  static async start(): Promise<WebhookSink> {
+  /**
+   * Listens on `host:port` (default 127.0.0.1, a free port). `publicUrl`: where the target reaches the sink
+   * when that is not the bound address (`--target external`, the profile's `receiver.public_url`).
+   */
+  static async start(at: { host?: string; port?: number; publicUrl?: string } = {}): Promise<WebhookSink> {
     let sink: WebhookSink | undefined
     const server = createServer((req, res) => {
       const chunks: Buffer[] = []
@@ -46,8 +55,18 @@ export class WebhookSink {
       })
     })
     server.keepAliveTimeout = 30_000
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-    sink = new WebhookSink(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`)
+    const host = at.host ?? '127.0.0.1'
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(at.port ?? 0, host, () => {
+        server.off('error', reject)
+        resolve()
+      })
+    })
+    // Without a public URL the sink is reached where it listens (a wildcard address: over loopback).
+    const reach = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host
+    const base = at.publicUrl ?? `http://${reach}:${(server.address() as AddressInfo).port}`
+    sink = new WebhookSink(server, sinkUrl(base))
     return sink
   }
 

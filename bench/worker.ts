@@ -3,11 +3,13 @@
 // run.ts; its CPU is "the wallet side" of the figures.
 //
 // IPC: on start → { sink }; runner → { run, job }; → { progress }… → { measuring } → { progress }… →
-// { result } | { failed }.
+// { result } | { failed }. argv[2], when given, is JSON `{ host, port, publicUrl }`: where the webhook sink
+// listens and the URL the target reaches it at (`--target external`; default 127.0.0.1, a free port).
 
 import { performance } from 'node:perf_hooks'
 import { Agent } from 'undici'
 import { createHolder, type Holder } from './holders.ts'
+import { GuardedAgent, HostGuard } from './host-guard.ts'
 import {
   CREDENTIAL_CONTENT,
   type FromWorker,
@@ -47,11 +49,16 @@ async function run(job: WorkerJob, sink: WebhookSink): Promise<WorkerResult> {
   const { target } = job
   if (job.webhookSecret) sink.useSecret(job.webhookSecret)
   // One connection pool for every wallet and the relying party, as many sockets as there are wallets.
-  const dispatcher = new Agent({ connections: job.wallets * 2, keepAliveTimeout: 30_000, pipelining: 1 })
+  // Against an external deployment every request goes through the host guard (--allow-host).
+  const pool = { connections: job.wallets * 2, keepAliveTimeout: 30_000, pipelining: 1 }
+  const guard = job.allowHosts ? new HostGuard(job.allowHosts) : undefined
+  const dispatcher = guard ? new GuardedAgent(guard, pool) : new Agent(pool)
   const rp = new BenchRelyingParty(target.urls, dispatcher)
   const keys = target.keys
-  const needVerification = job.flow !== 'issuance'
-  if (!keys && (job.flow !== 'issuance' || !target.offerDesk))
+  const content = target.content ?? CREDENTIAL_CONTENT
+  const ready = job.flow === 'issuance-ready'
+  const needVerification = job.flow === 'full' || job.flow === 'verification'
+  if (!keys && (job.flow !== 'issuance-ready' || !target.offerDesk))
     throw new Error(`target ${target.label} cannot run ${job.flow} flows`)
   const loginApp = () =>
     keys
@@ -59,9 +66,11 @@ async function run(job: WorkerJob, sink: WebhookSink): Promise<WorkerResult> {
       : Promise.resolve('')
   // Issuance tokens also serve the verification flows' setup (one credential per wallet).
   const adminToken = keys ? await rp.login({ ...keys.admin, tenant: keys.tenant }) : ''
+  const verifier = keys?.verification
+  if (needVerification && !verifier) throw new Error(`target ${target.label} has no verification key`)
   const verifierToken =
-    keys && needVerification
-      ? await rp.login({ ...keys.verification, tenant: keys.tenant, ssiconfig: keys.verification.template })
+    keys && verifier && needVerification
+      ? await rp.login({ ...verifier, tenant: keys.tenant, ssiconfig: verifier.template })
       : ''
   // The full flow logs in on every flow (it is one of its steps); the halves reuse one token.
   const appToken = keys ? await loginApp() : ''
@@ -74,21 +83,37 @@ async function run(job: WorkerJob, sink: WebhookSink): Promise<WorkerResult> {
   // Errors before the measured run still count: a warm-up failure is a failure.
   const warmup = new Recorder(STEPS[job.flow])
 
-  /** Issuance, from the offer to the notification; returns the process id (undefined for the peer). */
-  async function issue(holder: Holder, token: string, mark: (step: string) => void) {
+  /**
+   * Issuance, from the offer to the notification; returns the process id (undefined for the peer).
+   * Attended (`ready` false): the wallet asks first, gets 202, the administrator submits, the wallet
+   * downloads the deferred credential. Ready: the relying party submits right after its offer (timed as
+   * `submit`), so the credential request must answer 200 with the credential. The peer's offer desk
+   * hands out offers it issues at once: it has no submission.
+   */
+  async function issue(holder: Holder, token: string, mark: (step: string) => void, ready = false) {
     const link = target.offerDesk
       ? await rp.deskOffer(target.offerDesk)
       : await rp.createOffer(token, keys?.issuance.template ?? '')
     mark('offer')
+    if (ready && !target.offerDesk) {
+      await rp.submit(token, processIdOf(link), content)
+      mark('submit')
+    }
     const session = await holder.startIssuance(link)
     mark('scan')
     await session.token()
     mark('token')
     const answer = await session.requestCredential()
+    if (ready && answer.status !== 200)
+      throw new StepError(
+        'credential',
+        `HTTP ${answer.status} (not issued at once)`,
+        `the content was submitted before the wallet asked, so the credential request must answer 200 with the credential; got ${answer.status}`,
+      )
     mark('credential')
     if (answer.status === 202) {
       const processId = processIdOf(link)
-      await rp.submit(adminToken, processId, CREDENTIAL_CONTENT)
+      await rp.submit(adminToken, processId, content)
       mark('submit')
       let tries = 0
       while ((await session.deferred(answer.transactionId)) === 'pending') {
@@ -107,7 +132,7 @@ async function run(job: WorkerJob, sink: WebhookSink): Promise<WorkerResult> {
   }
 
   async function verify(holder: Holder, mark: (step: string) => void) {
-    const created = await rp.createSession(verifierToken, keys?.verification.template ?? '')
+    const created = await rp.createSession(verifierToken, verifier?.template ?? '')
     mark('session')
     const presentation = await holder.present(created.authentication_request)
     mark('request')
@@ -132,7 +157,7 @@ async function run(job: WorkerJob, sink: WebhookSink): Promise<WorkerResult> {
       step = steps[steps.indexOf(done) + 1] ?? done
     }
     try {
-      if (job.flow === 'issuance') await issue(holder, appToken, mark)
+      if (job.flow === 'issuance' || ready) await issue(holder, appToken, mark, ready)
       else if (job.flow === 'verification') await verify(holder, mark)
       else {
         const token = await loginApp()
@@ -168,7 +193,12 @@ async function run(job: WorkerJob, sink: WebhookSink): Promise<WorkerResult> {
   }
 
   // Verification flows need a credential in every wallet: one issuance each, unmeasured.
-  if (job.flow === 'verification') await Promise.all(holders.map((h) => issue(h, appToken, () => {})))
+  // A refused host stops the run below (the loop returns at once): the runner reports it.
+  if (job.flow === 'verification') {
+    await Promise.all(holders.map((h) => issue(h, appToken, () => {}))).catch((error) => {
+      if (!guard || guard.refused.size === 0) throw error
+    })
+  }
 
   const warmupEnd = performance.now() + job.warmupSec * 1000
   let measureStart = 0
@@ -200,6 +230,11 @@ async function run(job: WorkerJob, sink: WebhookSink): Promise<WorkerResult> {
 
   async function loop(holder: Holder) {
     for (;;) {
+      // The target sent a wallet to a host not named with --allow-host: stop at once, the runner says which.
+      if (guard && guard.refused.size > 0) {
+        if (!measuring) beginMeasuring()
+        return
+      }
       if (!measuring && performance.now() >= warmupEnd) beginMeasuring()
       if (measuring && (performance.now() >= deadline || (job.flows > 0 && started >= job.flows))) return
       if (measuring) started++
@@ -227,15 +262,34 @@ async function run(job: WorkerJob, sink: WebhookSink): Promise<WorkerResult> {
     cpuUs: cpu.user + cpu.system,
     eventLoopBusy: elu.utilization,
     peakRssMb: Math.round(peakRss / 1048576),
+    ...(guard && guard.refused.size > 0
+      ? { refusedHosts: [...guard.refused].map(([host, url]) => ({ host, url })) }
+      : {}),
   }
 }
 
-const sink = await WebhookSink.start()
+const sinkAt = process.argv[2]
+  ? (JSON.parse(process.argv[2]) as { host: string; port: number; publicUrl?: string })
+  : undefined
+const sink = await WebhookSink.start(sinkAt).catch((error: Error) => {
+  const message = `the webhook sink cannot listen on ${sinkAt?.host ?? '127.0.0.1'}:${sinkAt?.port ?? 0}: ${error.message}`
+  // Exit once the message is out, so the runner reads the reason rather than a bare exit code.
+  process.send?.({ kind: 'failed', message } satisfies FromWorker, () => process.exit(1))
+  return new Promise<never>(() => {})
+})
 process.on('message', (message: ToWorker) => {
   if (message.kind !== 'run') return
   run(message.job, sink).then(
     (result) => send({ kind: 'result', result }),
-    (error: Error) => send({ kind: 'failed', message: error.stack ?? error.message }),
+    // A refused relying-party call (a login with a wrong key) is said plainly; anything else with its stack.
+    (error: Error) =>
+      send({
+        kind: 'failed',
+        message:
+          error instanceof StepError
+            ? `the wallet process could not start its flows: ${error.message}`
+            : (error.stack ?? error.message),
+      }),
   )
 })
 process.on('disconnect', () => {

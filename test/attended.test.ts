@@ -547,11 +547,12 @@ describe('a submission racing the wallet request', () => {
     // Deterministic interleaving: the wallet's request runs to completion right after the relying party's
     // submission has read the grant (what concurrent HTTP requests can do at any time).
     const grants = t.app.services.store.grants
-    const original = grants.get.bind(grants)
+    const original = grants.withProcess.bind(grants)
     let wallet: Awaited<ReturnType<typeof walletPost>> | undefined
-    grants.get = async (id: string) => {
-      const read = await original(id)
-      grants.get = original
+    // The submission reads the process and its grant in one statement (grants.withProcess).
+    grants.withProcess = async (key) => {
+      const read = await original(key)
+      grants.withProcess = original
       wallet = await walletPost(
         t.app,
         'credential',
@@ -564,7 +565,7 @@ describe('a submission racing the wallet request', () => {
     try {
       submitted = await submit(t.app, admin, g.processId, DEGREE)
     } finally {
-      grants.get = original
+      grants.withProcess = original
     }
     assert.equal(submitted.statusCode, 200, submitted.body)
     assert.equal(wallet?.statusCode, 202, wallet?.body)

@@ -31,8 +31,9 @@ describe('bench arguments and plan', () => {
     assert.deepEqual(runs, [
       'service|full|lean',
       'bare|full|lean',
+      'service|issuance-ready|lean',
+      'peer|issuance-ready|lean',
       'service|issuance|lean',
-      'peer|issuance|lean',
       'service|verification|lean',
       'bare|verification|lean',
       'service ×2|full|lean',
@@ -44,6 +45,10 @@ describe('bench arguments and plan', () => {
     assert.deepEqual(
       planRuns(options(['--no-compare', '--flow', 'issuance'])).map((r) => r.name),
       ['service'],
+    )
+    assert.deepEqual(
+      planRuns(options(['--flow', 'issuance-ready'])).map((r) => `${r.name}|${r.flow}`),
+      ['service|issuance-ready', 'peer|issuance-ready'],
     )
     const full = planRuns(options(['--wallet', 'full', '--full-wallets', '3']))
     assert.deepEqual(
@@ -66,7 +71,7 @@ describe('bench arguments and plan', () => {
 
   test('bad arguments are usage errors naming the option', () => {
     for (const [argv, message] of [
-      [['--flow', 'both'], /--flow must be one of full, issuance, verification/],
+      [['--flow', 'both'], /--flow must be one of full, issuance, issuance-ready, verification/],
       [['--wallet', 'heavy'], /--wallet must be one of lean, full/],
       [['--wallets', '0'], /--wallets must be a whole number ≥ 1/],
       [['--workers', '1,x'], /--workers must be a whole number ≥ 1/],
@@ -87,7 +92,10 @@ describe('bench arguments and plan', () => {
       encoding: 'utf8',
     })
     assert.equal(run.status, 2)
-    assert.match(run.stderr, /vc-harness bench: --flow must be one of full, issuance, verification/)
+    assert.match(
+      run.stderr,
+      /vc-harness bench: --flow must be one of full, issuance, issuance-ready, verification/,
+    )
   })
 })
 
@@ -132,16 +140,26 @@ describe('bench figures', () => {
       run('bare', 'full', 100, 2),
       run('service', 'full', 10, 3),
       run('bare', 'full', 100, 3, 5),
-      run('service', 'issuance', 300),
-      run('peer', 'issuance', 150),
+      run('service', 'issuance-ready', 300),
+      run('peer', 'issuance-ready', 150),
+      run('service', 'issuance', 75),
       run('service ×2', 'full', 120, 1),
     ])
     assert.deepEqual(
-      rows.map((r) => [r.what, r.flow, r.ratio, r.rounds]),
+      rows.map((r) => [r.what, r.flow, 'against' in r ? r.against : null, r.ratio, r.goal, r.rounds]),
       [
-        ['service / bare', 'full', 0.85, [0.8, 0.9]],
-        ['service / peer', 'issuance', 2, [2]],
-        ['service ×2 / service', 'full', 1.5, [1.5]],
+        ['service / bare', 'full', null, 0.85, '≥ 0.5', [0.8, 0.9]],
+        // Equal work: the ready flow against the peer; the attended flow against the same peer run, informative.
+        ['service / peer', 'issuance-ready', null, 2, '≥ 1.0', [2]],
+        ['service / peer', 'issuance', 'issuance-ready', 0.5, 'informative (attended vs at once)', [0.5]],
+        [
+          'service ×2 / service',
+          'full',
+          null,
+          1.5,
+          'informative (2 workers share 2 cores with the wallets)',
+          [1.5],
+        ],
       ],
     )
   })

@@ -481,6 +481,30 @@ describe('dcql checkMapping and errors', () => {
     ])
   })
 
+  test('a query is parsed once per content: each response (a fresh copy of it) is judged alike', async () => {
+    // dcql.ts remembers the parsed query by its JSON; every response reads its session's query anew.
+    const pid = await sdJwt('Pid', ['given_name', 'family_name', 'birthdate'])
+    const other = await sdJwt('Other', ['given_name'])
+    const fresh = () => JSON.parse(JSON.stringify(PID_QUERY)) as typeof PID_QUERY
+    const first = [dcql.evaluate(fresh(), keyed(['pid', pid])), dcql.evaluate(fresh(), keyed(['pid', other]))]
+    const query = fresh()
+    for (let i = 0; i < 3; i++) {
+      assert.deepEqual(dcql.evaluate(query, keyed(['pid', pid])), first[0])
+      assert.deepEqual(dcql.evaluate(fresh(), keyed(['pid', other])), first[1])
+      assert.deepEqual(dcql.checkMapping({ pid: ['a', 'b'] }, fresh(), first[0] as never, 2), [
+        'vp_token "pid" holds 2 presentations but credential query "pid" does not allow multiple (OpenID4VP 1.0 §6.1)',
+      ])
+    }
+    assert.deepEqual(query, PID_QUERY) // neither evaluation nor the remembered parse changed it
+    // an invalid query is remembered with its message
+    for (let i = 0; i < 2; i++) {
+      assert.equal(
+        dcql.evaluate({ credentials: [] }, []).detail.startsWith('dcql_query is not a valid'),
+        true,
+      )
+    }
+  })
+
   test('a query dcql cannot parse is an error, not an unsatisfied query', async () => {
     const pid = await sdJwt('Pid', [])
     const evaluation = dcql.evaluate({ credentials: [] }, keyed(['pid', pid]))

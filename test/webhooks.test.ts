@@ -424,8 +424,9 @@ describe('outbox: one event per terminal change, written in its transaction', ()
           get(target, prop) {
             if (prop === 'enqueue')
               return async (e: WebhookEventRecord) => {
-                await target.enqueue(e)
+                const written = await target.enqueue(e)
                 enqueued = true
+                return written
               }
             const value = Reflect.get(target, prop)
             return typeof value === 'function' ? value.bind(target) : value
@@ -1149,7 +1150,11 @@ describe('restart and leases', () => {
       assert.equal(held?.state, 'pending')
       assert.equal(held?.attempts, 0)
       assert.ok(!endpoint.deliveries.some((d) => d.webhookId === orphan))
-      assert.equal(await store.webhooks.claim(orphan as string, h.clock.now(), h.clock.now() + 1000), false)
+      assert.equal(
+        await store.webhooks.claim(orphan as string, h.clock.now(), h.clock.now() + 1000),
+        undefined,
+        'another dispatcher cannot take a lease that has not run out',
+      )
       assert.equal(await store.webhooks.nextDueAt(), leaseUntil, 'the dispatcher wakes when the lease ends')
 
       h.clock.advance(60_001)

@@ -67,6 +67,8 @@ export interface AppOptions {
   requestLog?: RequestLogWriter
   /** Webhook outbox scan interval (ms) when other processes share the store (cluster workers); default none. */
   webhookPollMs?: number
+  /** Other processes share the database it opens (cluster workers): no cache that must see their writes. */
+  sharedStore?: boolean
   /** Told where the time of every credential check went (benchmarks); none by default. */
   checkMetrics?: CheckMetrics
   /**
@@ -140,6 +142,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     options.store ??
     (await openSqliteStore(options.dataDir ?? ':memory:', {
       clock,
+      shared: options.sharedStore === true,
       ...(options.dataKeys ? { dataKeys: options.dataKeys } : {}),
     }))
   const app = Fastify({
@@ -206,7 +209,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     new LoginLimits(config.rateLimits, exempt, clock),
   )
   const events = new ServiceEvents()
-  const outbox = new WebhookOutbox(clock)
   const webhookDispatcher = new WebhookDispatcher({
     store,
     clock,
@@ -214,7 +216,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     options: config.webhooks,
     ...(options.webhookPollMs !== undefined ? { pollIntervalMs: options.webhookPollMs } : {}),
   })
-  outbox.onEnqueue = () => webhookDispatcher.noteEnqueued()
+  // Events are written leased to this process's dispatcher, which sends them once the commit is announced.
+  const outbox = new WebhookOutbox(clock, webhookDispatcher)
   const issuerKeys = new IssuerKeys(store, clock)
   const issuerCertificates = new IssuerCertificates(store, clock, urls)
   const statusLists = new StatusLists(store, issuerKeys, clock, urls, config.statusListSize)

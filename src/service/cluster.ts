@@ -388,6 +388,7 @@ function runWorker() {
           port: m.options.port,
           dataDir: m.options.dataDir,
           webhookPollMs: m.options.webhookPollMs,
+          sharedStore: true,
           // Exported by the primary from keys it parsed: parsing them again cannot fail.
           dataKeys: DataKeyring.parse(m.options.dataKeys, 'the data keys from the cluster primary'),
           ...(m.options.logLevel !== undefined ? { logLevel: m.options.logLevel } : {}),

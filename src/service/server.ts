@@ -23,6 +23,8 @@ export interface ServerOptions {
   plugins?: { plugin: FastifyPluginAsync<{ baseUrl: () => string }>; prefix?: string }[]
   /** Scan the webhook outbox at least this often (ms): set when other processes share the database. */
   webhookPollMs?: number
+  /** Other processes share the database (cluster workers): see AppOptions.sharedStore. */
+  sharedStore?: boolean
   /** The data key of the store (docs/security.md); default: the store's own choice (openSqliteStore). */
   dataKeys?: DataKeyring
 }
@@ -43,6 +45,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ...(options.clock ? { clock: options.clock } : {}),
     publicUrl: () => listeningUrl,
     ...(options.webhookPollMs !== undefined ? { webhookPollMs: options.webhookPollMs } : {}),
+    ...(options.sharedStore ? { sharedStore: true } : {}),
     logger: options.logLevel ? { level: options.logLevel } : false,
     ...(options.requestLog ? { requestLog: options.requestLog } : {}),
     ...(options.dataKeys ? { dataKeys: options.dataKeys } : {}),

@@ -43,7 +43,7 @@ const labelOf = (queryId: string, position: number, count: number) =>
   `credential query ${JSON.stringify(queryId)}${count > 1 ? `[${position}]` : ''}`
 
 /** The query, parsed and checked by dcql (ids unique, credential_sets and claim_sets name known ids). */
-function parseQuery(query: unknown): Query | string {
+function parseQueryOnce(query: unknown): Query | string {
   try {
     const parsed = DcqlQuery.parse(query as DcqlQuery.Input)
     DcqlQuery.validate(parsed)
@@ -55,6 +55,44 @@ function parseQuery(query: unknown): Query | string {
     const message = issue ? `${at ? `${at}: ` : ''}${issue.message}` : (error as Error).message
     return `dcql_query is not a valid DCQL query: ${message}`
   }
+}
+
+/** A parsed query, and the copy dcql judges presentations with (every credential query `multiple`). */
+interface Parsed {
+  query: Query
+  allMultiple: Query
+}
+
+/**
+ * Parsed queries by their JSON: a session's dcql_query depends on its template only (verification/
+ * dcql-query.ts), so its valibot parse and validation run once per template, not twice per response
+ * (evaluate and checkMapping). Bounded; an invalid query is remembered with its message.
+ */
+const parsedQueries = new Map<string, Parsed | string>()
+const MAX_PARSED = 256
+
+function prepare(query: unknown): Parsed | string {
+  const parsed = parseQueryOnce(query)
+  if (typeof parsed === 'string') return parsed
+  // `multiple` is judged by checkMapping (dcql throws on it), so dcql judges every presentation.
+  const credentials = parsed.credentials.map((cq) => ({ ...cq, multiple: true })) as Query['credentials']
+  return { query: parsed, allMultiple: { ...parsed, credentials } }
+}
+
+function parseQuery(query: unknown): Parsed | string {
+  let key: string
+  try {
+    key = JSON.stringify(query) ?? ''
+  } catch {
+    return prepare(query) // not JSON (a cycle, a BigInt): not remembered
+  }
+  let parsed = parsedQueries.get(key)
+  if (parsed === undefined) {
+    parsed = prepare(query)
+    if (parsedQueries.size >= MAX_PARSED) parsedQueries.delete(parsedQueries.keys().next().value as string)
+    parsedQueries.set(key, parsed)
+  }
+  return parsed
 }
 
 const json = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T
@@ -214,8 +252,9 @@ export const dcql: QueryLanguage = {
   id: 'dcql',
 
   evaluate(query, candidates): QueryEvaluation {
-    const parsed = parseQuery(query)
-    if (typeof parsed === 'string') return { outcome: 'error', detail: parsed, matches: [] }
+    const prepared = parseQuery(query)
+    if (typeof prepared === 'string') return { outcome: 'error', detail: prepared, matches: [] }
+    const parsed = prepared.query
     const problems: string[] = []
     const warnings: string[] = []
     const known = new Set(parsed.credentials.map((cq) => cq.id))
@@ -230,8 +269,8 @@ export const dcql: QueryLanguage = {
       }
     }
 
-    // What dcql gets: the readable presentations under each known key. `multiple` is judged here (dcql
-    // throws on it), so dcql sees every query as multiple and judges each presentation.
+    // What dcql gets: the readable presentations under each known key, judged against the all-`multiple`
+    // copy of the query (parseQuery).
     const presented: Record<string, DcqlCredentialPresentation[]> = {}
     for (const cq of parsed.credentials) {
       const entries = keyed.get(cq.id) ?? []
@@ -240,12 +279,7 @@ export const dcql: QueryLanguage = {
     }
     let result: PresentationResult
     try {
-      result = DcqlPresentationResult.fromDcqlPresentation(presented, {
-        dcqlQuery: {
-          ...parsed,
-          credentials: parsed.credentials.map((cq) => ({ ...cq, multiple: true })) as Query['credentials'],
-        },
-      })
+      result = DcqlPresentationResult.fromDcqlPresentation(presented, { dcqlQuery: prepared.allMultiple })
     } catch (error) {
       return { outcome: 'error', detail: `DCQL evaluation failed: ${(error as Error).message}`, matches: [] }
     }
@@ -306,8 +340,9 @@ export const dcql: QueryLanguage = {
   },
 
   checkMapping(mapping, query) {
-    const parsed = parseQuery(query)
-    if (typeof parsed === 'string') return [] // evaluate() already reports an unreadable query
+    const prepared = parseQuery(query)
+    if (typeof prepared === 'string') return [] // evaluate() already reports an unreadable query
+    const parsed = prepared.query
     if (!isObject(mapping)) {
       return ['vp_token is not a JSON object keyed by credential query ids (OpenID4VP 1.0 §8.1)']
     }

@@ -1,9 +1,10 @@
 import { isObject } from '../../shared/json.ts'
-import { evaluateDefinition } from '../util/pex.ts'
+import { type DefinitionEvaluation, evaluateDefinition, evaluateWithPex } from '../util/pex.ts'
 import type { QueryEvaluation, QueryLanguage } from './query.ts'
 
 // DIF Presentation Exchange v2 (OpenID4VP draft 20 §5, §6.1): the presentation_definition is the query,
-// the wallet's presentation_submission its mapping. Evaluation is @sphereon/pex's (util/pex.ts).
+// the wallet's presentation_submission its mapping. Evaluation is @sphereon/pex's (util/pex.ts): the
+// definition compiled once where it can be, PEX itself for the rest and for every refusal's reasons.
 
 const VP_FORMATS = ['jwt_vp', 'jwt_vp_json']
 const VC_FORMATS = ['jwt_vc', 'jwt_vc_json']
@@ -46,19 +47,56 @@ function checkEntry(
   return undefined
 }
 
-export const presentationExchange: QueryLanguage = {
+type Evaluator = (definition: unknown, credentials: readonly unknown[]) => DefinitionEvaluation
+
+/**
+ * The input descriptors a submission must satisfy (DIF PE v2 §5.1): every one when the definition has no
+ * submission_requirements, else every one of a group that a top-level requirement with rule "all" names.
+ * PEX counts distinct credentials per group instead, so two credentials of one kind could satisfy a group
+ * of two descriptors; the service holds each descriptor to a match of its own.
+ */
+function requiredDescriptors(definition: unknown): string[] {
+  if (!isObject(definition) || !Array.isArray(definition.input_descriptors)) return []
+  const descriptors = definition.input_descriptors.filter(isObject)
+  const ids = (list: Record<string, unknown>[]) =>
+    list.flatMap((d) => (typeof d.id === 'string' ? [d.id] : []))
+  const requirements = definition.submission_requirements
+  if (!Array.isArray(requirements)) return ids(descriptors)
+  const groups = new Set(
+    requirements.flatMap((r) =>
+      isObject(r) && r.rule === 'all' && typeof r.from === 'string' ? [r.from] : [],
+    ),
+  )
+  return ids(
+    descriptors.filter((d) => Array.isArray(d.group) && d.group.some((g) => groups.has(g as string))),
+  )
+}
+
+/** Presentation Exchange over an evaluator of definitions. */
+const over = (evaluateWith: Evaluator): QueryLanguage => ({
   id: 'presentation_exchange',
 
   evaluate(definition, candidates): QueryEvaluation {
-    const evaluation = evaluateDefinition(
+    const evaluation = evaluateWith(
       definition,
-      candidates.map((c) => c.credential.queryInput as string),
+      candidates.map((c) => c.credential.queryInput),
     )
     // PEX indexes the credentials it was given; the presentation indexes its own entries.
     const matches = evaluation.matches.flatMap(({ descriptor, index }) => {
       const c = candidates[index]
       return c ? [{ queryId: descriptor, index: c.index }] : []
     })
+    if (evaluation.outcome === 'satisfied') {
+      const matched = new Set(matches.map((m) => m.queryId))
+      const missing = requiredDescriptors(definition).find((id) => !matched.has(id))
+      if (missing !== undefined) {
+        return {
+          outcome: 'unsatisfied',
+          detail: `input descriptor "${missing}" is matched by no presented credential (DIF PE v2 §5.1: each required descriptor needs a credential of its own)`,
+          matches,
+        }
+      }
+    }
     return { outcome: evaluation.outcome, detail: evaluation.detail, matches }
   },
 
@@ -83,6 +121,17 @@ export const presentationExchange: QueryLanguage = {
       const failure = checkEntry(entry, `descriptor_map[${i}]`, descriptorIds, matches, presented)
       if (failure) failures.push(failure)
     }
+    const mapped = new Set(map.map((entry) => (isObject(entry) ? entry.id : undefined)))
+    for (const id of requiredDescriptors(definition)) {
+      if (!mapped.has(id))
+        failures.push(`descriptor_map maps no credential to input descriptor "${id}", which is required`)
+    }
     return failures
   },
-}
+})
+
+/** The service's: each definition compiled once, PEX where the compiled form does not answer. */
+export const presentationExchange = over(evaluateDefinition)
+
+/** PEX alone, every response from scratch: the reference (tests) and the bench's baseline. */
+export const presentationExchangeByPex = over(evaluateWithPex)

@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto'
 import { getStatus, readStatusList, type StatusList } from '../../shared/bitstring.ts'
-import { JWS_ALGS, resolveDidKey } from '../../shared/did-key.ts'
+import { type DidKey, JWS_ALGS, resolveDidKey } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { decodeJws, verifyJws } from '../../shared/jws.ts'
 import { lazyRequire } from '../../shared/lazy.ts'
@@ -53,12 +53,37 @@ export const httpStatusListSource: StatusListSource = async (url) => {
   return Buffer.concat(chunks).toString('utf8').trim()
 }
 
+/**
+ * List JWTs whose signature was verified, by their text, with what was decoded from them. A list changes
+ * only when a status does, and then its JWT is a new text; until then every presentation of a credential
+ * on it would verify the same signature and inflate the same bits again. What depends on the moment or on
+ * the credential (expiry, who must have signed, `sub`) is still checked on every use.
+ */
+class VerifiedLists {
+  private readonly entries = new Map<
+    string,
+    { signer: DidKey; payload: Record<string, unknown>; bitstring?: StatusList; token?: TokenStatusList }
+  >()
+  verify(jwt: string, kid: string) {
+    let entry = this.entries.get(jwt)
+    if (!entry) {
+      const signer = resolveDidKey(kid)
+      const { payload } = verifyJws(jwt, signer.publicKey, { algorithms: JWS_ALGS })
+      entry = { signer, payload }
+      if (this.entries.size >= 64) this.entries.delete(this.entries.keys().next().value as string)
+      this.entries.set(jwt, entry)
+    }
+    return entry
+  }
+}
+
 export class StatusChecker {
   /** IETF Token Status Lists (SD-JWT VCs' `status.status_list`), read through the same source. */
   readonly token: TokenStatusChecker
+  private readonly verified = new VerifiedLists()
 
   constructor(private readonly source: StatusListSource) {
-    this.token = new TokenStatusChecker(source)
+    this.token = new TokenStatusChecker(source, this.verified)
   }
 
   /** Parses and verifies a list credential; `issuerDid` must have signed it. */
@@ -66,14 +91,15 @@ export class StatusChecker {
     const jwt = await this.source(url)
     const { header } = decodeJws(jwt)
     if (typeof header.kid !== 'string') throw new Error('status list JWT has no kid')
-    const signer = resolveDidKey(header.kid)
-    const { payload } = verifyJws(jwt, signer.publicKey, { algorithms: JWS_ALGS })
+    const entry = this.verified.verify(jwt, header.kid)
+    const { signer, payload } = entry
     if (signer.did !== issuerDid) {
       throw new Error(`status list is signed by ${signer.did}, not by the credential's issuer ${issuerDid}`)
     }
     if (typeof payload.exp === 'number' && payload.exp * 1000 <= now)
       throw new Error('status list has expired')
-    return readStatusList(payload)
+    entry.bitstring ??= readStatusList(payload)
+    return entry.bitstring
   }
 
   /**
@@ -143,7 +169,10 @@ export class StatusChecker {
  * the uri it was fetched from. 0 VALID, 1 INVALID, 2 SUSPENDED; other values fail as unknown.
  */
 export class TokenStatusChecker {
-  constructor(private readonly source: StatusListSource) {}
+  constructor(
+    private readonly source: StatusListSource,
+    private readonly verified = new VerifiedLists(),
+  ) {}
 
   private async load(uri: string, issuer: string | KeyObject, now: number): Promise<TokenStatusList> {
     const jwt = await this.source(uri)
@@ -153,8 +182,8 @@ export class TokenStatusChecker {
     }
     if (header.x5c !== undefined) throw new Error('status list JWT names its key by x5c (not read yet)')
     if (typeof header.kid !== 'string') throw new Error('status list JWT has no kid')
-    const signer = resolveDidKey(header.kid)
-    const { payload } = verifyJws(jwt, signer.publicKey, { algorithms: JWS_ALGS })
+    const entry = this.verified.verify(jwt, header.kid)
+    const { signer, payload } = entry
     // The same entity signs the list and the credential (Token Status List §11.3): the issuer's DID, or for
     // an x5c-certified issuer, the key its leaf certificate certifies.
     if (typeof issuer === 'string' ? signer.did !== issuer : !signer.publicKey.equals(issuer)) {
@@ -167,7 +196,8 @@ export class TokenStatusChecker {
     }
     if (typeof payload.exp === 'number' && payload.exp * 1000 <= now)
       throw new Error('status list has expired')
-    return readTokenStatusList(payload)
+    entry.token ??= readTokenStatusList(payload)
+    return entry.token
   }
 
   /** `memo` shares list fetches per uri between the credentials of one presentation. */

@@ -206,7 +206,20 @@ export class IssuanceService {
    * write calls only: submit, reject, status) act on every process of their tenant.
    */
   async getProcess(principal: Principal, id: string): Promise<ProcessRecord> {
-    const process = await this.store.processes.get(id)
+    return this.visible(principal, id, await this.store.processes.get(id))
+  }
+
+  /** getProcess, with the process's grant read in the same statement (null: the process has none). */
+  private async getProcessWithGrant(
+    principal: Principal,
+    id: string,
+  ): Promise<{ process: ProcessRecord; grant: GrantRecord | null }> {
+    const found = await this.store.grants.withProcess({ processId: id })
+    if (found) return { process: this.visible(principal, id, found.process), grant: found.grant }
+    return { process: await this.getProcess(principal, id), grant: null }
+  }
+
+  private visible(principal: Principal, id: string, process: ProcessRecord | undefined): ProcessRecord {
     if (!process || process.tenantId !== principal.tenantId) {
       throw new AppError('process_not_found', `no issuance process "${id}"`)
     }
@@ -242,28 +255,54 @@ export class IssuanceService {
    * is signed the moment the wallet's proof arrives.
    */
   async submitCredentials(principal: Principal, id: string, body: unknown): Promise<ProcessRecord> {
-    const current = await this.getProcess(principal, id)
-    this.allow(current, null, 'submit')
+    const { process: current, grant: known } = await this.getProcessWithGrant(principal, id)
+    this.allow(current, known, 'submit')
     const template = await this.templateOf(current)
     const key = await this.signingKey(template)
-    const known = await this.store.grants.get(id)
     const prepared = prepareCredentials(body, template.body, {
       issuerDid: key.did,
       holderDid: known?.holderDid ?? null,
     })
-    const taken = await this.store.issuedCredentials.existing(prepared.map((c) => c.id))
+    // Only ids the relying party chose can have been issued before (ours are random UUIDs).
+    const chosen = (body as Record<string, unknown>[]).flatMap((c) =>
+      typeof c.id === 'string' ? [c.id] : [],
+    )
+    const taken = chosen.length > 0 ? await this.store.issuedCredentials.existing(chosen) : []
     if (taken.length > 0) {
       throw new AppError('credential_id_conflict', `credential id "${taken[0]}" was already issued`)
     }
     const next = await this.store.transaction(async (repos) => {
-      // Judged again inside the transaction, on the grant as committed: a wallet request since the reads
-      // above may have bound a holder (the content is then signed now). The process row is passed along:
-      // the conditional update in save() refuses it if it changed meanwhile.
-      const grant = await repos.grants.get(id)
+      // The process and grant read above (one statement, one snapshot) are judged; every write below is
+      // conditional on the process row. A wallet binding its holder meanwhile changed that row (in the
+      // same transaction as the grant), so only then are both read again and judged anew.
+      const first = await this.submitIn(repos, current, known, template, prepared, key)
+      if (first) return first
+      const again = await repos.grants.withProcess({ processId: id })
+      const second =
+        again && (await this.submitIn(repos, again.process, again.grant, template, prepared, key))
+      if (!second) throw new AppError('conflict', `process "${id}" changed concurrently; read it again`)
+      return second
+    })
+    this.emit(next, next.status === 'ISSUED' ? 'issued' : 'submitted')
+    return next
+  }
+
+  /**
+   * The write half of submitCredentials, on the rows as last read: signs and issues when a holder is bound,
+   * else stores the content to wait for one. Undefined when the content could not be stored because the
+   * process changed since it was read (nothing written then); the issuing path throws 409 instead, as its
+   * writes (status entries) came first and the transaction must not keep them.
+   */
+  private async submitIn(
+    repos: Repositories,
+    base: ProcessRecord,
+    grant: GrantRecord | null,
+    template: TemplateRecord<'issuance'>,
+    prepared: PreparedCredential[],
+    key: SigningKey,
+  ): Promise<ProcessRecord | undefined> {
+    {
       const holderDid = grant?.holderDid ?? null
-      // Only when the wallet bound its holder since the read above is the row re-read (it changed).
-      const base =
-        holderDid && current.validator === null ? ((await repos.processes.get(id)) ?? current) : current
       const outcome = this.allow(base, grant, 'submit')
       if (outcome.status === 'ISSUED' && holderDid) {
         const conflict = holderConflict(prepared, holderDid)
@@ -283,11 +322,8 @@ export class IssuanceService {
         submitted: prepared,
         updatedAt: nextStamp(base, this.clock.now()),
       }
-      await this.save(repos, base, waiting)
-      return waiting
-    })
-    this.emit(next, next.status === 'ISSUED' ? 'issued' : 'submitted')
-    return next
+      return (await repos.processes.update(waiting, base.updatedAt)) ? waiting : undefined
+    }
   }
 
   /**

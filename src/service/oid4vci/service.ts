@@ -102,15 +102,13 @@ export class Oid4vciService {
 
   async offer(tenantId: string, processId: string) {
     const { store, clock } = this.deps
-    const process = await store.processes.get(processId)
-    if (!process || process.tenantId !== tenantId) {
+    const found = await store.grants.withProcess({ processId })
+    if (!found || found.process.tenantId !== tenantId) {
       throw new OAuthError('not_found', `no credential offer "${processId}"`)
     }
-    const [grant, template] = await Promise.all([
-      store.grants.get(processId),
-      store.templates.get(tenantId, process.templateId, 'issuance'),
-    ])
-    if (!grant || !template) throw new Error(`offer ${processId} has no grant or template`)
+    const { process, grant } = found
+    const template = await store.templates.get(tenantId, process.templateId, 'issuance')
+    if (!template) throw new Error(`offer ${processId} has no template`)
     // A closed or lapsed offer is gone for the wallet (docs/issuance.md): 404 like an unknown one.
     const open = transition(process, grant, 'retrieve_offer', clock.now())
     if (!open.ok) {
@@ -180,10 +178,11 @@ export class Oid4vciService {
     if (typeof code !== 'string' || code.length === 0) {
       throw new OAuthError('invalid_request', 'pre-authorized_code is required')
     }
-    const grant = await store.grants.byCodeHash(sha256(code))
-    if (!grant || grant.tenantId !== tenantId) {
+    const found = await store.grants.withProcess({ codeHash: sha256(code) })
+    if (!found || found.grant.tenantId !== tenantId) {
       throw new OAuthError('invalid_grant', 'pre-authorized_code is unknown to this credential issuer')
     }
+    const { grant, process } = found
     const now = clock.now()
     if (grant.codeState === 'burnt') {
       throw new OAuthError(
@@ -194,10 +193,9 @@ export class Oid4vciService {
     if (grant.codeState === 'used')
       throw new OAuthError('invalid_grant', 'pre-authorized_code was already used')
     if (now >= grant.codeExpiresAt) throw new OAuthError('invalid_grant', 'pre-authorized_code has expired')
-    const process = await store.processes.get(grant.processId)
-    if (process?.status !== 'PENDING') {
-      const reason = process?.rejectedReason ? `: ${process.rejectedReason}` : ''
-      throw new OAuthError('invalid_grant', `the issuance process is ${process?.status ?? 'gone'}${reason}`)
+    if (process.status !== 'PENDING') {
+      const reason = process.rejectedReason ? `: ${process.rejectedReason}` : ''
+      throw new OAuthError('invalid_grant', `the issuance process is ${process.status}${reason}`)
     }
     const txCode = form.tx_code ?? form.user_pin
     if (grant.txCodeHash) {
@@ -239,18 +237,22 @@ export class Oid4vciService {
     }
   }
 
-  /** RFC 6750: the grant behind a Bearer access token of this tenant's issuer. */
-  async authenticate(tenantId: string, authorization: string | undefined): Promise<GrantRecord> {
+  /** RFC 6750: the grant behind a Bearer access token of this tenant's issuer, read with its process. */
+  async authenticate(
+    tenantId: string,
+    authorization: string | undefined,
+  ): Promise<{ grant: GrantRecord; process: ProcessRecord }> {
     if (!authorization) throw tokenError('an access token is required (Authorization: Bearer …)', false)
     const match = /^Bearer +([A-Za-z0-9._~+/-]+=*)$/i.exec(authorization)
     if (!match?.[1]) throw tokenError('Authorization must be "Bearer <access token>"', true)
-    const grant = await this.deps.store.grants.byTokenHash(sha256(match[1]))
-    if (!grant || grant.tenantId !== tenantId)
+    const found = await this.deps.store.grants.withProcess({ tokenHash: sha256(match[1]) })
+    if (!found || found.grant.tenantId !== tenantId)
       throw tokenError('access token is unknown to this issuer', true)
-    if (grant.tokenExpiresAt === null || this.deps.clock.now() >= grant.tokenExpiresAt) {
+    const { tokenExpiresAt } = found.grant
+    if (tokenExpiresAt === null || this.deps.clock.now() >= tokenExpiresAt) {
       throw tokenError('access token has expired', true)
     }
-    return grant
+    return found
   }
 
   private proofContext(tenantId: string, template: TemplateRecord<'issuance'>): ProofContext {
@@ -331,11 +333,9 @@ export class Oid4vciService {
 
   /** Credential endpoint (OpenID4VCI section 8). */
   async credential(tenantId: string, authorization: string | undefined, body: unknown) {
-    const grant = await this.authenticate(tenantId, authorization)
+    const { grant, process } = await this.authenticate(tenantId, authorization)
     const { store, clock, issuance } = this.deps
     if (!isObject(body)) throw new OAuthError('invalid_credential_request', 'body must be a JSON object')
-    const process = await store.processes.get(grant.processId)
-    if (!process) throw new Error(`process ${grant.processId} missing`)
     this.allow(process, grant, 'request_credential', () => 'invalid_credential_request')
     const granted = await store.templates.get(tenantId, process.templateId, 'issuance')
     if (!granted) throw new Error(`template ${process.templateId} of process ${process.id} missing`)
@@ -455,7 +455,7 @@ export class Oid4vciService {
 
   /** Deferred credential endpoint (OpenID4VCI section 9). */
   async deferred(tenantId: string, authorization: string | undefined, body: unknown) {
-    const grant = await this.authenticate(tenantId, authorization)
+    const { grant, process } = await this.authenticate(tenantId, authorization)
     const transactionId = isObject(body) ? body.transaction_id : undefined
     if (typeof transactionId !== 'string')
       throw new OAuthError('invalid_request', 'transaction_id is required')
@@ -465,8 +465,6 @@ export class Oid4vciService {
     if (grant.redeemedAt !== null) {
       throw new OAuthError('invalid_transaction_id', 'transaction_id was already redeemed')
     }
-    const process = await this.deps.store.processes.get(grant.processId)
-    if (!process) throw new Error(`process ${grant.processId} missing`)
     const outcome = transition(process, grant, 'retrieve_credential', this.deps.clock.now())
     if (!outcome.ok && outcome.refusal === 'pending') {
       const interval = this.deps.options.deferredIntervalSeconds
@@ -485,11 +483,12 @@ export class Oid4vciService {
     }
     if (!outcome.ok) throw this.refusal(process, 'retrieve_credential', outcome, 'invalid_transaction_id')
     const notificationId = randomUUID()
-    const redeemed = await this.deps.store.transaction(async (repos) => {
-      if (!(await repos.grants.markRedeemed(process.id, this.deps.clock.now()))) return false
-      await repos.grants.setNotificationId(process.id, notificationId)
-      return true
-    })
+    // One conditional statement: a second redemption changes nothing.
+    const redeemed = await this.deps.store.grants.markRedeemed(
+      process.id,
+      this.deps.clock.now(),
+      notificationId,
+    )
     if (!redeemed) throw new OAuthError('invalid_transaction_id', 'transaction_id was already redeemed')
     this.deps.events.emit(processChanged(process, 'credential_retrieved'))
     // Only a wallet test's faulty tenant needs the template (its format and signing key) to hand out.
@@ -507,7 +506,26 @@ export class Oid4vciService {
 
   /** Notification endpoint (OpenID4VCI section 10); idempotent for a repeated notification. */
   async notification(tenantId: string, authorization: string | undefined, body: unknown) {
-    const grant = await this.authenticate(tenantId, authorization)
+    // The common case in one statement: a well-formed first notification with a live token of this tenant.
+    // Anything else takes the checks below, which name what is wrong.
+    const token = authorization && /^Bearer +([A-Za-z0-9._~+/-]+=*)$/i.exec(authorization)?.[1]
+    const first = isObject(body) ? body : {}
+    if (
+      token &&
+      typeof first.notification_id === 'string' &&
+      typeof first.event === 'string' &&
+      NOTIFICATION_EVENTS.has(first.event) &&
+      (await this.deps.store.grants.recordNotificationByToken({
+        tokenHash: sha256(token),
+        tenantId,
+        notificationId: first.notification_id,
+        event: first.event,
+        now: this.deps.clock.now(),
+      }))
+    ) {
+      return
+    }
+    const { grant } = await this.authenticate(tenantId, authorization)
     if (!isObject(body)) throw new OAuthError('invalid_notification_request', 'body must be a JSON object')
     const { notification_id: id, event } = body
     if (typeof id !== 'string')

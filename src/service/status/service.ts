@@ -45,6 +45,12 @@ export interface TokenStatusReference {
 /** How long a relying party may cache a Token Status List before fetching it again (§5.1 `ttl`). */
 const TOKEN_STATUS_TTL_SECONDS = 300
 
+/** A list as signed at `version`. */
+interface SignedList {
+  version: number
+  jwt: string
+}
+
 // A list is closed to new entries when this full, so random allocation stays cheap.
 const FILL_LIMIT = 0.75
 const ALLOCATION_TRIES = 32
@@ -54,8 +60,8 @@ const ALLOCATION_TRIES = 32
  * that the index says nothing about issuance order or volume (herd privacy).
  */
 export class StatusLists {
-  private readonly signed = new Map<string, { version: number; jwt: string }>()
-  private readonly tokens = new Map<string, { version: number; jwt: string }>()
+  private readonly signed = new Map<string, SignedList>()
+  private readonly tokens = new Map<string, SignedList>()
 
   constructor(
     private readonly store: Store,
@@ -71,20 +77,21 @@ export class StatusLists {
     input: { tenantId: string; alg: SigningAlg; credentialId: string; processId: string },
   ): Promise<StatusEntry & { token: TokenStatusReference }> {
     const now = this.clock.now()
-    let list = await repos.statusLists.latest(input.tenantId, input.alg)
-    if (!list || list.used >= list.size * FILL_LIMIT) {
-      list = {
-        id: randomUUID(),
+    // The newest list counts the entry if it has room; else a new list starts with it.
+    let list = await repos.statusLists.reserveEntry(input.tenantId, input.alg, FILL_LIMIT, now)
+    if (!list) {
+      list = { id: randomUUID(), size: this.listSize }
+      await repos.statusLists.create({
+        id: list.id,
         tenantId: input.tenantId,
         alg: input.alg,
         size: this.listSize,
         bits: emptyBitstring(this.listSize),
-        used: 0,
+        used: 1,
         version: 0,
         createdAt: now,
         updatedAt: now,
-      }
-      await repos.statusLists.create(list)
+      })
     }
     for (let attempt = 0; attempt < ALLOCATION_TRIES; attempt++) {
       const index = randomInt(list.size)
@@ -102,7 +109,6 @@ export class StatusLists {
         if (error instanceof ConflictError && error.key === 'slot') continue
         throw error
       }
-      await repos.statusLists.countAllocation(list.id, now)
       const url = this.urls.statusList(input.tenantId, list.id)
       return {
         id: `${url}#${index}`,
@@ -116,6 +122,12 @@ export class StatusLists {
       }
     }
     throw new Error(`no free status entry found in list ${list.id} after ${ALLOCATION_TRIES} tries`)
+  }
+
+  /** The stored version of a list of the tenant: its version only, not its bits (tens of KB, read to sign anew). */
+  private async versionOf(tenantId: string, listId: string): Promise<number | undefined> {
+    const head = await this.store.statusLists.version(listId)
+    return head && head.tenantId === tenantId ? head.version : undefined
   }
 
   /** Sets the status bits of issued credentials; call inside the transaction that records the change. */
@@ -141,10 +153,12 @@ export class StatusLists {
    * unknown list or one of another tenant.
    */
   async credential(tenantId: string, listId: string): Promise<string | undefined> {
+    const version = await this.versionOf(tenantId, listId)
+    if (version === undefined) return undefined
+    const cached = this.signed.get(listId)
+    if (cached && cached.version === version) return cached.jwt
     const list = await this.store.statusLists.get(listId)
     if (!list || list.tenantId !== tenantId) return undefined
-    const cached = this.signed.get(list.id)
-    if (cached && cached.version === list.version) return cached.jwt
     const key = await this.issuerKeys.forTenant(tenantId, list.alg)
     const url = this.urls.statusList(tenantId, list.id)
     const now = Math.floor(this.clock.now() / 1000)
@@ -178,10 +192,12 @@ export class StatusLists {
    * @sd-jwt/jwt-status-list. Re-signed only when the list changed; undefined for an unknown list.
    */
   async tokenStatusList(tenantId: string, listId: string): Promise<string | undefined> {
+    const version = await this.versionOf(tenantId, listId)
+    if (version === undefined) return undefined
+    const cached = this.tokens.get(listId)
+    if (cached && cached.version === version) return cached.jwt
     const list = await this.store.statusLists.get(listId)
     if (!list || list.tenantId !== tenantId) return undefined
-    const cached = this.tokens.get(list.id)
-    if (cached && cached.version === list.version) return cached.jwt
     const key = await this.issuerKeys.forTenant(tenantId, list.alg)
     const statuses = Array.from({ length: list.size }, (_, index) => getStatus(list.bits, index))
     const { header, payload } = createHeaderAndPayload(

@@ -105,6 +105,10 @@ export interface GrantRepository {
   get(processId: string): Promise<GrantRecord | undefined>
   byCodeHash(codeHash: string): Promise<GrantRecord | undefined>
   byTokenHash(tokenHash: string): Promise<GrantRecord | undefined>
+  /** The grant and its process, read together (one statement on the wallet's hot paths). */
+  withProcess(
+    key: { processId: string } | { codeHash: string } | { tokenHash: string },
+  ): Promise<{ grant: GrantRecord; process: ProcessRecord } | undefined>
   /** Counts a wrong tx_code; at `maxAttempts` the code is burnt. Returns the new state. */
   recordTxFailure(processId: string, maxAttempts: number): Promise<{ failures: number; burnt: boolean }>
   /** live → used, binding the access token. False when the code was no longer live. */
@@ -114,10 +118,22 @@ export interface GrantRepository {
     processId: string,
     request: { holderDid: string; at: number; transactionId: string | null; notificationId: string | null },
   ): Promise<boolean>
-  /** Sets the notification id when the credential is handed out after a deferral. */
-  setNotificationId(processId: string, notificationId: string): Promise<void>
-  /** Marks the deferred transaction redeemed; false when it already was. */
-  markRedeemed(processId: string, at: number): Promise<boolean>
+  /**
+   * Marks the deferred transaction redeemed and sets the notification id of the credential it hands out;
+   * false (nothing changed) when it already was.
+   */
+  markRedeemed(processId: string, at: number, notificationId: string): Promise<boolean>
+  /**
+   * recordNotification for the grant of a live access token (unexpired at `now`, of the tenant) whose
+   * notification id is `notificationId`: one statement. False when any of that does not hold.
+   */
+  recordNotificationByToken(notification: {
+    tokenHash: string
+    tenantId: string
+    notificationId: string
+    event: string
+    now: number
+  }): Promise<boolean>
   /** Records the wallet's notification event; false when one was already recorded. */
   recordNotification(processId: string, event: string): Promise<boolean>
 }
@@ -132,12 +148,20 @@ export interface NonceRepository {
 
 export interface StatusListRepository {
   get(id: string): Promise<StatusListRecord | undefined>
-  /** The tenant's newest list, where new entries go. */
-  latest(tenantId: string, alg: SigningAlg): Promise<StatusListRecord | undefined>
+  /** A list's tenant and version without its bits (deciding whether a signed copy is current). */
+  version(id: string): Promise<{ tenantId: string; version: number } | undefined>
+  /**
+   * Counts one more entry on the tenant's newest list of `alg` (where new entries go) if fewer than
+   * `fillLimit` × its size are taken; answers that list (undefined: no list yet, or it is full).
+   */
+  reserveEntry(
+    tenantId: string,
+    alg: SigningAlg,
+    fillLimit: number,
+    at: number,
+  ): Promise<{ id: string; size: number } | undefined>
   create(list: StatusListRecord): Promise<void>
   save(list: StatusListRecord): Promise<void>
-  /** Counts one more allocated entry (the bits are unchanged: a new entry is active, 0). */
-  countAllocation(id: string, at: number): Promise<void>
 }
 
 export interface IssuedCredentialRepository {
@@ -161,10 +185,35 @@ export interface SessionRepository {
   complete(session: SessionRecord, now: number): Promise<boolean>
 }
 
-/** The webhook outbox and its delivery log. */
+/**
+ * An outbox row as the statement that wrote or leased it left it, with what that statement saw of the
+ * template's endpoint: the dispatcher holding the lease makes the next attempt without reading either again.
+ */
+export interface LeasedWebhookEvent {
+  event: WebhookEventRecord
+  /** The reason the endpoint is disabled for the event's URL (a 410 Gone), or null when it is not. */
+  endpointDisabled: string | null
+}
+
+/** What recording an attempt saw, from the same statement. */
+export interface RecordedWebhookAttempt {
+  /** As in LeasedWebhookEvent, before this attempt's own 410 (if any) disabled the endpoint. */
+  endpointDisabled: string | null
+  /** A later event of the same subject is pending: it was waiting for this one (per-subject order). */
+  successorPending: boolean
+}
+
+/**
+ * The webhook outbox and its delivery log. Concurrency: a dispatcher sends an event only while it holds the
+ * event's lease (`leaseUntil` in the future, `leaseOwner` its own), taken when the event is written
+ * (enqueue) or by `claim`; `recordAttempt` refuses an attempt another dispatcher logged first.
+ */
 export interface WebhookRepository {
-  /** Writes a new event (in the caller's transaction, with the state change it reports). */
-  enqueue(event: WebhookEventRecord): Promise<void>
+  /**
+   * Writes a new event (in the caller's transaction, with the state change it reports). Its lease is kept
+   * only when no older event of its subject is pending (that one goes first); the answer says which.
+   */
+  enqueue(event: WebhookEventRecord): Promise<LeasedWebhookEvent>
   get(id: string): Promise<WebhookEventRecord | undefined>
   /**
    * Pending events due at `now` and not leased, oldest first, skipping any event of a subject that has an
@@ -173,12 +222,22 @@ export interface WebhookRepository {
   due(now: number, limit: number): Promise<WebhookEventRecord[]>
   /** When the next pending event falls due (null: none pending). */
   nextDueAt(): Promise<number | null>
-  /** Takes the lease of a due event; false when another dispatcher holds it or it is no longer pending. */
-  claim(id: string, now: number, leaseUntil: number): Promise<boolean>
-  /** Writes an attempt's outcome (event columns and a log row) and releases the lease. */
-  recordAttempt(event: WebhookEventRecord, attempt: WebhookAttemptRecord): Promise<void>
-  /** Gives up the lease without an attempt (shutdown). */
-  release(id: string): Promise<void>
+  /**
+   * Takes (or, for its owner, extends) the lease of a pending event: answers the event as leased, or
+   * undefined when another dispatcher holds it or it is no longer pending.
+   */
+  claim(id: string, now: number, leaseUntil: number, owner?: string): Promise<LeasedWebhookEvent | undefined>
+  /**
+   * One statement: the event's new columns (its lease kept, for a retry its owner holds, or released), the
+   * log row `attempt` (whose number must follow the event's logCount) and, on a 410, the endpoint disabled.
+   * Undefined when the log already holds that attempt number (another dispatcher recorded it): nothing written.
+   */
+  recordAttempt(
+    event: WebhookEventRecord,
+    attempt: WebhookAttemptRecord,
+  ): Promise<RecordedWebhookAttempt | undefined>
+  /** Gives up `owner`'s leases of these events without an attempt (shutdown). */
+  release(owner: string, ids: string[]): Promise<void>
   /** Newest first. */
   listByTemplate(
     tenantId: string,
@@ -271,6 +330,10 @@ export interface Store extends Repositories {
 export interface StoreStats {
   /** SQL statements executed on the connection since the store opened (BEGIN, SAVEPOINT, COMMIT included). */
   statements: number
+  /** Durable syncs of the write-ahead log (fdatasync off the event loop; 0 for an in-memory store). */
+  syncs: number
+  /** Pauses taken because another process held the write lock (SQLITE_BUSY, waited for with timers). */
+  busyWaits: number
 }
 
 /** The store was called from inside one of its own transaction callbacks (which would wait forever). */

@@ -1,4 +1,5 @@
 import type { Kysely, Migration } from 'kysely'
+import { sql } from './kysely.ts'
 
 // Append-only: a released migration is never edited; a change is a new entry.
 export const migrations: Record<string, Migration> = {
@@ -311,6 +312,48 @@ export const migrations: Record<string, Migration> = {
         .on('webhook_events')
         .columns(['state', 'updated_at'])
         .execute()
+    },
+  },
+  // One statement per webhook attempt (issue 20). An event row names the dispatcher holding its lease (it is
+  // written already leased to the enqueuing process's dispatcher), counts the attempts in its log and carries
+  // the newest one as JSON; recording an attempt is one UPDATE of the row, and this trigger appends the
+  // attempt to webhook_attempts and, on a 410 Gone, disables the endpoint, as the dispatcher did before in a
+  // transaction of its own (store/sqlite-webhooks.ts recordAttempt).
+  '0008_webhook_attempt_statement': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable('webhook_events').addColumn('lease_owner', 'text').execute()
+      await db.schema
+        .alterTable('webhook_events')
+        .addColumn('log_count', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute()
+      await db.schema.alterTable('webhook_events').addColumn('last_attempt', 'text').execute()
+      await sql`update webhook_events set log_count = (
+        select coalesce(max(a.attempt), 0) from webhook_attempts a where a.event_id = webhook_events.id)`.execute(
+        db,
+      )
+      await sql`create trigger webhook_attempt_logged after update of log_count on webhook_events
+        when new.log_count > old.log_count and new.last_attempt is not null
+        begin
+          insert into webhook_attempts
+            (event_id, attempt, at, duration_ms, status, error, outcome, next_attempt_at, trigger)
+          values (
+            new.id,
+            new.log_count,
+            json_extract(new.last_attempt, '$.at'),
+            json_extract(new.last_attempt, '$.durationMs'),
+            json_extract(new.last_attempt, '$.status'),
+            json_extract(new.last_attempt, '$.error'),
+            json_extract(new.last_attempt, '$.outcome'),
+            json_extract(new.last_attempt, '$.nextAttemptAt'),
+            json_extract(new.last_attempt, '$.trigger'));
+          insert into webhook_endpoints (tenant_id, template_id, url, disabled_at, disabled_reason)
+            select new.tenant_id, new.template_id, new.url, new.updated_at,
+              new.url || ' answered 410 Gone to event ' || new.id
+            where json_extract(new.last_attempt, '$.outcome') = 'disabled'
+              and json_extract(new.last_attempt, '$.status') = 410
+            on conflict (tenant_id, template_id) do update set
+              url = excluded.url, disabled_at = excluded.disabled_at, disabled_reason = excluded.disabled_reason;
+        end`.execute(db)
     },
   },
 }

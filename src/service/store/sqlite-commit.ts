@@ -1,39 +1,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks'
-import type { Kysely, SqliteDatabase } from 'kysely'
-import type Database from 'libsql'
-import type { Repositories, StoreStats } from './index.ts'
+import type { Kysely } from 'kysely'
+import type { Repositories } from './index.ts'
 import { TransactionMisuseError } from './index.ts'
 import { sql } from './kysely.ts'
+import type { WalSync } from './sqlite-driver.ts'
 
-// The connection-level mechanics of the SQLite store: prepared statements reused, transactions grouped
-// into one durable commit, and the guard that refuses root-store calls from inside a transaction. The
-// repositories (sqlite.ts and sqlite-*.ts) know nothing of them.
-
-const STATEMENT_CACHE_SIZE = 256
-
-/**
- * Kysely prepares every query afresh; preparing cost ~9% of server time on login and reads. Queries are
- * parameterised, so their SQL texts are few and a prepared statement can be reused. Safe because
- * Kysely's SQLite driver runs one query at a time on the connection.
- */
-export function withStatementCache(database: Database.Database, stats: StoreStats): SqliteDatabase {
-  const cache = new Map<string, Database.Statement>()
-  return {
-    close: () => database.close(),
-    prepare: (sql: string) => {
-      // Kysely's driver prepares once per execution (BEGIN, SAVEPOINT and COMMIT included), so this
-      // counts every statement run on the connection for the price of an increment.
-      stats.statements++
-      let statement = cache.get(sql)
-      if (!statement) {
-        statement = database.prepare(sql)
-        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string)
-        cache.set(sql, statement)
-      }
-      return statement as unknown as ReturnType<SqliteDatabase['prepare']>
-    },
-  }
-}
+// Transactions grouped into one commit, nobody told of success before it is durable, and the guard that
+// refuses root-store calls from inside a transaction. The connection beneath (statement cache, WAL sync,
+// SQLITE_BUSY) is sqlite-driver.ts; the repositories (sqlite.ts and sqlite-*.ts) know nothing of either.
 
 /** Transactions committed together at most: bounds how long one batch holds the connection. */
 const MAX_BATCH = 64
@@ -56,9 +30,11 @@ const insideTransaction = new AsyncLocalStorage<TransactionScope>()
 
 /**
  * The root store's repositories and `transaction`, refusing calls from inside one of this store's own
- * transaction callbacks: the batch holds the only connection, so such a call would wait forever.
+ * transaction callbacks: the batch holds the only connection, so such a call would wait forever. A call
+ * answers only once every write made so far is on disk (`sync`): its own (an autocommit write) and any
+ * another request made that it may have read.
  */
-export function guardRoot<T extends object>(target: T, owner: object, name: string): T {
+export function guardRoot<T extends object>(target: T, owner: object, name: string, sync: WalSync): T {
   const refuse = (member: string) => {
     const scope = insideTransaction.getStore()
     if (scope?.owner !== owner || !scope.active) return undefined
@@ -73,7 +49,9 @@ export function guardRoot<T extends object>(target: T, owner: object, name: stri
       return (...args: unknown[]) => {
         const misuse = refuse(String(property))
         // Every store method is async: the misuse arrives as a rejection like any other store error.
-        return misuse ? Promise.reject(misuse) : value.apply(object, args)
+        if (misuse) return Promise.reject(misuse)
+        const answer = value.apply(object, args) as Promise<unknown>
+        return answer.then((result) => (sync.pending ? sync.settle().then(() => result) : result))
       }
     },
   })
@@ -90,12 +68,14 @@ export function guardRoot<T extends object>(target: T, owner: object, name: stri
  *
  * BEGIN IMMEDIATE (Kysely's `begin` is DEFERRED) takes the write lock up front: a deferred transaction
  * that reads and then writes cannot wait for the lock when another process (a cluster worker) committed
- * in between; its upgrade fails at once with SQLITE_BUSY instead of honouring busy_timeout.
+ * in between; its upgrade would fail at once with SQLITE_BUSY. BEGIN IMMEDIATE meeting another process's
+ * lock is waited for with timers by the driver (sqlite-driver.ts), the event loop free meanwhile.
  */
 export function groupCommit<S>(
   db: Kysely<S>,
   repositoriesOf: (conn: Kysely<S>) => Repositories,
   owner: object,
+  sync: WalSync,
 ) {
   let queue: Queued[] = []
   let scheduled = false
@@ -145,6 +125,8 @@ export function groupCommit<S>(
           throw error
         }
       })
+      // Off the connection, so the next batch runs while the WAL is synced (one sync may cover both).
+      await sync.settle()
     } catch (error) {
       for (const item of batch) item.reject(error)
       return

@@ -1,9 +1,12 @@
 import type { Kysely, Selectable } from 'kysely'
+import type { ExclusiveCache } from './exclusive-cache.ts'
 import {
   ConflictError,
   type CredentialStatus,
   type GrantRecord,
   type GrantRepository,
+  type HolderValidator,
+  type IssuedCredential,
   type IssuedCredentialRecord,
   type IssuedCredentialRepository,
   type IssuerCaRecord,
@@ -12,11 +15,16 @@ import {
   type IssuerKeyRecord,
   type IssuerKeyRepository,
   type NonceRepository,
+  type PreparedCredential,
+  type ProcessQuery,
+  type ProcessRecord,
+  type ProcessRepository,
   type SigningAlg,
   type StatusListRecord,
   type StatusListRepository,
 } from './index.ts'
 import { sql } from './kysely.ts'
+import { first, prepared, run } from './prepared.ts'
 import { insertOrConflict, isUniqueViolation } from './sqlite-errors.ts'
 import type { StoreSecrets } from './sqlite-secrets.ts'
 
@@ -84,7 +92,22 @@ export interface IssuedCredentialsTable {
   status: string
   updated_at: number
 }
+export interface ProcessesTable {
+  id: string
+  tenant_id: string
+  template_id: string
+  type: string
+  status: string
+  data: string | null
+  validator: string | null
+  submitted: string | null
+  rejected_reason: string | null
+  created_by_key: string
+  created_at: number
+  updated_at: number
+}
 export interface IssuanceProtocolSchema {
+  issuance_processes: ProcessesTable
   issuer_keys: IssuerKeysTable
   issuer_cas: IssuerCasTable
   issuer_certificates: IssuerCertificatesTable
@@ -94,8 +117,6 @@ export interface IssuanceProtocolSchema {
   issued_credentials: IssuedCredentialsTable
 }
 type Db = Kysely<IssuanceProtocolSchema>
-
-const changed = (result: { numUpdatedRows: bigint } | undefined) => (result?.numUpdatedRows ?? 0n) > 0n
 
 // Private JWKs are sealed with the data key (sqlite-secrets.ts); the row's identity is the place it is sealed for.
 export class SqliteIssuerKeys implements IssuerKeyRepository {
@@ -218,6 +239,99 @@ export class SqliteIssuerCertificates implements IssuerCertificateRepository {
   }
 }
 
+const json = (value: unknown): string | null =>
+  value === null || value === undefined ? null : JSON.stringify(value)
+const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T))
+
+const toProcess = (row: Selectable<ProcessesTable>): ProcessRecord => ({
+  id: row.id,
+  tenantId: row.tenant_id,
+  templateId: row.template_id,
+  type: row.type,
+  status: row.status as ProcessRecord['status'],
+  data: parse<IssuedCredential[]>(row.data),
+  validator: parse<HolderValidator>(row.validator),
+  submitted: parse<PreparedCredential[]>(row.submitted),
+  rejectedReason: row.rejected_reason,
+  createdByKey: row.created_by_key,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+})
+
+const PROCESS_COLUMNS =
+  'id, tenant_id, template_id, type, status, data, validator, submitted, rejected_reason, created_by_key, created_at, updated_at'
+const PROCESS_BY_ID = prepared(`SELECT ${PROCESS_COLUMNS} FROM issuance_processes WHERE id = ?`, true)
+const PROCESS_INSERT = prepared(
+  `INSERT INTO issuance_processes (${PROCESS_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+)
+const PROCESS_UPDATE = prepared(`UPDATE issuance_processes
+  SET status = ?, data = ?, validator = ?, submitted = ?, rejected_reason = ?, updated_at = ?
+  WHERE id = ? AND updated_at = ?`)
+
+export class SqliteProcesses implements ProcessRepository {
+  constructor(private readonly db: Db) {}
+  async get(id: string) {
+    const row = await first<Selectable<ProcessesTable>>(this.db, PROCESS_BY_ID, [id])
+    return row && toProcess(row)
+  }
+  async create(p: ProcessRecord) {
+    await insertOrConflict(
+      run(this.db, PROCESS_INSERT, [
+        p.id,
+        p.tenantId,
+        p.templateId,
+        p.type,
+        p.status,
+        json(p.data),
+        json(p.validator),
+        json(p.submitted),
+        p.rejectedReason,
+        p.createdByKey,
+        p.createdAt,
+        p.updatedAt,
+      ]),
+      `issuance process "${p.id}"`,
+    )
+  }
+  async list(query: ProcessQuery) {
+    let q = this.db.selectFrom('issuance_processes').selectAll().where('tenant_id', '=', query.tenantId)
+    if (query.status) q = q.where('status', '=', query.status)
+    const after = query.after
+    if (after) {
+      q = q.where((eb) =>
+        eb.or([
+          eb('created_at', '>', after.createdAt),
+          eb.and([eb('created_at', '=', after.createdAt), eb('id', '>', after.id)]),
+        ]),
+      )
+    }
+    const rows = await q.orderBy('created_at').orderBy('id').limit(query.limit).execute()
+    return rows.map(toProcess)
+  }
+  async countByTemplate(tenantId: string, templateId: string) {
+    const row = await this.db
+      .selectFrom('issuance_processes')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('tenant_id', '=', tenantId)
+      .where('template_id', '=', templateId)
+      .executeTakeFirstOrThrow()
+    return Number(row.n)
+  }
+  async update(p: ProcessRecord, expectedUpdatedAt: number) {
+    const changes = await run(this.db, PROCESS_UPDATE, [
+      p.status,
+      json(p.data),
+      json(p.validator),
+      json(p.submitted),
+      p.rejectedReason,
+      p.updatedAt,
+      p.id,
+      expectedUpdatedAt,
+    ])
+    return changes > 0
+  }
+}
+
 const toGrant = (r: Selectable<GrantsTable>): GrantRecord => ({
   processId: r.process_id,
   tenantId: r.tenant_id,
@@ -236,49 +350,93 @@ const toGrant = (r: Selectable<GrantsTable>): GrantRecord => ({
   notificationEvent: r.notification_event,
 })
 
+const GRANT_COLUMNS =
+  'process_id, tenant_id, code_hash, code_expires_at, tx_code_hash, tx_failures, code_state, token_hash, token_expires_at, holder_did, credential_requested_at, transaction_id, redeemed_at, notification_id, notification_event'
+const grantBy = (column: string) =>
+  prepared(`SELECT ${GRANT_COLUMNS} FROM oid4vci_grants WHERE ${column} = ?`, true)
+const GRANT_BY = {
+  processId: grantBy('process_id'),
+  codeHash: grantBy('code_hash'),
+  tokenHash: grantBy('token_hash'),
+}
+// A grant and its process in one read: the process's columns beside the grant's (tenant_id is the same).
+const withProcessBy = (column: string) =>
+  prepared(
+    `SELECT g.process_id, g.tenant_id, g.code_hash, g.code_expires_at, g.tx_code_hash, g.tx_failures,
+       g.code_state, g.token_hash, g.token_expires_at, g.holder_did, g.credential_requested_at,
+       g.transaction_id, g.redeemed_at, g.notification_id, g.notification_event,
+       p.template_id, p.type, p.status, p.data, p.validator, p.submitted, p.rejected_reason,
+       p.created_by_key, p.created_at, p.updated_at
+     FROM oid4vci_grants g JOIN issuance_processes p ON p.id = g.process_id WHERE g.${column} = ?`,
+    true,
+  )
+const WITH_PROCESS_BY = {
+  processId: withProcessBy('process_id'),
+  codeHash: withProcessBy('code_hash'),
+  tokenHash: withProcessBy('token_hash'),
+}
+const GRANT_INSERT = prepared(
+  `INSERT INTO oid4vci_grants (${GRANT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+)
+const CONSUME_CODE =
+  prepared(`UPDATE oid4vci_grants SET code_state = 'used', token_hash = ?, token_expires_at = ?
+  WHERE process_id = ? AND code_state = 'live'`)
+const RECORD_CREDENTIAL_REQUEST = prepared(`UPDATE oid4vci_grants
+  SET holder_did = ?, credential_requested_at = ?, transaction_id = ?, notification_id = ?
+  WHERE process_id = ? AND credential_requested_at IS NULL`)
+const MARK_REDEEMED = prepared(`UPDATE oid4vci_grants SET redeemed_at = ?, notification_id = ?
+  WHERE process_id = ? AND redeemed_at IS NULL`)
+const RECORD_NOTIFICATION = prepared(`UPDATE oid4vci_grants SET notification_event = ?
+  WHERE process_id = ? AND notification_event IS NULL`)
+
+const RECORD_NOTIFICATION_BY_TOKEN = prepared(`UPDATE oid4vci_grants SET notification_event = ?
+  WHERE token_hash = ? AND tenant_id = ? AND token_expires_at > ? AND notification_id = ?
+    AND notification_event IS NULL`)
+
+type GrantWithProcessRow = Selectable<GrantsTable> & Omit<Selectable<ProcessesTable>, 'id' | 'tenant_id'>
+
 export class SqliteGrants implements GrantRepository {
   constructor(private readonly db: Db) {}
   async create(g: GrantRecord) {
     await insertOrConflict(
-      this.db
-        .insertInto('oid4vci_grants')
-        .values({
-          process_id: g.processId,
-          tenant_id: g.tenantId,
-          code_hash: g.codeHash,
-          code_expires_at: g.codeExpiresAt,
-          tx_code_hash: g.txCodeHash,
-          tx_failures: g.txFailures,
-          code_state: g.codeState,
-          token_hash: g.tokenHash,
-          token_expires_at: g.tokenExpiresAt,
-          holder_did: g.holderDid,
-          credential_requested_at: g.credentialRequestedAt,
-          transaction_id: g.transactionId,
-          redeemed_at: g.redeemedAt,
-          notification_id: g.notificationId,
-          notification_event: g.notificationEvent,
-        })
-        .execute(),
+      run(this.db, GRANT_INSERT, [
+        g.processId,
+        g.tenantId,
+        g.codeHash,
+        g.codeExpiresAt,
+        g.txCodeHash,
+        g.txFailures,
+        g.codeState,
+        g.tokenHash,
+        g.tokenExpiresAt,
+        g.holderDid,
+        g.credentialRequestedAt,
+        g.transactionId,
+        g.redeemedAt,
+        g.notificationId,
+        g.notificationEvent,
+      ]),
       `grant of process "${g.processId}"`,
     )
   }
-  private async by(column: 'process_id' | 'code_hash' | 'token_hash', value: string) {
-    const row = await this.db
-      .selectFrom('oid4vci_grants')
-      .selectAll()
-      .where(column, '=', value)
-      .executeTakeFirst()
+  private async by(key: GrantKey) {
+    const [name, value] = grantKey(key)
+    const row = await first<Selectable<GrantsTable>>(this.db, GRANT_BY[name], [value])
     return row && toGrant(row)
   }
   get(processId: string) {
-    return this.by('process_id', processId)
+    return this.by({ processId })
   }
   byCodeHash(codeHash: string) {
-    return this.by('code_hash', codeHash)
+    return this.by({ codeHash })
   }
   byTokenHash(tokenHash: string) {
-    return this.by('token_hash', tokenHash)
+    return this.by({ tokenHash })
+  }
+  async withProcess(key: GrantKey) {
+    const [name, value] = grantKey(key)
+    const row = await first<GrantWithProcessRow>(this.db, WITH_PROCESS_BY[name], [value])
+    return row && { grant: toGrant(row), process: toProcess({ ...row, id: row.process_id }) }
   }
   async recordTxFailure(processId: string, maxAttempts: number) {
     // One statement: concurrent wrong guesses each count, and the burn cannot be skipped.
@@ -302,68 +460,60 @@ export class SqliteGrants implements GrantRepository {
       : { failures: maxAttempts, burnt: true }
   }
   async consumeCode(processId: string, tokenHash: string, tokenExpiresAt: number) {
-    const result = await this.db
-      .updateTable('oid4vci_grants')
-      .set({ code_state: 'used', token_hash: tokenHash, token_expires_at: tokenExpiresAt })
-      .where('process_id', '=', processId)
-      .where('code_state', '=', 'live')
-      .executeTakeFirst()
-    return changed(result)
+    return (await run(this.db, CONSUME_CODE, [tokenHash, tokenExpiresAt, processId])) > 0
   }
   async recordCredentialRequest(
     processId: string,
     request: { holderDid: string; at: number; transactionId: string | null; notificationId: string | null },
   ) {
-    const result = await this.db
-      .updateTable('oid4vci_grants')
-      .set({
-        holder_did: request.holderDid,
-        credential_requested_at: request.at,
-        transaction_id: request.transactionId,
-        notification_id: request.notificationId,
-      })
-      .where('process_id', '=', processId)
-      .where('credential_requested_at', 'is', null)
-      .executeTakeFirst()
-    return changed(result)
+    const { holderDid, at, transactionId, notificationId } = request
+    return (
+      (await run(this.db, RECORD_CREDENTIAL_REQUEST, [
+        holderDid,
+        at,
+        transactionId,
+        notificationId,
+        processId,
+      ])) > 0
+    )
   }
-  async setNotificationId(processId: string, notificationId: string) {
-    await this.db
-      .updateTable('oid4vci_grants')
-      .set({ notification_id: notificationId })
-      .where('process_id', '=', processId)
-      .execute()
+  async markRedeemed(processId: string, at: number, notificationId: string) {
+    return (await run(this.db, MARK_REDEEMED, [at, notificationId, processId])) > 0
   }
-  async markRedeemed(processId: string, at: number) {
-    const result = await this.db
-      .updateTable('oid4vci_grants')
-      .set({ redeemed_at: at })
-      .where('process_id', '=', processId)
-      .where('redeemed_at', 'is', null)
-      .executeTakeFirst()
-    return changed(result)
+  async recordNotificationByToken(n: {
+    tokenHash: string
+    tenantId: string
+    notificationId: string
+    event: string
+    now: number
+  }) {
+    const { tokenHash, tenantId, notificationId, event, now } = n
+    return (
+      (await run(this.db, RECORD_NOTIFICATION_BY_TOKEN, [event, tokenHash, tenantId, now, notificationId])) >
+      0
+    )
   }
   async recordNotification(processId: string, event: string) {
-    const result = await this.db
-      .updateTable('oid4vci_grants')
-      .set({ notification_event: event })
-      .where('process_id', '=', processId)
-      .where('notification_event', 'is', null)
-      .executeTakeFirst()
-    return changed(result)
+    return (await run(this.db, RECORD_NOTIFICATION, [event, processId])) > 0
   }
 }
+
+type GrantKey = { processId: string } | { codeHash: string } | { tokenHash: string }
+const grantKey = (key: GrantKey): ['processId' | 'codeHash' | 'tokenHash', string] => {
+  if ('processId' in key) return ['processId', key.processId]
+  if ('codeHash' in key) return ['codeHash', key.codeHash]
+  return ['tokenHash', key.tokenHash]
+}
+
+const NONCE_USE = prepared(
+  'INSERT INTO nonces (value, tenant_id, expires_at) VALUES (?, ?, ?) ON CONFLICT (value) DO NOTHING',
+)
 
 export class SqliteNonces implements NonceRepository {
   constructor(private readonly db: Db) {}
   async use(value: string, tenantId: string, expiresAt: number) {
     // The row is the use: a second INSERT of the same nonce conflicts and inserts nothing.
-    const result = await this.db
-      .insertInto('nonces')
-      .values({ value, tenant_id: tenantId, expires_at: expiresAt })
-      .onConflict((oc) => oc.column('value').doNothing())
-      .executeTakeFirst()
-    return (result.numInsertedOrUpdatedRows ?? 0n) > 0n
+    return (await run(this.db, NONCE_USE, [value, tenantId, expiresAt])) > 0
   }
   async deleteExpired(before: number, limit: number) {
     const result = await sql`delete from nonces where rowid in (
@@ -384,23 +534,37 @@ const toList = (r: Selectable<StatusListsTable>): StatusListRecord => ({
   updatedAt: r.updated_at,
 })
 
+const STATUS_LIST_BY_ID = prepared(
+  'SELECT id, tenant_id, alg, size, bits, used, version, created_at, updated_at FROM status_lists WHERE id = ?',
+  true,
+)
+const STATUS_LIST_VERSION = prepared('SELECT tenant_id, version FROM status_lists WHERE id = ?', true)
+// The newest list of the tenant and algorithm counts one more entry if it has room, in one statement that
+// never reads the bits (a list is ~16 KB).
+const RESERVE_ENTRY = prepared(`UPDATE status_lists SET used = used + 1, updated_at = ?
+  WHERE id = (SELECT id FROM status_lists WHERE tenant_id = ? AND alg = ? ORDER BY created_at DESC, id DESC LIMIT 1)
+    AND used < size * ?
+  RETURNING id, size`)
+const ISSUED_INSERT = prepared(`INSERT INTO issued_credentials
+  (id, process_id, tenant_id, list_id, list_index, status, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+
 export class SqliteStatusLists implements StatusListRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly versions: ExclusiveCache<{ tenantId: string; version: number }>,
+  ) {}
   async get(id: string) {
-    const row = await this.db.selectFrom('status_lists').selectAll().where('id', '=', id).executeTakeFirst()
+    const row = await first<Selectable<StatusListsTable>>(this.db, STATUS_LIST_BY_ID, [id])
     return row && toList(row)
   }
-  async latest(tenantId: string, alg: SigningAlg) {
-    const row = await this.db
-      .selectFrom('status_lists')
-      .selectAll()
-      .where('tenant_id', '=', tenantId)
-      .where('alg', '=', alg)
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(1)
-      .executeTakeFirst()
-    return row && toList(row)
+  version(id: string) {
+    return this.versions.read(id, async () => {
+      const row = await first<{ tenant_id: string; version: number }>(this.db, STATUS_LIST_VERSION, [id])
+      return row && { tenantId: row.tenant_id, version: row.version }
+    })
+  }
+  async reserveEntry(tenantId: string, alg: SigningAlg, fillLimit: number, at: number) {
+    return first<{ id: string; size: number }>(this.db, RESERVE_ENTRY, [at, tenantId, alg, fillLimit])
   }
   async create(l: StatusListRecord) {
     await insertOrConflict(
@@ -422,18 +586,13 @@ export class SqliteStatusLists implements StatusListRepository {
     )
   }
   async save(l: StatusListRecord) {
-    await this.db
-      .updateTable('status_lists')
-      .set({ bits: Buffer.from(l.bits), used: l.used, version: l.version, updated_at: l.updatedAt })
-      .where('id', '=', l.id)
-      .execute()
-  }
-  async countAllocation(id: string, at: number) {
-    await this.db
-      .updateTable('status_lists')
-      .set((eb) => ({ used: eb('used', '+', 1), updated_at: at }))
-      .where('id', '=', id)
-      .execute()
+    await this.versions.changed(() =>
+      this.db
+        .updateTable('status_lists')
+        .set({ bits: Buffer.from(l.bits), used: l.used, version: l.version, updated_at: l.updatedAt })
+        .where('id', '=', l.id)
+        .execute(),
+    )
   }
 }
 
@@ -441,18 +600,15 @@ export class SqliteIssuedCredentials implements IssuedCredentialRepository {
   constructor(private readonly db: Db) {}
   async create(c: IssuedCredentialRecord) {
     try {
-      await this.db
-        .insertInto('issued_credentials')
-        .values({
-          id: c.id,
-          process_id: c.processId,
-          tenant_id: c.tenantId,
-          list_id: c.listId,
-          list_index: c.listIndex,
-          status: c.status,
-          updated_at: c.updatedAt,
-        })
-        .execute()
+      await run(this.db, ISSUED_INSERT, [
+        c.id,
+        c.processId,
+        c.tenantId,
+        c.listId,
+        c.listIndex,
+        c.status,
+        c.updatedAt,
+      ])
     } catch (error) {
       if (!isUniqueViolation(error)) throw error
       const slot = (error as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT_UNIQUE') === true

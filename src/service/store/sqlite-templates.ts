@@ -1,6 +1,7 @@
 import type { Insertable, Kysely, Selectable } from 'kysely'
 import { resolveTemplate } from '../config/schema.ts'
 import type { Clock } from '../util/clock.ts'
+import { deepFreeze } from '../util/frozen.ts'
 import type { TemplateKind, TemplateRecord, TemplateRepository } from './index.ts'
 import { insertOrConflict } from './sqlite-errors.ts'
 import type { StoreSecrets } from './sqlite-secrets.ts'
@@ -42,7 +43,8 @@ const toTemplate = (row: Selectable<TemplatesTable>, secrets: StoreSecrets): Tem
 /**
  * Templates by (tenant, id), read ~9 times per complete flow and written rarely (portal, boot). A write
  * through this process drops its entry at once; an entry lives TEMPLATE_CACHE_MS, which bounds how long
- * another worker of a cluster can act on a template changed elsewhere. Callers get copies.
+ * another worker of a cluster can act on a template changed elsewhere. Callers share one frozen record
+ * (util/frozen.ts): a read costs no copy, and what depends only on the template can be memoised by it.
  */
 const TEMPLATE_CACHE_MS = 1000
 export class TemplateCache {
@@ -58,12 +60,12 @@ export class TemplateCache {
       this.entries.delete(key)
       return undefined
     }
-    return { record: entry.record && structuredClone(entry.record) }
+    return { record: entry.record }
   }
   set(key: string, record: TemplateRecord | undefined) {
     if (this.entries.size >= 1024) this.entries.delete(this.entries.keys().next().value as string)
     this.entries.set(key, {
-      record: record && structuredClone(record),
+      record: record && deepFreeze(record),
       until: this.clock.now() + TEMPLATE_CACHE_MS,
     })
   }

@@ -1,5 +1,7 @@
 import type { Kysely, Selectable } from 'kysely'
+import { JsonInterner } from '../util/frozen.ts'
 import type { SessionRecord, SessionRepository, SessionStatus, Validations } from './index.ts'
+import { first, prepared, run } from './prepared.ts'
 import { insertOrConflict } from './sqlite-errors.ts'
 import type { StoreSecrets } from './sqlite-secrets.ts'
 
@@ -33,6 +35,8 @@ export interface VerificationSchema {
 }
 type Db = Kysely<VerificationSchema>
 
+const policies = new JsonInterner()
+
 // response_key (the ephemeral private key of an encrypted response) is sealed with the data key; the
 // keyring remembers recent openings, so the reads of one flow decrypt it once.
 const toSession = (r: Selectable<SessionsTable>, secrets: StoreSecrets): SessionRecord => ({
@@ -44,7 +48,8 @@ const toSession = (r: Selectable<SessionsTable>, secrets: StoreSecrets): Session
   definition: JSON.parse(r.definition),
   request: JSON.parse(r.request),
   requestJwt: r.request_jwt,
-  policy: JSON.parse(r.policy),
+  // The same for every session of a template (trust anchors' PEM included): parsed once, shared frozen.
+  policy: policies.parse(r.policy),
   createdAt: r.created_at,
   updatedAt: r.updated_at,
   expiresAt: r.expires_at,
@@ -68,6 +73,21 @@ const toSession = (r: Selectable<SessionsTable>, secrets: StoreSecrets): Session
 
 const json = (value: unknown) => (value === null ? null : JSON.stringify(value))
 
+const SESSION_COLUMNS = `id, tenant_id, template_id, created_by_key, status, definition, request, request_jwt,
+  policy, created_at, updated_at, expires_at, requested_at, submission, submission_format, validations, subject,
+  source_wallet, callback, profile, response_key`
+const SESSION_BY_ID = prepared(`SELECT ${SESSION_COLUMNS} FROM verification_sessions WHERE id = ?`, true)
+const SESSION_INSERT = prepared(
+  `INSERT INTO verification_sessions (${SESSION_COLUMNS})
+   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+)
+const MARK_REQUESTED = prepared(
+  'UPDATE verification_sessions SET requested_at = ? WHERE id = ? AND requested_at IS NULL',
+)
+const COMPLETE = prepared(`UPDATE verification_sessions
+  SET status = ?, submission = ?, submission_format = ?, validations = ?, subject = ?, source_wallet = ?, updated_at = ?
+  WHERE id = ? AND status = 'PENDING' AND expires_at > ?`)
+
 export class SqliteSessions implements SessionRepository {
   constructor(
     private readonly db: Db,
@@ -76,74 +96,56 @@ export class SqliteSessions implements SessionRepository {
 
   async create(s: SessionRecord) {
     await insertOrConflict(
-      this.db
-        .insertInto('verification_sessions')
-        .values({
-          id: s.id,
-          tenant_id: s.tenantId,
-          template_id: s.templateId,
-          created_by_key: s.createdByKey,
-          status: s.status,
-          definition: JSON.stringify(s.definition),
-          request: JSON.stringify(s.request),
-          request_jwt: s.requestJwt,
-          policy: JSON.stringify(s.policy),
-          created_at: s.createdAt,
-          updated_at: s.updatedAt,
-          expires_at: s.expiresAt,
-          requested_at: s.requestedAt,
-          submission: json(s.submission),
-          submission_format: s.submissionFormat,
-          validations: json(s.validations),
-          subject: s.subject,
-          source_wallet: s.sourceWallet,
-          callback: s.callback,
-          profile: s.profile,
-          response_key:
-            s.responseKey === null
-              ? null
-              : this.secrets.sealJson('verification_sessions.response_key', [s.id], s.responseKey),
-        })
-        .execute(),
+      run(this.db, SESSION_INSERT, [
+        s.id,
+        s.tenantId,
+        s.templateId,
+        s.createdByKey,
+        s.status,
+        JSON.stringify(s.definition),
+        JSON.stringify(s.request),
+        s.requestJwt,
+        JSON.stringify(s.policy),
+        s.createdAt,
+        s.updatedAt,
+        s.expiresAt,
+        s.requestedAt,
+        json(s.submission),
+        s.submissionFormat,
+        json(s.validations),
+        s.subject,
+        s.sourceWallet,
+        s.callback,
+        s.profile,
+        s.responseKey === null
+          ? null
+          : this.secrets.sealJson('verification_sessions.response_key', [s.id], s.responseKey),
+      ]),
       `verification session "${s.id}"`,
     )
   }
 
   async get(id: string) {
-    const row = await this.db
-      .selectFrom('verification_sessions')
-      .selectAll()
-      .where('id', '=', id)
-      .executeTakeFirst()
+    const row = await first<Selectable<SessionsTable>>(this.db, SESSION_BY_ID, [id])
     return row && toSession(row, this.secrets)
   }
 
   async markRequested(id: string, at: number) {
-    const result = await this.db
-      .updateTable('verification_sessions')
-      .set({ requested_at: at })
-      .where('id', '=', id)
-      .where('requested_at', 'is', null)
-      .executeTakeFirst()
-    return result.numUpdatedRows > 0n
+    return (await run(this.db, MARK_REQUESTED, [at, id])) > 0
   }
 
   async complete(s: SessionRecord, now: number) {
-    const result = await this.db
-      .updateTable('verification_sessions')
-      .set({
-        status: s.status,
-        submission: json(s.submission),
-        submission_format: s.submissionFormat,
-        validations: json(s.validations),
-        subject: s.subject,
-        source_wallet: s.sourceWallet,
-        updated_at: s.updatedAt,
-      })
-      .where('id', '=', s.id)
-      .where('status', '=', 'PENDING')
-      .where('expires_at', '>', now)
-      .executeTakeFirst()
-    return result.numUpdatedRows > 0n
+    const changes = await run(this.db, COMPLETE, [
+      s.status,
+      json(s.submission),
+      s.submissionFormat,
+      json(s.validations),
+      s.subject,
+      s.sourceWallet,
+      s.updatedAt,
+      s.id,
+      now,
+    ])
+    return changes > 0
   }
 }

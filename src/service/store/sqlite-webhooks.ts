@@ -1,6 +1,7 @@
 import type { Generated, Kysely, Selectable } from 'kysely'
 import type {
   DeliveryState,
+  LeasedWebhookEvent,
   TemplateKind,
   WebhookAttemptRecord,
   WebhookEndpointRecord,
@@ -8,10 +9,12 @@ import type {
   WebhookEventType,
   WebhookRepository,
 } from './index.ts'
-import { sql } from './kysely.ts'
+import { first, prepared, rows, run } from './prepared.ts'
 import { insertOrConflict } from './sqlite-errors.ts'
 
-// The webhook outbox, its delivery log and disabled endpoints (migration 0004).
+// The webhook outbox, its delivery log and disabled endpoints (migrations 0004 and 0008). What the
+// dispatcher runs per delivery (enqueue in the state change's transaction, recordAttempt after the HTTP
+// attempt) is one fixed statement each; the scan (due, nextDueAt, claim) runs only when it polls.
 
 interface EventsTable {
   seq: Generated<number>
@@ -32,6 +35,10 @@ interface EventsTable {
   created_at: number
   updated_at: number
   delivered_at: number | null
+  lease_owner: string | null
+  log_count: Generated<number>
+  /** The newest attempt as JSON; the trigger of migration 0008 appends it to webhook_attempts. */
+  last_attempt: string | null
 }
 interface AttemptsTable {
   event_id: string
@@ -58,7 +65,9 @@ export interface WebhooksSchema {
 }
 type Db = Kysely<WebhooksSchema>
 
-const toEvent = (r: Selectable<EventsTable>): WebhookEventRecord => ({
+type EventRow = Omit<Selectable<EventsTable>, 'last_attempt'>
+
+const toEvent = (r: EventRow): WebhookEventRecord => ({
   id: r.id,
   seq: r.seq,
   tenantId: r.tenant_id,
@@ -72,6 +81,8 @@ const toEvent = (r: Selectable<EventsTable>): WebhookEventRecord => ({
   attempts: r.attempts,
   nextAttemptAt: r.next_attempt_at,
   leaseUntil: r.lease_until,
+  leaseOwner: r.lease_owner,
+  logCount: r.log_count,
   lastStatus: r.last_status,
   lastError: r.last_error,
   createdAt: r.created_at,
@@ -91,35 +102,115 @@ const toAttempt = (r: Selectable<AttemptsTable>): WebhookAttemptRecord => ({
   trigger: r.trigger as WebhookAttemptRecord['trigger'],
 })
 
+/** The reason the event's endpoint is disabled for its URL, or null (correlated with the statement's row). */
+const ENDPOINT_DISABLED = `(SELECT d.disabled_reason FROM webhook_endpoints d
+  WHERE d.tenant_id = webhook_events.tenant_id AND d.template_id = webhook_events.template_id
+    AND d.url = webhook_events.url)`
+
+/** No older event of the same subject is pending (per-subject order), for a row aliased `e`. */
+const FIRST_OF_SUBJECT = `NOT EXISTS (SELECT 1 FROM webhook_events older
+  WHERE older.tenant_id = e.tenant_id AND older.subject_id = e.subject_id AND older.seq < e.seq
+    AND older.state = 'pending')`
+
+const EVENT_COLUMNS = `seq, id, tenant_id, template_id, template_kind, subject_id, type, url, body, state, attempts,
+  next_attempt_at, lease_until, lease_owner, log_count, last_status, last_error, created_at, updated_at,
+  delivered_at`
+
+// The lease asked for is written only when no older event of the subject is pending: that one goes first,
+// and this one is left to the scan that finds it once the older one is settled.
+const ENQUEUE =
+  prepared(`INSERT INTO webhook_events (id, tenant_id, template_id, template_kind, subject_id, type,
+    url, body, state, attempts, next_attempt_at, lease_until, lease_owner, last_status, last_error, created_at,
+    updated_at, delivered_at)
+  SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+    CASE WHEN older.pending THEN NULL ELSE ? END, CASE WHEN older.pending THEN NULL ELSE ? END,
+    ?, ?, ?, ?, ?
+  FROM (SELECT EXISTS (SELECT 1 FROM webhook_events o
+    WHERE o.tenant_id = ? AND o.subject_id = ? AND o.state = 'pending') AS pending) AS older
+  RETURNING seq, lease_until, lease_owner, ${ENDPOINT_DISABLED} AS endpoint_disabled`)
+
+const DUE = prepared(`SELECT ${EVENT_COLUMNS} FROM webhook_events e
+  WHERE e.state = 'pending' AND e.next_attempt_at <= ? AND (e.lease_until IS NULL OR e.lease_until < ?)
+    AND ${FIRST_OF_SUBJECT}
+  ORDER BY e.next_attempt_at, e.seq LIMIT ?`)
+
+// A leased event is not due before its lease ends. An event queued behind an older one of its subject is
+// due only once that one is settled; its own past due time would otherwise hide the older one's.
+const NEXT_DUE = prepared(
+  `SELECT min(max(e.next_attempt_at, coalesce(e.lease_until, 0))) AS next FROM webhook_events e
+  WHERE e.state = 'pending' AND ${FIRST_OF_SUBJECT}`,
+  true,
+)
+
+const CLAIM = prepared(`UPDATE webhook_events SET lease_until = ?, lease_owner = ?
+  WHERE id = ? AND state = 'pending' AND (lease_until IS NULL OR lease_until < ? OR lease_owner = ?)
+  RETURNING ${EVENT_COLUMNS}, ${ENDPOINT_DISABLED} AS endpoint_disabled`)
+
+// The log row and a 410's disabled endpoint are written by the trigger of migration 0008, in this statement.
+// `log_count = attempt - 1`: an attempt another dispatcher logged first (a lease lost) changes nothing.
+const RECORD_ATTEMPT = prepared(`UPDATE webhook_events SET state = ?, attempts = ?, next_attempt_at = ?,
+    lease_until = ?, lease_owner = ?, last_status = ?, last_error = ?, updated_at = ?, delivered_at = ?,
+    log_count = ?, last_attempt = ?
+  WHERE id = ? AND log_count = ?
+  RETURNING ${ENDPOINT_DISABLED} AS endpoint_disabled,
+    EXISTS (SELECT 1 FROM webhook_events later
+      WHERE later.tenant_id = webhook_events.tenant_id AND later.subject_id = webhook_events.subject_id
+        AND later.seq > webhook_events.seq AND later.state = 'pending') AS successor_pending`)
+
+const RELEASE = prepared(`UPDATE webhook_events SET lease_until = NULL, lease_owner = NULL
+  WHERE lease_owner = ? AND id IN (SELECT value FROM json_each(?))`)
+
+type LeasedRow = EventRow & { endpoint_disabled: string | null }
+interface EnqueuedRow {
+  seq: number
+  lease_until: number | null
+  lease_owner: string | null
+  endpoint_disabled: string | null
+}
+const toLeased = (r: LeasedRow): LeasedWebhookEvent => ({
+  event: toEvent(r),
+  endpointDisabled: r.endpoint_disabled,
+})
+
 export class SqliteWebhooks implements WebhookRepository {
   constructor(private readonly db: Db) {}
 
   async enqueue(e: WebhookEventRecord) {
-    await insertOrConflict(
-      this.db
-        .insertInto('webhook_events')
-        .values({
-          id: e.id,
-          tenant_id: e.tenantId,
-          template_id: e.templateId,
-          template_kind: e.templateKind,
-          subject_id: e.subjectId,
-          type: e.type,
-          url: e.url,
-          body: e.body,
-          state: e.state,
-          attempts: e.attempts,
-          next_attempt_at: e.nextAttemptAt,
-          lease_until: e.leaseUntil,
-          last_status: e.lastStatus,
-          last_error: e.lastError,
-          created_at: e.createdAt,
-          updated_at: e.updatedAt,
-          delivered_at: e.deliveredAt,
-        })
-        .execute(),
-      `webhook event "${e.id}"`,
-    )
+    const inserted = rows<EnqueuedRow>(this.db, ENQUEUE, [
+      e.id,
+      e.tenantId,
+      e.templateId,
+      e.templateKind,
+      e.subjectId,
+      e.type,
+      e.url,
+      e.body,
+      e.state,
+      e.attempts,
+      e.nextAttemptAt,
+      e.leaseUntil,
+      e.leaseOwner ?? null,
+      e.lastStatus,
+      e.lastError,
+      e.createdAt,
+      e.updatedAt,
+      e.deliveredAt,
+      e.tenantId,
+      e.subjectId,
+    ])
+    await insertOrConflict(inserted, `webhook event "${e.id}"`)
+    const [written] = await inserted
+    if (!written) throw new Error(`the insert of webhook event "${e.id}" answered no row`)
+    return {
+      event: {
+        ...e,
+        seq: written.seq,
+        leaseUntil: written.lease_until,
+        leaseOwner: written.lease_owner,
+        logCount: 0,
+      },
+      endpointDisabled: written.endpoint_disabled,
+    }
   }
 
   async get(id: string) {
@@ -128,99 +219,52 @@ export class SqliteWebhooks implements WebhookRepository {
   }
 
   async due(now: number, limit: number) {
-    const rows = await this.db
-      .selectFrom('webhook_events as e')
-      .selectAll('e')
-      .where('e.state', '=', 'pending')
-      .where('e.next_attempt_at', '<=', now)
-      .where((eb) => eb.or([eb('e.lease_until', 'is', null), eb('e.lease_until', '<', now)]))
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom('webhook_events as older')
-              .select('older.seq')
-              .whereRef('older.tenant_id', '=', 'e.tenant_id')
-              .whereRef('older.subject_id', '=', 'e.subject_id')
-              .whereRef('older.seq', '<', 'e.seq')
-              .where('older.state', '=', 'pending'),
-          ),
-        ),
-      )
-      .orderBy('e.next_attempt_at')
-      .orderBy('e.seq')
-      .limit(limit)
-      .execute()
-    return rows.map(toEvent)
+    return (await rows<EventRow>(this.db, DUE, [now, now, limit])).map(toEvent)
   }
 
   async nextDueAt() {
-    const row = await this.db
-      .selectFrom('webhook_events as e')
-      // A leased event is not due before its lease ends.
-      .select(sql<number | null>`min(max(e.next_attempt_at, coalesce(e.lease_until, 0)))`.as('next'))
-      .where('e.state', '=', 'pending')
-      // An event queued behind an older one of its subject is due only once that one is settled (which
-      // wakes the dispatcher); its own past due time would otherwise hide the older one's retry time.
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom('webhook_events as older')
-              .select('older.seq')
-              .whereRef('older.tenant_id', '=', 'e.tenant_id')
-              .whereRef('older.subject_id', '=', 'e.subject_id')
-              .whereRef('older.seq', '<', 'e.seq')
-              .where('older.state', '=', 'pending'),
-          ),
-        ),
-      )
-      .executeTakeFirst()
-    return row?.next ?? null
+    return (await first<{ next: number | null }>(this.db, NEXT_DUE, []))?.next ?? null
   }
 
-  async claim(id: string, now: number, leaseUntil: number) {
-    const result = await this.db
-      .updateTable('webhook_events')
-      .set({ lease_until: leaseUntil })
-      .where('id', '=', id)
-      .where('state', '=', 'pending')
-      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
-      .executeTakeFirst()
-    return result.numUpdatedRows > 0n
+  async claim(id: string, now: number, leaseUntil: number, owner?: string) {
+    const [row] = await rows<LeasedRow>(this.db, CLAIM, [leaseUntil, owner ?? null, id, now, owner ?? null])
+    return row && toLeased(row)
   }
 
   async recordAttempt(e: WebhookEventRecord, a: WebhookAttemptRecord) {
-    await this.db
-      .updateTable('webhook_events')
-      .set({
-        state: e.state,
-        attempts: e.attempts,
-        next_attempt_at: e.nextAttemptAt,
-        lease_until: null,
-        last_status: e.lastStatus,
-        last_error: e.lastError,
-        updated_at: e.updatedAt,
-        delivered_at: e.deliveredAt,
-      })
-      .where('id', '=', e.id)
-      .execute()
-    await this.db
-      .insertInto('webhook_attempts')
-      .values({
-        event_id: a.eventId,
-        attempt: a.attempt,
-        at: a.at,
-        duration_ms: a.durationMs,
-        status: a.status,
-        error: a.error,
-        outcome: a.outcome,
-        next_attempt_at: a.nextAttemptAt,
-        trigger: a.trigger,
-      })
-      .execute()
+    const attempt = {
+      at: a.at,
+      durationMs: a.durationMs,
+      status: a.status,
+      error: a.error,
+      outcome: a.outcome,
+      nextAttemptAt: a.nextAttemptAt,
+      trigger: a.trigger,
+    }
+    const [row] = await rows<{ endpoint_disabled: string | null; successor_pending: number }>(
+      this.db,
+      RECORD_ATTEMPT,
+      [
+        e.state,
+        e.attempts,
+        e.nextAttemptAt,
+        e.leaseUntil,
+        e.leaseOwner ?? null,
+        e.lastStatus,
+        e.lastError,
+        e.updatedAt,
+        e.deliveredAt,
+        a.attempt,
+        JSON.stringify(attempt),
+        e.id,
+        a.attempt - 1,
+      ],
+    )
+    return row && { endpointDisabled: row.endpoint_disabled, successorPending: row.successor_pending === 1 }
   }
 
-  async release(id: string) {
-    await this.db.updateTable('webhook_events').set({ lease_until: null }).where('id', '=', id).execute()
+  async release(owner: string, ids: string[]) {
+    if (ids.length > 0) await run(this.db, RELEASE, [owner, JSON.stringify(ids)])
   }
 
   async listByTemplate(
@@ -235,24 +279,31 @@ export class SqliteWebhooks implements WebhookRepository {
       .where('template_id', '=', templateId)
     if (query.beforeSeq !== undefined) q = q.where('seq', '<', query.beforeSeq)
     if (query.state !== undefined) q = q.where('state', '=', query.state)
-    const rows = await q.orderBy('seq', 'desc').limit(query.limit).execute()
-    return rows.map(toEvent)
+    const found = await q.orderBy('seq', 'desc').limit(query.limit).execute()
+    return found.map(toEvent)
   }
 
   async attempts(eventId: string) {
-    const rows = await this.db
+    const found = await this.db
       .selectFrom('webhook_attempts')
       .selectAll()
       .where('event_id', '=', eventId)
       .orderBy('attempt')
       .execute()
-    return rows.map(toAttempt)
+    return found.map(toAttempt)
   }
 
   async requeue(id: string, now: number) {
     const result = await this.db
       .updateTable('webhook_events')
-      .set({ state: 'pending', attempts: 0, next_attempt_at: now, lease_until: null, updated_at: now })
+      .set({
+        state: 'pending',
+        attempts: 0,
+        next_attempt_at: now,
+        lease_until: null,
+        lease_owner: null,
+        updated_at: now,
+      })
       .where('id', '=', id)
       .where('state', '!=', 'pending')
       .executeTakeFirst()

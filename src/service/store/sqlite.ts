@@ -10,15 +10,10 @@ import {
   tightenIfExists,
 } from '../crypto/private-files.ts'
 import { type Clock, systemClock } from '../util/clock.ts'
+import { ExclusiveCache } from './exclusive-cache.ts'
 import type {
   ApiKeyRecord,
   ApiKeyRepository,
-  HolderValidator,
-  IssuedCredential,
-  PreparedCredential,
-  ProcessQuery,
-  ProcessRecord,
-  ProcessRepository,
   Repositories,
   ServiceKeyRecord,
   ServiceKeyRepository,
@@ -27,9 +22,11 @@ import type {
   TenantRecord,
   TenantRepository,
 } from './index.ts'
-import { Kysely, Migrator, SqliteDialect, sql } from './kysely.ts'
+import { Kysely, Migrator } from './kysely.ts'
 import { migrations } from './migrations.ts'
-import { groupCommit, guardRoot, withStatementCache } from './sqlite-commit.ts'
+import { first, prepared } from './prepared.ts'
+import { groupCommit, guardRoot } from './sqlite-commit.ts'
+import { LibsqlDialect, WalSync } from './sqlite-driver.ts'
 import { insertOrConflict } from './sqlite-errors.ts'
 import {
   type IssuanceProtocolSchema,
@@ -38,6 +35,7 @@ import {
   SqliteIssuerCertificates,
   SqliteIssuerKeys,
   SqliteNonces,
+  SqliteProcesses,
   SqliteStatusLists,
 } from './sqlite-issuance.ts'
 import { type RetentionSchema, SqliteRetention } from './sqlite-retention.ts'
@@ -62,20 +60,6 @@ interface ApiKeysTable {
   created_at: number
   revoked_at: number | null
 }
-interface ProcessesTable {
-  id: string
-  tenant_id: string
-  template_id: string
-  type: string
-  status: string
-  data: string | null
-  validator: string | null
-  submitted: string | null
-  rejected_reason: string | null
-  created_by_key: string
-  created_at: number
-  updated_at: number
-}
 interface ServiceKeysTable {
   kid: string
   alg: string
@@ -86,16 +70,11 @@ interface ServiceKeysTable {
 interface Schema extends IssuanceProtocolSchema, VerificationSchema, WebhooksSchema, TemplatesSchema {
   tenants: TenantsTable
   api_keys: ApiKeysTable
-  issuance_processes: ProcessesTable
   service_keys: ServiceKeysTable
 }
 type Db = Kysely<Schema>
 
 export const DATABASE_FILE = 'vc-harness.db'
-
-const json = (value: unknown): string | null =>
-  value === null || value === undefined ? null : JSON.stringify(value)
-const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T))
 
 const toTenant = (row: Selectable<TenantsTable>): TenantRecord => ({
   id: row.id,
@@ -139,23 +118,40 @@ const toKey = (row: Selectable<ApiKeysTable>): ApiKeyRecord => ({
   revokedAt: row.revoked_at,
 })
 
+const API_KEY_BY_ID = prepared(
+  'SELECT id, tenant_id, role, template_id, secret_hash, label, source, created_at, revoked_at FROM api_keys WHERE id = ?',
+  true,
+)
+
+// The decoy row has the real row's shape; LIMIT 1 stops after the real one when it exists.
+const API_KEY_FOR_LOGIN = prepared(
+  `SELECT id, tenant_id, role, template_id, secret_hash, label, source, created_at, revoked_at, 1 AS found
+     FROM api_keys WHERE id = ?
+   UNION ALL
+   SELECT ?, '', 'app', NULL, ?, NULL, 'portal', 0, NULL, 0
+   LIMIT 1`,
+  true,
+)
+
 class SqliteApiKeys implements ApiKeyRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly cache: ExclusiveCache<ApiKeyRecord>,
+  ) {}
   async forLogin(id: string, decoyHash: string) {
-    // The decoy row has the real row's shape; LIMIT 1 stops after the real one when it exists.
-    const { rows } = await sql<Selectable<ApiKeysTable> & { found: number }>`
-      SELECT id, tenant_id, role, template_id, secret_hash, label, source, created_at, revoked_at, 1 AS found
-        FROM api_keys WHERE id = ${id}
-      UNION ALL
-      SELECT ${id}, '', 'app', NULL, ${decoyHash}, NULL, 'portal', 0, NULL, 0
-      LIMIT 1`.execute(this.db)
-    const [row] = rows
+    const row = await first<Selectable<ApiKeysTable> & { found: number }>(this.db, API_KEY_FOR_LOGIN, [
+      id,
+      id,
+      decoyHash,
+    ])
     if (!row) throw new Error('the login lookup answered no row')
     return { key: toKey(row), found: row.found === 1 }
   }
   async get(id: string) {
-    const row = await this.db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst()
-    return row && toKey(row)
+    return this.cache.read(id, async () => {
+      const row = await first<Selectable<ApiKeysTable>>(this.db, API_KEY_BY_ID, [id])
+      return row && toKey(row)
+    })
   }
   async listByTenant(tenantId: string) {
     const rows = await this.db
@@ -173,20 +169,24 @@ class SqliteApiKeys implements ApiKeyRepository {
     )
   }
   async create(key: ApiKeyRecord) {
-    await insertOrConflict(
-      this.db.insertInto('api_keys').values(this.row(key)).execute(),
-      `API key "${key.id}"`,
+    await this.cache.changed(() =>
+      insertOrConflict(this.db.insertInto('api_keys').values(this.row(key)).execute(), `API key "${key.id}"`),
     )
   }
   async upsert(key: ApiKeyRecord) {
     const { id: _id, created_at: _created, ...changes } = this.row(key)
-    await this.db
-      .insertInto('api_keys')
-      .values(this.row(key))
-      .onConflict((oc) => oc.column('id').doUpdateSet(changes))
-      .execute()
+    await this.cache.changed(() =>
+      this.db
+        .insertInto('api_keys')
+        .values(this.row(key))
+        .onConflict((oc) => oc.column('id').doUpdateSet(changes))
+        .execute(),
+    )
   }
-  async revoke(tenantId: string, id: string, at: number) {
+  revoke(tenantId: string, id: string, at: number) {
+    return this.cache.changed(() => this.revokeUncached(tenantId, id, at))
+  }
+  private async revokeUncached(tenantId: string, id: string, at: number) {
     const key = await this.db
       .selectFrom('api_keys')
       .select('revoked_at')
@@ -221,95 +221,6 @@ class SqliteApiKeys implements ApiKeyRepository {
       created_at: k.createdAt,
       revoked_at: k.revokedAt,
     }
-  }
-}
-
-const toProcess = (row: Selectable<ProcessesTable>): ProcessRecord => ({
-  id: row.id,
-  tenantId: row.tenant_id,
-  templateId: row.template_id,
-  type: row.type,
-  status: row.status as ProcessRecord['status'],
-  data: parse<IssuedCredential[]>(row.data),
-  validator: parse<HolderValidator>(row.validator),
-  submitted: parse<PreparedCredential[]>(row.submitted),
-  rejectedReason: row.rejected_reason,
-  createdByKey: row.created_by_key,
-  createdAt: row.created_at,
-  updatedAt: row.updated_at,
-})
-
-class SqliteProcesses implements ProcessRepository {
-  constructor(private readonly db: Db) {}
-  async get(id: string) {
-    const row = await this.db
-      .selectFrom('issuance_processes')
-      .selectAll()
-      .where('id', '=', id)
-      .executeTakeFirst()
-    return row && toProcess(row)
-  }
-  async create(p: ProcessRecord) {
-    await insertOrConflict(
-      this.db
-        .insertInto('issuance_processes')
-        .values({
-          id: p.id,
-          tenant_id: p.tenantId,
-          template_id: p.templateId,
-          type: p.type,
-          status: p.status,
-          data: json(p.data),
-          validator: json(p.validator),
-          submitted: json(p.submitted),
-          rejected_reason: p.rejectedReason,
-          created_by_key: p.createdByKey,
-          created_at: p.createdAt,
-          updated_at: p.updatedAt,
-        })
-        .execute(),
-      `issuance process "${p.id}"`,
-    )
-  }
-  async list(query: ProcessQuery) {
-    let q = this.db.selectFrom('issuance_processes').selectAll().where('tenant_id', '=', query.tenantId)
-    if (query.status) q = q.where('status', '=', query.status)
-    const after = query.after
-    if (after) {
-      q = q.where((eb) =>
-        eb.or([
-          eb('created_at', '>', after.createdAt),
-          eb.and([eb('created_at', '=', after.createdAt), eb('id', '>', after.id)]),
-        ]),
-      )
-    }
-    const rows = await q.orderBy('created_at').orderBy('id').limit(query.limit).execute()
-    return rows.map(toProcess)
-  }
-  async countByTemplate(tenantId: string, templateId: string) {
-    const row = await this.db
-      .selectFrom('issuance_processes')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('tenant_id', '=', tenantId)
-      .where('template_id', '=', templateId)
-      .executeTakeFirstOrThrow()
-    return Number(row.n)
-  }
-  async update(p: ProcessRecord, expectedUpdatedAt: number) {
-    const result = await this.db
-      .updateTable('issuance_processes')
-      .set({
-        status: p.status,
-        data: json(p.data),
-        validator: json(p.validator),
-        submitted: json(p.submitted),
-        rejected_reason: p.rejectedReason,
-        updated_at: p.updatedAt,
-      })
-      .where('id', '=', p.id)
-      .where('updated_at', '=', expectedUpdatedAt)
-      .executeTakeFirst()
-    return result.numUpdatedRows > 0n
   }
 }
 
@@ -352,21 +263,27 @@ class SqliteServiceKeys implements ServiceKeyRepository {
   }
 }
 
-function repositories(db: Db, templateCache: TemplateCache, secrets: StoreSecrets): Repositories {
+interface Caches {
+  templates: TemplateCache
+  apiKeys: ExclusiveCache<ApiKeyRecord>
+  listVersions: ExclusiveCache<{ tenantId: string; version: number }>
+}
+
+function repositories(db: Db, caches: Caches, secrets: StoreSecrets): Repositories {
   // The protocol repositories see only their own tables (a narrower view of the same connection).
   const protocol = db as unknown as Kysely<IssuanceProtocolSchema>
   const nonces = new SqliteNonces(protocol)
   return {
     tenants: new SqliteTenants(db),
-    apiKeys: new SqliteApiKeys(db),
-    templates: new SqliteTemplates(db as unknown as Kysely<TemplatesSchema>, templateCache, secrets),
-    processes: new SqliteProcesses(db),
+    apiKeys: new SqliteApiKeys(db, caches.apiKeys),
+    templates: new SqliteTemplates(db as unknown as Kysely<TemplatesSchema>, caches.templates, secrets),
+    processes: new SqliteProcesses(protocol),
     serviceKeys: new SqliteServiceKeys(db, secrets),
     issuerKeys: new SqliteIssuerKeys(protocol, secrets),
     issuerCertificates: new SqliteIssuerCertificates(protocol, secrets),
     grants: new SqliteGrants(protocol),
     nonces,
-    statusLists: new SqliteStatusLists(protocol),
+    statusLists: new SqliteStatusLists(protocol, caches.listVersions),
     issuedCredentials: new SqliteIssuedCredentials(protocol),
     sessions: new SqliteSessions(db as unknown as Kysely<VerificationSchema>, secrets),
     webhooks: new SqliteWebhooks(db as unknown as Kysely<WebhooksSchema>),
@@ -399,11 +316,17 @@ export interface SqliteStoreOptions {
    * serve` chooses per mode: production needs a key from outside the data folder.
    */
   dataKeys?: DataKeyring
+  /**
+   * Other processes write this database too (cluster workers): what must see their changes at once (API
+   * key revocations) is read from the database every time instead of cached.
+   */
+  shared?: boolean
 }
 
 /**
  * Opens (creating if needed) the SQLite store in `dataDir`, or an in-memory one for `':memory:'`,
- * and brings its schema up to date. WAL with synchronous=FULL: a committed write survives a crash.
+ * and brings its schema up to date. WAL, and the WAL synced before anyone hears of a write (sqlite-driver.ts):
+ * an acknowledged write survives a crash or a power cut.
  * A new folder is created 0700 and a new database 0600 whatever the umask (SQLite gives the -wal and -shm
  * files the database's mode). After the migrations every secret is sealed under the current data key
  * (sqlite-secrets.ts); a value sealed under a key not given fails the open with a DataKeyError.
@@ -411,6 +334,7 @@ export interface SqliteStoreOptions {
 export async function openSqliteStore(dataDir: string, options: SqliteStoreOptions = {}): Promise<Store> {
   let db: Kysely<Schema> | undefined
   let stats: StoreStats
+  let sync: WalSync | undefined
   let secrets: StoreSecrets
   try {
     let path = ':memory:'
@@ -425,40 +349,55 @@ export async function openSqliteStore(dataDir: string, options: SqliteStoreOptio
     secrets = new StoreSecrets(keys)
     const database = new Database(path)
     database.pragma('journal_mode = WAL')
-    database.pragma('synchronous = FULL')
+    // NORMAL: a commit does not fsync on the event loop; WalSync does it on the thread pool before anyone
+    // hears of the commit (sqlite-driver.ts), so an acknowledged write is as durable as with FULL.
+    database.pragma('synchronous = NORMAL')
     database.pragma('foreign_keys = ON')
-    database.pragma('busy_timeout = 5000')
-    // libsql mirrors better-sqlite3's API, which is what Kysely's SqliteDialect drives.
-    stats = { statements: 0 }
-    db = new Kysely<Schema>({
-      dialect: new SqliteDialect({ database: withStatementCache(database, stats) }),
-    })
+    // 0: another process's write lock is waited for with timers (sqlite-driver.ts), never in the driver.
+    database.pragma('busy_timeout = 0')
+    stats = { statements: 0, syncs: 0, busyWaits: 0 }
+    sync = new WalSync(path === ':memory:' ? undefined : `${path}-wal`, stats)
+    db = new Kysely<Schema>({ dialect: new LibsqlDialect(database, stats, sync) })
     const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
     const { error } = await migrator.migrateToLatest()
     if (error) throw error
     keys.resealed += resealSecrets(database, secrets)
+    sync.wrote() // the migrations and the re-sealing, on disk before the store serves
+    await sync.settle()
     // Belt and braces for a -wal or -shm file left by an earlier version with a looser mode.
     if (path !== ':memory:' && sharedBits(fileStatus(path)?.mode ?? 0) === 0) {
       for (const suffix of ['-wal', '-shm']) tightenIfExists(`${path}${suffix}`)
     }
   } catch (error) {
     await db?.destroy()
+    await sync?.close()
     // A data key problem is the operator's to fix, as it is: not a database that cannot be opened.
     if (dataDir === ':memory:' || error instanceof DataKeyError) throw error
     throw new StoreOpenError(dataDir, error)
   }
-  const templateCache = new TemplateCache(options.clock ?? systemClock)
+  const caches: Caches = {
+    templates: new TemplateCache(options.clock ?? systemClock),
+    // API keys are read on every relying-party call; revoking one ends its tokens at once.
+    apiKeys: new ExclusiveCache<ApiKeyRecord>(!options.shared),
+    // A status list's version is read for every presentation of a credential on it.
+    listVersions: new ExclusiveCache<{ tenantId: string; version: number }>(!options.shared),
+  }
   // Identifies this store's transactions: another store's callback may call this one.
   const owner = {}
-  const root = repositories(db, templateCache, secrets)
+  const root = repositories(db, caches, secrets)
+  const synced = sync
   const guarded = Object.fromEntries(
-    Object.entries(root).map(([name, repo]) => [name, guardRoot(repo, owner, name)]),
+    Object.entries(root).map(([name, repo]) => [name, guardRoot(repo, owner, name, synced)]),
   ) as unknown as Repositories
-  const transaction = groupCommit(db, (conn) => repositories(conn, templateCache, secrets), owner)
+  const transaction = groupCommit(db, (conn) => repositories(conn, caches, secrets), owner, synced)
   return {
     ...guarded,
-    ...guardRoot({ transaction }, owner, ''),
+    ...guardRoot({ transaction }, owner, '', synced),
     stats,
-    close: () => db.destroy(),
+    close: async () => {
+      await synced.settle().catch(() => {})
+      await db.destroy()
+      await synced.close()
+    },
   }
 }

@@ -290,6 +290,13 @@ export interface WebhookEventRecord {
   nextAttemptAt: number | null
   /** While set in the future, one dispatcher owns the delivery. */
   leaseUntil: number | null
+  /**
+   * Which dispatcher holds the lease (null or absent: none named). An event is written already leased to
+   * the dispatcher of the process that enqueued it, which delivers it without a scan or a claim.
+   */
+  leaseOwner?: string | null
+  /** Attempts in the log over all rounds, i.e. the number of the newest one; maintained by the store. */
+  logCount?: number
   lastStatus: number | null
   lastError: string | null
   createdAt: number

@@ -11,6 +11,7 @@ import {
   type PresentationPart,
 } from '../credentials/pipeline.ts'
 import { presentationExchange } from '../credentials/presentation-exchange.ts'
+import type { QueryLanguage } from '../credentials/query.ts'
 import { sdJwtVcCredential, sdJwtVcPresentation } from '../credentials/sd-jwt-vc.ts'
 import type { StatusChecker } from '../credentials/status.ts'
 import type { Validations } from '../store/index.ts'
@@ -56,7 +57,11 @@ function algsOf(definition: Record<string, unknown>, format: string) {
 export async function verifyResponse(
   vpToken: unknown,
   submission: unknown,
-  ctx: ResponseContext & { definition: Record<string, unknown> },
+  ctx: ResponseContext & {
+    definition: Record<string, unknown>
+    /** Who evaluates the definition: the service's own by default; PEX alone for the bench's baseline. */
+    language?: QueryLanguage
+  },
 ): Promise<Verdict> {
   const result = await checkPresentation(vpToken, {
     session: {
@@ -73,7 +78,11 @@ export async function verifyResponse(
     trustedIssuers: () => ctx.trustedIssuers,
     requireStatus: ctx.requireStatus,
     status: ctx.status,
-    query: { language: presentationExchange, query: ctx.definition, mapping: { value: submission } },
+    query: {
+      language: ctx.language ?? presentationExchange,
+      query: ctx.definition,
+      mapping: { value: submission },
+    },
   })
   return verdictOf(result)
 }

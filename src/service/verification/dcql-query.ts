@@ -168,17 +168,37 @@ function build(input: DcqlQueryInput, problems: string[]): DcqlQueryJson {
   return { credentials, credential_sets: sets }
 }
 
+/**
+ * dcql's verdict on built queries, by their JSON: a template builds the same query for every session, so
+ * dcql's parse and validation (valibot) run once per template, not per session. '' when valid. Bounded.
+ */
+const validated = new Map<string, string>()
+const MAX_VALIDATED = 256
+
+function dcqlProblem(query: DcqlQueryJson): string {
+  const key = JSON.stringify(query)
+  let problem = validated.get(key)
+  if (problem === undefined) {
+    try {
+      // the plain JSON type is looser than dcql's input type; parse() is the real check
+      DcqlQuery.validate(DcqlQuery.parse(query as unknown as DcqlQuery.Input))
+      problem = ''
+    } catch (error) {
+      problem = `the DCQL query built from the template is invalid: ${(error as Error).message}`
+    }
+    if (validated.size >= MAX_VALIDATED) validated.delete(validated.keys().next().value as string)
+    validated.set(key, problem)
+  }
+  return problem
+}
+
 /** The query, checked with dcql itself (`DcqlQuery.parse` + `validate`); problems in its messages. */
 function checked(input: DcqlQueryInput): { query: DcqlQueryJson; problems: string[] } {
   const problems: string[] = []
   const query = build(input, problems)
   if (problems.length === 0) {
-    try {
-      // the plain JSON type is looser than dcql's input type; parse() is the real check
-      DcqlQuery.validate(DcqlQuery.parse(query as unknown as DcqlQuery.Input))
-    } catch (error) {
-      problems.push(`the DCQL query built from the template is invalid: ${(error as Error).message}`)
-    }
+    const problem = dcqlProblem(query)
+    if (problem) problems.push(problem)
   }
   return { query, problems }
 }

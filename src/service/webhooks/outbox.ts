@@ -1,20 +1,35 @@
 import { randomUUID } from 'node:crypto'
 import type { WebhookBody } from '../events.ts'
-import type { Repositories, TemplateRecord, WebhookEventType } from '../store/index.ts'
+import type { LeasedWebhookEvent, Repositories, TemplateRecord, WebhookEventType } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
+
+/** A lease an event is written with: `owner` alone may send it until `until`. */
+export interface OutboxLease {
+  owner: string
+  until: number
+}
+
+/**
+ * The dispatcher of this process as the outbox sees it (dispatcher.ts implements it). Each event is written
+ * already leased to it and handed over in memory, so that delivering it costs neither a scan nor a claim;
+ * the dispatcher sends it once the service announces that the change committed.
+ */
+export interface OutboxHandoff {
+  /** The lease for a new event to `url`, or null to leave the event to any dispatcher's scan (stopped, busy). */
+  leaseFor(url: string, now: number): OutboxLease | null
+  /** The row as written, inside the transaction that has still to commit. */
+  written(row: LeasedWebhookEvent): void
+}
 
 /**
  * Writes webhook events into the outbox. Callers pass the repositories of the transaction that makes the
  * state change, so the event exists exactly when the change does; the dispatcher delivers it later.
  */
 export class WebhookOutbox {
-  /**
-   * Called after each row written (inside the transaction): the dispatcher then knows a terminal event
-   * may have work for it, and skips its scan for the many that have none (templates without webhooks).
-   */
-  onEnqueue: () => void = () => {}
-
-  constructor(private readonly clock: Clock) {}
+  constructor(
+    private readonly clock: Clock,
+    private readonly handoff?: OutboxHandoff,
+  ) {}
 
   /** Queues `body` for the template's webhookUrl; returns the event id, or undefined when it has none. */
   async enqueueIn(
@@ -28,7 +43,8 @@ export class WebhookOutbox {
     if (url === undefined) return undefined
     const now = this.clock.now()
     const id = `msg_${randomUUID()}`
-    await repos.webhooks.enqueue({
+    const lease = this.handoff?.leaseFor(url, now) ?? null
+    const row = await repos.webhooks.enqueue({
       id,
       tenantId: template.tenantId,
       templateId: template.id,
@@ -40,14 +56,16 @@ export class WebhookOutbox {
       state: 'pending',
       attempts: 0,
       nextAttemptAt: now,
-      leaseUntil: null,
+      leaseUntil: lease?.until ?? null,
+      leaseOwner: lease?.owner ?? null,
       lastStatus: null,
       lastError: null,
       createdAt: now,
       updatedAt: now,
       deliveredAt: null,
     })
-    this.onEnqueue()
+    // Without a handoff (a writer with no dispatcher of its own) the row waits for a dispatcher's scan.
+    this.handoff?.written(row)
     return id
   }
 }

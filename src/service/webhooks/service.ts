@@ -108,7 +108,7 @@ export class WebhookService {
     if (!(await this.store.webhooks.requeue(id, this.clock.now()))) {
       throw new AppError('conflict', `delivery "${id}" was requeued concurrently`)
     }
-    this.dispatcher.kick()
+    await this.dispatcher.redelivered(event)
     return this.getDelivery(p, id)
   }
 

@@ -1,0 +1,57 @@
+import type { CompiledQuery, Kysely, RootOperationNode } from 'kysely'
+
+// Fixed SQL texts for the hot paths: built once, run without Kysely building or compiling a query per call
+// (query building was ~10 % of the service's CPU in a full flow, bench/README.md). The text is constant,
+// so the driver's prepared statement is reused (sqlite-driver.ts). Cold paths keep Kysely's builder.
+// Placeholders are `?`; the tests of each repository run every text.
+
+/** A constant statement; `one`: at most one row is wanted (the driver fetches one instead of all). */
+export interface Prepared {
+  readonly sql: string
+  readonly one: boolean
+}
+
+export const prepared = (sql: string, one = false): Prepared => ({
+  sql: sql.replace(/\s+/g, ' ').trim(),
+  one,
+})
+
+// Kysely's executor passes the compiled query to the driver as it is; `query` is only read by plugins
+// (there are none), so one raw node serves every statement.
+const RAW: RootOperationNode = {
+  kind: 'RawNode',
+  sqlFragments: [''],
+  parameters: [],
+} as unknown as RootOperationNode
+
+export interface OneRowQuery extends CompiledQuery {
+  readonly one?: boolean
+}
+
+const compiled = (statement: Prepared, parameters: readonly unknown[]): OneRowQuery => ({
+  sql: statement.sql,
+  parameters,
+  query: RAW,
+  queryId: { queryId: '' },
+  one: statement.one,
+})
+
+// biome-ignore lint/suspicious/noExplicitAny: a statement runs on any schema's connection
+type AnyDb = Kysely<any>
+
+export async function rows<R>(db: AnyDb, statement: Prepared, parameters: readonly unknown[]): Promise<R[]> {
+  return (await db.executeQuery<R>(compiled(statement, parameters))).rows as R[]
+}
+
+export async function first<R>(
+  db: AnyDb,
+  statement: Prepared,
+  parameters: readonly unknown[],
+): Promise<R | undefined> {
+  return (await db.executeQuery<R>(compiled(statement, parameters))).rows[0]
+}
+
+/** Runs a write; answers the rows it changed. */
+export async function run(db: AnyDb, statement: Prepared, parameters: readonly unknown[]): Promise<number> {
+  return Number((await db.executeQuery(compiled(statement, parameters))).numAffectedRows ?? 0n)
+}
