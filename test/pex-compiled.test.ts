@@ -3,6 +3,7 @@ import { createRequire } from 'node:module'
 import { describe, test } from 'node:test'
 import fc from 'fast-check'
 import { type ResolvedVerificationTemplate, resolveTemplate } from '../src/service/config/schema.ts'
+import { presentationExchange } from '../src/service/credentials/presentation-exchange.ts'
 import type { IssuerKey } from '../src/service/crypto/issuer-keys.ts'
 import {
   compiledVerdict,
@@ -673,5 +674,52 @@ describe('the compiled form reads what PEX reads', () => {
     ]) {
       assert.equal(decodeSegment(bytes.toString('base64url')), undefined)
     }
+  })
+})
+
+describe('each required input descriptor needs a credential of its own (DIF PE v2 §5.1)', () => {
+  // PEX counts the distinct credentials of a submission-requirement group, not its descriptors: two degree
+  // credentials "satisfy" a group of a degree and an id. The service's Presentation Exchange refuses that.
+  const definition = definitionOf(TEMPLATES['two mandatory types'])
+  const descriptors = (definition.input_descriptors as { id: string }[]).map((d) => d.id)
+  const candidates = (jwts: unknown[]) =>
+    jwts.map((queryInput, index) => ({ index, credential: { queryInput } as never }))
+
+  test('two degrees for a degree and an id: unsatisfied, naming the descriptor left without a credential', () => {
+    const twoDegrees = [
+      credential('UniversityDegreeCredential', issuer, degree),
+      credential('UniversityDegreeCredential', otherIssuer, degree),
+    ]
+    assert.equal(evaluateWithPex(definition, twoDegrees).outcome, 'satisfied', 'PEX alone lets it pass')
+    const evaluation = presentationExchange.evaluate(definition, candidates(twoDegrees))
+    assert.equal(evaluation.outcome, 'unsatisfied')
+    const idDescriptor = descriptors.find((id) => /VerifiableId/i.test(id))
+    assert.match(
+      evaluation.detail,
+      new RegExp(`input descriptor "${idDescriptor}" is matched by no presented credential`),
+    )
+  })
+
+  test('a degree and an id: satisfied; a descriptor_map that leaves one descriptor out is a mapping failure', () => {
+    const both = [
+      credential('UniversityDegreeCredential', issuer, degree),
+      credential('VerifiableId', otherIssuer),
+    ]
+    const evaluation = presentationExchange.evaluate(definition, candidates(both))
+    assert.equal(evaluation.outcome, 'satisfied', evaluation.detail)
+    const entry = (m: { queryId: string; index: number }) => ({
+      id: m.queryId,
+      format: 'jwt_vc_json',
+      path: `$.verifiableCredential[${m.index}]`,
+    })
+    const full = { definition_id: definition.id, descriptor_map: evaluation.matches.map(entry) }
+    assert.deepEqual(presentationExchange.checkMapping(full, definition, evaluation, 2), [])
+    const first = evaluation.matches[0]
+    assert.ok(first)
+    const partial = { definition_id: definition.id, descriptor_map: [entry(first)] }
+    const left = descriptors.find((id) => id !== first.queryId)
+    assert.deepEqual(presentationExchange.checkMapping(partial, definition, evaluation, 2), [
+      `descriptor_map maps no credential to input descriptor "${left}", which is required`,
+    ])
   })
 })

@@ -161,6 +161,7 @@ export interface StatusListRepository {
     at: number,
   ): Promise<{ id: string; size: number } | undefined>
   create(list: StatusListRecord): Promise<void>
+  /** Writes a status change: the bits, the version and updatedAt (the allocation count is reserveEntry's). */
   save(list: StatusListRecord): Promise<void>
 }
 

@@ -356,4 +356,20 @@ export const migrations: Record<string, Migration> = {
         end`.execute(db)
     },
   },
+  // A status list's bits (16–128 KB) apart from its counters (issue 20). SQLite rewrites a whole row on any
+  // UPDATE, and reads a column after a blob by walking the blob's overflow pages: with the bits in the row,
+  // counting one allocation rewrote the list (~32 KB of WAL per credential issued) and reading its version
+  // walked it. Now an allocation and a version read touch a row of a few dozen bytes; a status change writes
+  // the bits.
+  '0009_status_list_bits': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('status_list_bits')
+        .addColumn('list_id', 'text', (c) => c.primaryKey().references('status_lists.id'))
+        .addColumn('bits', 'blob', (c) => c.notNull())
+        .execute()
+      await sql`insert into status_list_bits (list_id, bits) select id, bits from status_lists`.execute(db)
+      await db.schema.alterTable('status_lists').dropColumn('bits').execute()
+    },
+  },
 }

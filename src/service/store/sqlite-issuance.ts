@@ -77,11 +77,15 @@ export interface StatusListsTable {
   tenant_id: string
   alg: string
   size: number
-  bits: Uint8Array
   used: number
   version: number
   created_at: number
   updated_at: number
+}
+/** The bits apart from the counters (migration 0009): an allocation never rewrites them. */
+export interface StatusListBitsTable {
+  list_id: string
+  bits: Uint8Array
 }
 export interface IssuedCredentialsTable {
   id: string
@@ -114,6 +118,7 @@ export interface IssuanceProtocolSchema {
   oid4vci_grants: GrantsTable
   nonces: NoncesTable
   status_lists: StatusListsTable
+  status_list_bits: StatusListBitsTable
   issued_credentials: IssuedCredentialsTable
 }
 type Db = Kysely<IssuanceProtocolSchema>
@@ -522,7 +527,7 @@ export class SqliteNonces implements NonceRepository {
   }
 }
 
-const toList = (r: Selectable<StatusListsTable>): StatusListRecord => ({
+const toList = (r: Selectable<StatusListsTable> & { bits: Uint8Array }): StatusListRecord => ({
   id: r.id,
   tenantId: r.tenant_id,
   alg: r.alg as SigningAlg,
@@ -535,12 +540,13 @@ const toList = (r: Selectable<StatusListsTable>): StatusListRecord => ({
 })
 
 const STATUS_LIST_BY_ID = prepared(
-  'SELECT id, tenant_id, alg, size, bits, used, version, created_at, updated_at FROM status_lists WHERE id = ?',
+  `SELECT l.id, l.tenant_id, l.alg, l.size, b.bits, l.used, l.version, l.created_at, l.updated_at
+     FROM status_lists l JOIN status_list_bits b ON b.list_id = l.id WHERE l.id = ?`,
   true,
 )
 const STATUS_LIST_VERSION = prepared('SELECT tenant_id, version FROM status_lists WHERE id = ?', true)
-// The newest list of the tenant and algorithm counts one more entry if it has room, in one statement that
-// never reads the bits (a list is ~16 KB).
+// The newest list of the tenant and algorithm counts one more entry if it has room, in one statement on the
+// counters' row (the bits, 32 KB by default, live in status_list_bits).
 const RESERVE_ENTRY = prepared(`UPDATE status_lists SET used = used + 1, updated_at = ?
   WHERE id = (SELECT id FROM status_lists WHERE tenant_id = ? AND alg = ? ORDER BY created_at DESC, id DESC LIMIT 1)
     AND used < size * ?
@@ -554,7 +560,9 @@ export class SqliteStatusLists implements StatusListRepository {
     private readonly versions: ExclusiveCache<{ tenantId: string; version: number }>,
   ) {}
   async get(id: string) {
-    const row = await first<Selectable<StatusListsTable>>(this.db, STATUS_LIST_BY_ID, [id])
+    const row = await first<Selectable<StatusListsTable> & { bits: Uint8Array }>(this.db, STATUS_LIST_BY_ID, [
+      id,
+    ])
     return row && toList(row)
   }
   version(id: string) {
@@ -575,7 +583,6 @@ export class SqliteStatusLists implements StatusListRepository {
           tenant_id: l.tenantId,
           alg: l.alg,
           size: l.size,
-          bits: Buffer.from(l.bits),
           used: l.used,
           version: l.version,
           created_at: l.createdAt,
@@ -584,15 +591,25 @@ export class SqliteStatusLists implements StatusListRepository {
         .execute(),
       `status list "${l.id}"`,
     )
+    await this.db
+      .insertInto('status_list_bits')
+      .values({ list_id: l.id, bits: Buffer.from(l.bits) })
+      .execute()
   }
+  /** A status change: the bits and the version (the entries' count is the allocations' own). */
   async save(l: StatusListRecord) {
-    await this.versions.changed(() =>
-      this.db
+    await this.versions.changed(async () => {
+      await this.db
+        .updateTable('status_list_bits')
+        .set({ bits: Buffer.from(l.bits) })
+        .where('list_id', '=', l.id)
+        .execute()
+      await this.db
         .updateTable('status_lists')
-        .set({ bits: Buffer.from(l.bits), used: l.used, version: l.version, updated_at: l.updatedAt })
+        .set({ version: l.version, updated_at: l.updatedAt })
         .where('id', '=', l.id)
-        .execute(),
-    )
+        .execute()
+    })
   }
 }
 
