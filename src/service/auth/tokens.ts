@@ -66,7 +66,16 @@ export class AccessTokens {
       },
       this.key.privateKey,
     )
+    // Signed here a moment ago, with exactly these claims: its first use needs no signature check either.
+    this.remember(token, { ...p, expiresAt: exp * 1000 })
     return { token, expiresAt: exp * 1000 }
+  }
+
+  private remember(token: string, principal: Principal) {
+    // Oldest first out: a Map iterates in insertion order.
+    if (this.verified.size >= VERIFIED_CACHE_SIZE)
+      this.verified.delete(this.verified.keys().next().value as string)
+    this.verified.set(token, principal)
   }
 
   /** Verifies signature (EdDSA only, so `alg: none` and HMAC confusion fail), typ, issuer, audience and expiry. */
@@ -80,10 +89,7 @@ export class AccessTokens {
       return { ...known }
     }
     const principal = this.verifyAfresh(token)
-    // Oldest first out: a Map iterates in insertion order.
-    if (this.verified.size >= VERIFIED_CACHE_SIZE)
-      this.verified.delete(this.verified.keys().next().value as string)
-    this.verified.set(token, principal)
+    this.remember(token, principal)
     return { ...principal }
   }
 
