@@ -6,5 +6,13 @@ import type * as KyselyModule from 'kysely'
 // import of kysely comes from here, so the process holds one copy of it; types come from 'kysely' itself.
 const kysely = createRequire(import.meta.url)('kysely') as typeof KyselyModule
 
-export const { Kysely, Migrator, SqliteDialect, sql } = kysely
+export const {
+  Kysely,
+  Migrator,
+  SqliteDialect,
+  PostgresDialect,
+  PostgresAdapter,
+  OperationNodeTransformer,
+  sql,
+} = kysely
 export type Kysely<DB> = KyselyModule.Kysely<DB>

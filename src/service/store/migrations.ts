@@ -1,5 +1,6 @@
 import type { Kysely, Migration } from 'kysely'
 import { sql } from './kysely.ts'
+import { isPostgres, postgresAttemptTrigger } from './postgres-schema.ts'
 
 // Append-only: a released migration is never edited; a change is a new entry.
 export const migrations: Record<string, Migration> = {
@@ -331,6 +332,10 @@ export const migrations: Record<string, Migration> = {
         select coalesce(max(a.attempt), 0) from webhook_attempts a where a.event_id = webhook_events.id)`.execute(
         db,
       )
+      if (isPostgres(db)) {
+        await postgresAttemptTrigger(db)
+        return
+      }
       await sql`create trigger webhook_attempt_logged after update of log_count on webhook_events
         when new.log_count > old.log_count and new.last_attempt is not null
         begin
