@@ -1,18 +1,30 @@
 import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import type { Kysely } from 'kysely'
 import Database from 'libsql'
+import { Agent } from 'undici'
+import { LeanWallet } from '../bench/lean-wallet.ts'
+import { parseCredentialOfferUri, RelyingPartyClient } from '../src/client/index.ts'
+import { startChild } from '../src/harness/child-target.ts'
+import { DEMO_CONFIG_PATH, loadConfigFile } from '../src/service/config/index.ts'
+import { DataKeyring } from '../src/service/crypto/data-key.ts'
+import { type RunningServer, startServer } from '../src/service/server.ts'
+import type { Store } from '../src/service/store/index.ts'
 import { sql } from '../src/service/store/kysely.ts'
 import {
   migratePostgres,
+  openPostgresStore,
   PostgresOpenError,
   postgresDatabase,
   redactedUrl,
 } from '../src/service/store/postgres.ts'
 import { openSqliteStore } from '../src/service/store/sqlite.ts'
+import { explain, runCli } from './fixtures/cli.ts'
+import { demoKey, fullFlow } from './fixtures/full-flow.ts'
 import { postgresSkipReason, startPostgres, type TestPostgres } from './fixtures/postgres.ts'
 
 // The store's migrations on a real PostgreSQL server (issue 21): the same list as SQLite's, rewritten for
@@ -163,5 +175,128 @@ describe('the store schema on PostgreSQL', { skip }, () => {
       await db.destroy()
     }
     assert.equal(redactedUrl('postgres://a:b@h/d'), 'postgres://a:***@h/d')
+  })
+})
+
+describe('the service on PostgreSQL: complete flows over HTTP', { skip }, () => {
+  let server: TestPostgres
+  let store: Store
+  let running: RunningServer
+  const dispatcher = new Agent({ keepAliveTimeout: 10_000 })
+  const config = loadConfigFile(DEMO_CONFIG_PATH)
+  before(async () => {
+    server = await startPostgres()
+    store = await openPostgresStore(server.database('service'), {
+      dataKeys: DataKeyring.generate('a test key'),
+    })
+    running = await startServer({
+      config,
+      host: '127.0.0.1',
+      port: 0,
+      dataDir: ':memory:',
+      store,
+      logLevel: 'error',
+    })
+  })
+  after(async () => {
+    await running?.close()
+    await store?.close()
+    await dispatcher.close()
+    server?.stop()
+  })
+
+  test('issuance (attended, deferred) and a verified presentation, twice, every state change in PostgreSQL', async () => {
+    const client = new RelyingPartyClient({
+      authUrl: running.url,
+      issuerUrl: running.url,
+      verifierUrl: running.url,
+    })
+    const wallet = LeanWallet.create({ dispatcher })
+    const before = store.stats.statements
+    await fullFlow(client, wallet, config)
+    await fullFlow(client, wallet, config)
+    assert.ok(store.stats.statements - before > 40, 'the flows ran their statements on PostgreSQL')
+    const issued = await store.processes.list({
+      tenantId: config.tenants[0]?.id ?? '',
+      status: 'ISSUED',
+      limit: 10,
+    })
+    assert.equal(issued.length, 2)
+  })
+})
+
+describe('vc-harness serve --database', { skip }, () => {
+  let server: TestPostgres
+  before(async () => {
+    server = await startPostgres()
+  })
+  after(() => server?.stop())
+
+  test('serves from PostgreSQL: an offer created on one process is read back after a restart', async () => {
+    const url = server.database('serve')
+    // Each start has a data folder of its own: the key that seals secrets in the database is given instead.
+    const dataKey = randomBytes(32).toString('base64')
+    const start = async () => {
+      // The child inherits the environment: $VC_HARNESS_DATABASE_URL is the option's variable.
+      process.env.VC_HARNESS_DATABASE_URL = url
+      process.env.VC_HARNESS_DATA_KEY = dataKey
+      try {
+        return await startChild(process.env)
+      } finally {
+        delete process.env.VC_HARNESS_DATABASE_URL
+        delete process.env.VC_HARNESS_DATA_KEY
+      }
+    }
+    const config = loadConfigFile(DEMO_CONFIG_PATH)
+    {
+      let target = await start()
+      const client = () =>
+        new RelyingPartyClient({
+          authUrl: target.urls.authUrl,
+          issuerUrl: target.urls.issuerUrl,
+          verifierUrl: target.urls.verifierUrl,
+        })
+      const offer = await client().createOffer(
+        await client().token(demoKey(config, 'app', 'degree')),
+        'degree',
+      )
+      assert.equal(offer.status, 201, offer.text)
+      const id = parseCredentialOfferUri(
+        (offer.body as { credential_offer_uri: string }).credential_offer_uri,
+      ).processId
+      await target.close()
+      target = await start()
+      const read = await client().getProcess(await client().token(demoKey(config, 'app', 'degree')), id)
+      assert.equal(read.status, 200, read.text)
+      await target.close()
+    }
+  })
+
+  test('a database that cannot be reached stops the start: exit 1 naming it without its password', async () => {
+    const run = await runCli([
+      'serve',
+      '--data',
+      ':memory:',
+      '--database',
+      'postgres://vc:s3cret@127.0.0.1:1/none',
+    ])
+    assert.equal(run.code, 1, explain(run))
+    assert.match(
+      run.stderr,
+      /--database: cannot migrate the database postgres:\/\/vc:\*\*\*@127\.0\.0\.1:1\/none: /,
+    )
+    assert.doesNotMatch(run.stdout + run.stderr, /s3cret/)
+  })
+
+  test('a URL that is not PostgreSQL’s, or --workers with --database, is a usage error (exit 2)', async () => {
+    const notPostgres = await runCli(['serve', '--database', 'mysql://a:b@h/d'])
+    assert.equal(notPostgres.code, 2, explain(notPostgres))
+    assert.match(notPostgres.stderr, /--database: a PostgreSQL URL .*not mysql:\/\/a:\*\*\*@h\/d/)
+    const workers = await runCli(['serve', '--data', 'x', '--workers', '2', '--database', 'postgres://h/d'])
+    assert.equal(workers.code, 2, explain(workers))
+    assert.match(
+      workers.stderr,
+      /--database with --workers: run several `vc-harness serve --database` instances/,
+    )
   })
 })

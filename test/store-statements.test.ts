@@ -5,11 +5,12 @@ import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { Agent } from 'undici'
 import { LeanWallet } from '../bench/lean-wallet.ts'
-import { parseCredentialOfferUri, RelyingPartyClient } from '../src/client/index.ts'
+import { RelyingPartyClient } from '../src/client/index.ts'
 import { generateWebhookSecret } from '../src/harness/webhook-receiver.ts'
 import { DEMO_CONFIG_PATH, loadConfigFile } from '../src/service/config/index.ts'
 import { type RunningServer, startServer } from '../src/service/server.ts'
 import { ManualClock } from '../src/service/util/clock.ts'
+import { fullFlow } from './fixtures/full-flow.ts'
 
 // SQL statements of one warm complete flow, counted by store.stats.statements (every statement run on the
 // connection, BEGIN / SAVEPOINT / COMMIT included), step by step over real HTTP with the lean wallet.
@@ -24,13 +25,6 @@ import { ManualClock } from '../src/service/util/clock.ts'
 // and both webhook deliveries (one statement per attempt, test/webhook-dispatch.test.ts) as SQL/flow.
 const UPPER_BOUND = 34
 
-const DEGREE = [
-  {
-    type: ['VerifiableCredential', 'UniversityDegreeCredential'],
-    credentialSubject: { degree: { type: 'BachelorDegree', name: 'Bachelor of Science and Arts' } },
-  },
-]
-
 describe('SQL statements per flow', () => {
   let server: RunningServer
   let client: RelyingPartyClient
@@ -42,13 +36,6 @@ describe('SQL statements per flow', () => {
   for (const template of [...(tenant.issuanceTemplates ?? []), ...(tenant.verificationTemplates ?? [])]) {
     template.webhookUrl = 'http://127.0.0.1:9/hook'
     template.webhookSecret = generateWebhookSecret()
-  }
-  const keyOf = (role: string, template?: string) => {
-    const key = tenant.apiKeys.find(
-      (k) => k.role === role && (template === undefined || k.template === template),
-    )
-    if (!key) throw new Error(`demo config has no ${role} key`)
-    return { keyId: key.id, secret: key.secret, tenant: tenant.id }
   }
 
   before(async () => {
@@ -67,43 +54,12 @@ describe('SQL statements per flow', () => {
   async function flow(wallet: LeanWallet): Promise<Record<string, number>> {
     const { stats } = server.app.services.store
     const counts: Record<string, number> = {}
-    const step = async <T>(name: string, work: () => Promise<T>): Promise<T> => {
+    await fullFlow(client, wallet, config, async (name, work) => {
       const before = stats.statements
       const value = await work()
       counts[name] = stats.statements - before
       return value
-    }
-    const issuer = await step('login', () => client.token(keyOf('app', 'degree')))
-    const admin = await client.token(keyOf('admin'))
-    const verifier = await client.token(keyOf('app', 'degree-check'))
-
-    const offer = await step('offer', () => client.createOffer(issuer, 'degree'))
-    assert.equal(offer.status, 201, offer.text)
-    const link = (offer.body as { credential_offer_uri: string }).credential_offer_uri
-    const issuance = await step('offer fetch', () => wallet.startIssuance(link))
-    await step('token', () => issuance.token())
-    const first = await step('nonce + credential (202)', () => issuance.requestCredential())
-    assert.equal(first.status, 202)
-    const submitted = await step('submission (PATCH)', () =>
-      client.submitCredentials(admin, parseCredentialOfferUri(link).processId, DEGREE),
-    )
-    assert.equal(submitted.status, 200, submitted.text)
-    const issued = await step('deferred', () =>
-      issuance.deferred((first as { transactionId: string }).transactionId),
-    )
-    assert.equal(issued.status, 200)
-    await step('notification', () => issuance.notify('credential_accepted'))
-
-    const session = await step('session', () => client.createSession(verifier, 'degree-check'))
-    assert.equal(session.status, 201, session.text)
-    const body = session.body as { authentication_request: string; presentation_definition: { id: string } }
-    const presentation = await step('request object', () => wallet.present(body.authentication_request))
-    const answer = await step('direct_post', () => presentation.respond())
-    assert.equal(answer.status, 200)
-    const read = await step('session read', () =>
-      client.readSession(verifier, body.presentation_definition.id),
-    )
-    assert.equal((read.body as { Status: string }).Status, 'VERIFIED', read.text)
+    })
     return counts
   }
 

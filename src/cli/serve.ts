@@ -17,11 +17,12 @@ import {
 import { fileStatus, modeText, sharedBits } from '../service/crypto/private-files.ts'
 import { stdoutRequestLog } from '../service/request-log.ts'
 import { type ServerOptions, startServer } from '../service/server.ts'
+import { openPostgresStore, redactedUrl } from '../service/store/postgres.ts'
 import { DATABASE_FILE } from '../service/store/sqlite.ts'
 
 export const SERVE_USAGE = `Usage: vc-harness serve [--config FILE] [--port N] [--host H] [--data DIR] [--public-url URL]
                         [--workers N] [--log-level LEVEL] [--demo | --no-demo] [--issue T] [--verify T]
-                        [--data-key-file FILE] [--allow-shared-data-dir]
+                        [--data-key-file FILE] [--allow-shared-data-dir] [--database URL]
                         [--sandbox [--once] [--sandbox-log FILE]]
                         [--sandbox --wallet-plan NAME [--case-timeout S] [--reports DIR]]
 
@@ -39,6 +40,11 @@ export const SERVE_USAGE = `Usage: vc-harness serve [--config FILE] [--port N] [
   --allow-shared-data-dir
                       start on a --data folder or database other users may read or write, or owned by another
                       user (refused by default: it holds the service's keys)
+  --database URL      keep the state in PostgreSQL (postgres://user:password@host:port/db; or
+                      $VC_HARNESS_DATABASE_URL) instead of SQLite in --data, for several instances behind one
+                      address (docs/scaling.md). The schema is migrated at start; an unreachable database or one
+                      migrated by a newer version stops the start (exit 1). --data still holds the data key
+                      unless one is given. Not with --workers: run several instances instead
   --public-url URL    base URL wallets reach, used in offers and requests (e.g. http://192.168.1.20:8080);
                       overrides the configuration's publicUrl; default: that, else the listening URL
   --workers N         serve from N processes sharing the port and the database in --data (docs/scaling.md);
@@ -161,6 +167,7 @@ export function parseServeArgs(argv: string[]) {
       data: { type: 'string', default: '.vc-harness' },
       'data-key-file': { type: 'string' },
       'allow-shared-data-dir': { type: 'boolean' },
+      database: { type: 'string' },
       'public-url': { type: 'string' },
       workers: { type: 'string', default: '1' },
       'log-level': { type: 'string' },
@@ -196,6 +203,17 @@ export function parseServeArgs(argv: string[]) {
     throw usage(`--${(error as Error).message}`)
   }
   const usingDemo = values.config === undefined
+  const database = values.database ?? (process.env.VC_HARNESS_DATABASE_URL || undefined)
+  if (database !== undefined) {
+    if (!/^postgres(ql)?:\/\//.test(database))
+      throw usage(
+        `--database: a PostgreSQL URL (postgres://user:password@host:port/database), not ${redactedUrl(database)}`,
+      )
+    if (workers > 1)
+      throw usage(
+        '--database with --workers: run several `vc-harness serve --database` instances instead (docs/scaling.md)',
+      )
+  }
   if (workers > 1) {
     // The sandbox and the demo keep their flows in the memory of one process: not behind several workers.
     if (values.data === ':memory:')
@@ -206,7 +224,7 @@ export function parseServeArgs(argv: string[]) {
   // With several workers the demo is off (its flows live in one process); the same option checks apply.
   const demo = demoWanted(workers > 1 ? { ...values, 'no-demo': true } : values)
   const publicUrl = values['public-url'] === undefined ? undefined : publicUrlOption(values['public-url'])
-  return { help: false as const, values, port, workers, usingDemo, demo, publicUrl }
+  return { help: false as const, values, port, workers, usingDemo, demo, publicUrl, database }
 }
 
 /** Returns an exit code only when it ends by itself (a wallet test plan); a service runs until stopped. */
@@ -216,7 +234,7 @@ export async function serve(argv: string[]): Promise<number | undefined> {
     console.log(SERVE_USAGE)
     return
   }
-  const { values, port, workers, usingDemo, demo, publicUrl } = options
+  const { values, port, workers, usingDemo, demo, publicUrl, database } = options
   if (values['wallet-plan'] !== undefined) {
     const { walletPlanByHand } = await import('./wallet-test.ts')
     return walletPlanByHand({
@@ -279,6 +297,9 @@ export async function serve(argv: string[]): Promise<number | undefined> {
     return
   }
 
+  // PostgreSQL: opened (and migrated) here, handed to the server, closed after it (docs/scaling.md).
+  const store =
+    database === undefined ? undefined : await starting(where, openPostgres(database, dataKeys.keyring))
   const server = await starting(
     where,
     startServer({
@@ -286,6 +307,7 @@ export async function serve(argv: string[]): Promise<number | undefined> {
       host: values.host,
       port,
       dataDir: values.data,
+      ...(store ? { store } : {}),
       ...(values['log-level'] ? { logLevel: values['log-level'] } : {}),
       ...(requestLog ? { requestLog: stdoutRequestLog } : {}),
       plugins,
@@ -296,7 +318,8 @@ export async function serve(argv: string[]): Promise<number | undefined> {
   if (config.publicUrl !== undefined && config.publicUrl !== server.url) {
     console.log(`  public URL (in offers and requests): ${config.publicUrl}`)
   }
-  console.log(`  data: ${values.data === ':memory:' ? 'in memory (lost on exit)' : values.data}`)
+  if (database !== undefined) console.log(`  database: ${redactedUrl(database)} (PostgreSQL)`)
+  else console.log(`  data: ${values.data === ':memory:' ? 'in memory (lost on exit)' : values.data}`)
   for (const line of dataKeyLines(dataKeys)) console.log(`  ${line}`)
   console.log(`  API docs: ${server.url}/docs`)
   if (requestLog) console.log(REQUEST_LOG_NOTE)
@@ -314,13 +337,16 @@ export async function serve(argv: string[]): Promise<number | undefined> {
     closing = true
     stopSandbox()
     console.log(`vc-harness: ${signal}, closing`)
-    server.close().then(
-      () => process.exit(code),
-      (error: unknown) => {
-        console.error('vc-harness: error while closing:', error)
-        process.exit(1)
-      },
-    )
+    server
+      .close()
+      .then(() => store?.close())
+      .then(
+        () => process.exit(code),
+        (error: unknown) => {
+          console.error('vc-harness: error while closing:', error)
+          process.exit(1)
+        },
+      )
   }
   process.once('SIGTERM', () => shutdown('SIGTERM received'))
   process.once('SIGINT', () => shutdown('SIGINT received'))
@@ -519,8 +545,14 @@ async function starting<T>(
       )
     }
     if (name === 'StoreOpenError') throw new UserError(`--data ${where.dataDir}: ${message}`)
+    if (name === 'PostgresOpenError') throw new UserError(`--database: ${message}`, 1)
     throw error
   }
+}
+
+/** The PostgreSQL store (pg itself loads only here: store/postgres.ts requires it at first use). */
+function openPostgres(url: string, dataKeys: DataKeyring) {
+  return openPostgresStore(url, { dataKeys })
 }
 
 function printDemoKeys(config: ServiceConfig) {

@@ -3,6 +3,7 @@ import { buildApp } from './app.ts'
 import type { ServiceConfig } from './config/index.ts'
 import type { DataKeyring } from './crypto/data-key.ts'
 import type { RequestLogWriter } from './request-log.ts'
+import type { Store } from './store/index.ts'
 import type { Clock } from './util/clock.ts'
 
 export interface ServerOptions {
@@ -27,6 +28,8 @@ export interface ServerOptions {
   sharedStore?: boolean
   /** The data key of the store (docs/security.md); default: the store's own choice (openSqliteStore). */
   dataKeys?: DataKeyring
+  /** A store opened by the caller (PostgreSQL: store/postgres.ts) instead of SQLite in `dataDir`; the caller closes it. */
+  store?: Store
 }
 
 export interface RunningServer {
@@ -42,6 +45,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const app = await buildApp({
     config: options.config,
     dataDir: options.dataDir,
+    ...(options.store ? { store: options.store } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
     publicUrl: () => listeningUrl,
     ...(options.webhookPollMs !== undefined ? { webhookPollMs: options.webhookPollMs } : {}),

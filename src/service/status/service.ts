@@ -137,7 +137,7 @@ export class StatusLists {
     for (const change of changes) {
       let list = lists.get(change.listId)
       if (!list) {
-        list = await repos.statusLists.get(change.listId)
+        list = await repos.statusLists.getForUpdate(change.listId)
         if (!list) throw new Error(`status list ${change.listId} missing`)
         lists.set(list.id, list)
       }

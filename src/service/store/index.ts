@@ -148,6 +148,8 @@ export interface NonceRepository {
 
 export interface StatusListRepository {
   get(id: string): Promise<StatusListRecord | undefined>
+  /** get, inside a transaction that changes the bits: no other writer changes them until it ends. */
+  getForUpdate(id: string): Promise<StatusListRecord | undefined>
   /** A list's tenant and version without its bits (deciding whether a signed copy is current). */
   version(id: string): Promise<{ tenantId: string; version: number } | undefined>
   /**

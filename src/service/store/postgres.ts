@@ -1,9 +1,19 @@
-import type { Kysely } from 'kysely'
+import type { CompiledQuery, DatabaseConnection, Driver, Kysely, PostgresDialectConfig } from 'kysely'
 import type * as Pg from 'pg'
 import { lazyRequire } from '../../shared/lazy.ts'
+import type { DataKeyring } from '../crypto/data-key.ts'
+import { type Clock, systemClock } from '../util/clock.ts'
+import { ExclusiveCache } from './exclusive-cache.ts'
+import type { ApiKeyRecord, Repositories, Store, StoreStats } from './index.ts'
 import { Kysely as KyselyClass, Migrator, PostgresDialect } from './kysely.ts'
 import { migrations } from './migrations.ts'
 import { postgresMigrations } from './postgres-schema.ts'
+import type { OneRowQuery } from './prepared.ts'
+import { type Caches, repositories, type StoreSchema } from './sqlite.ts'
+import { guardRoot, inTransactionScope } from './sqlite-commit.ts'
+import { WalSync } from './sqlite-driver.ts'
+import { StoreSecrets } from './sqlite-secrets.ts'
+import { TemplateCache } from './sqlite-templates.ts'
 
 // The PostgreSQL connection of a shared deployment (issue 21; docs/scaling.md): a pg pool under Kysely's
 // PostgreSQL dialect, migrated by the same list of migrations as SQLite. `pg` loads only when a PostgreSQL
@@ -47,7 +57,11 @@ export function redactedUrl(url: string): string {
  * those as strings; here they read as numbers, exact up to 2^53, which a millisecond timestamp stays below
  * for 285,000 years.
  */
-export function postgresDatabase<DB>(url: string, options: PostgresOptions = {}): Kysely<DB> {
+export function postgresDatabase<DB>(
+  url: string,
+  options: PostgresOptions = {},
+  stats: StoreStats = { statements: 0, syncs: 0, busyWaits: 0 },
+): Kysely<DB> {
   const { Pool, types } = pg()
   const pool = new Pool({
     connectionString: url,
@@ -59,7 +73,106 @@ export function postgresDatabase<DB>(url: string, options: PostgresOptions = {})
         oid === INT8_OID ? Number : types.getTypeParser(oid, format)) as typeof types.getTypeParser,
     },
   })
-  return new KyselyClass<DB>({ dialect: new PostgresDialect({ pool }) })
+  return new KyselyClass<DB>({ dialect: new CountingPostgresDialect({ pool }, stats) })
+}
+
+/**
+ * Kysely's PostgreSQL dialect, counting every statement (`stats.statements`, BEGIN and COMMIT included, as
+ * on SQLite) and running a fixed statement's PostgreSQL text (store/prepared.ts) in place of its SQLite one.
+ */
+class CountingPostgresDialect extends PostgresDialect {
+  constructor(
+    config: PostgresDialectConfig,
+    private readonly stats: StoreStats,
+  ) {
+    super(config)
+  }
+  override createDriver(): Driver {
+    const driver = super.createDriver()
+    const stats = this.stats
+    const wrapped = new WeakMap<DatabaseConnection, DatabaseConnection>()
+    const wrap = (connection: DatabaseConnection): DatabaseConnection => {
+      let proxy = wrapped.get(connection)
+      if (!proxy) {
+        proxy = new Proxy(connection, {
+          get(target, property) {
+            if (property === 'executeQuery') {
+              return (compiled: CompiledQuery) => {
+                stats.statements++
+                const text = (compiled as OneRowQuery).postgres
+                return target.executeQuery(text ? { ...compiled, sql: text } : compiled)
+              }
+            }
+            const value = Reflect.get(target, property, target)
+            // The driver's own methods use private fields: they run on the connection itself.
+            return typeof value === 'function' ? value.bind(target) : value
+          },
+        })
+        wrapped.set(connection, proxy)
+        unwrapped.set(proxy, connection)
+      }
+      return proxy
+    }
+    const unwrapped = new WeakMap<DatabaseConnection, DatabaseConnection>()
+    const own = (connection: DatabaseConnection) => unwrapped.get(connection) ?? connection
+    return new Proxy(driver, {
+      get(target, property) {
+        const value = Reflect.get(target, property, target)
+        if (typeof value !== 'function') return value
+        if (property === 'acquireConnection') return async () => wrap(await target.acquireConnection())
+        // releaseConnection reaches the pg client through the connection's private method: the real one.
+        if (property === 'releaseConnection')
+          return (connection: DatabaseConnection) => target.releaseConnection(own(connection))
+        return value.bind(target)
+      },
+    })
+  }
+}
+
+export interface PostgresStoreOptions extends PostgresOptions {
+  clock?: Clock
+  /** The data key sealing private keys and webhook secrets (docs/security.md), as on SQLite. */
+  dataKeys: DataKeyring
+}
+
+/**
+ * The store on PostgreSQL (issue 21): migrated by the same list as SQLite, the same repositories over a pg
+ * pool, each `transaction` a PostgreSQL transaction (READ COMMITTED; every state change is a conditional
+ * UPDATE, and a status-list change locks its list with FOR UPDATE). What SQLite keeps in memory because one
+ * process owns the file (API keys, status-list versions) is read every time: other instances change it.
+ */
+export async function openPostgresStore(url: string, options: PostgresStoreOptions): Promise<Store> {
+  const stats: StoreStats = { statements: 0, syncs: 0, busyWaits: 0 }
+  const db = postgresDatabase<StoreSchema>(url, options, stats)
+  try {
+    await migratePostgres(db as unknown as Kysely<unknown>, url)
+  } catch (error) {
+    await db.destroy()
+    throw error
+  }
+  const secrets = new StoreSecrets(options.dataKeys)
+  const caches: Caches = {
+    templates: new TemplateCache(options.clock ?? systemClock),
+    apiKeys: new ExclusiveCache<ApiKeyRecord>(false),
+    listVersions: new ExclusiveCache<{ tenantId: string; version: number }>(false),
+  }
+  // A PostgreSQL commit is durable when it returns (synchronous_commit): nothing to wait for after it.
+  const durable = new WalSync(undefined, stats)
+  const owner = {}
+  const root = repositories(db, caches, secrets, true)
+  const guarded = Object.fromEntries(
+    Object.entries(root).map(([name, repo]) => [name, guardRoot(repo, owner, name, durable)]),
+  ) as unknown as Repositories
+  const transaction = <T>(work: (repos: Repositories) => Promise<T>): Promise<T> =>
+    db
+      .transaction()
+      .execute((trx) => inTransactionScope(owner, () => work(repositories(trx, caches, secrets, true))))
+  return {
+    ...guarded,
+    ...guardRoot({ transaction }, owner, '', durable),
+    stats,
+    close: () => db.destroy(),
+  }
 }
 
 /**

@@ -3,18 +3,34 @@ import type { CompiledQuery, Kysely, RootOperationNode } from 'kysely'
 // Fixed SQL texts for the hot paths: built once, run without Kysely building or compiling a query per call
 // (query building was ~10 % of the service's CPU in a full flow, bench/README.md). The text is constant,
 // so the driver's prepared statement is reused (sqlite-driver.ts). Cold paths keep Kysely's builder.
-// Placeholders are `?`; the tests of each repository run every text.
+// Placeholders are `?` (`$n` on PostgreSQL); the tests of each repository run every text.
 
-/** A constant statement; `one`: at most one row is wanted (the driver fetches one instead of all). */
+/**
+ * A constant statement; `one`: at most one row is wanted (the driver fetches one instead of all).
+ * `postgres`: the same statement for PostgreSQL (issue 21): the text with `$1, $2, …` for its `?`, or a
+ * text of its own where SQLite's has no portable form (`json_each`).
+ */
 export interface Prepared {
   readonly sql: string
   readonly one: boolean
+  readonly postgres: string
 }
 
-export const prepared = (sql: string, one = false): Prepared => ({
-  sql: sql.replace(/\s+/g, ' ').trim(),
+const squeezed = (text: string) => text.replace(/\s+/g, ' ').trim()
+/** `?` → `$n` (the texts here hold no `?` inside a literal). */
+const numbered = (text: string) => {
+  let n = 0
+  return text.replace(/\?/g, () => `$${++n}`)
+}
+
+export const prepared = (sql: string, one = false, postgres?: string): Prepared => ({
+  sql: squeezed(sql),
   one,
+  postgres: squeezed(postgres ?? numbered(sql)),
 })
+
+/** A flag the two databases answer differently: SQLite 0/1, PostgreSQL a boolean (EXISTS) or an integer. */
+export const flag = (value: unknown): boolean => value === true || Number(value) === 1
 
 // Kysely's executor passes the compiled query to the driver as it is; `query` is only read by plugins
 // (there are none), so one raw node serves every statement.
@@ -26,6 +42,8 @@ const RAW: RootOperationNode = {
 
 export interface OneRowQuery extends CompiledQuery {
   readonly one?: boolean
+  /** The statement's PostgreSQL text; the PostgreSQL store runs it instead of `sql`. */
+  readonly postgres?: string
 }
 
 const compiled = (statement: Prepared, parameters: readonly unknown[]): OneRowQuery => ({
@@ -34,6 +52,7 @@ const compiled = (statement: Prepared, parameters: readonly unknown[]): OneRowQu
   query: RAW,
   queryId: { queryId: '' },
   one: statement.one,
+  postgres: statement.postgres,
 })
 
 // biome-ignore lint/suspicious/noExplicitAny: a statement runs on any schema's connection

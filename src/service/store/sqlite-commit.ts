@@ -28,6 +28,16 @@ interface TransactionScope {
 }
 const insideTransaction = new AsyncLocalStorage<TransactionScope>()
 
+/** Runs a transaction callback of `owner`'s store; the root store refuses calls made from inside it. */
+export async function inTransactionScope<T>(owner: object, work: () => Promise<T>): Promise<T> {
+  const scope: TransactionScope = { owner, active: true }
+  try {
+    return await insideTransaction.run(scope, work)
+  } finally {
+    scope.active = false
+  }
+}
+
 /**
  * The root store's repositories and `transaction`, refusing calls from inside one of this store's own
  * transaction callbacks: the batch holds the only connection, so such a call would wait forever. A call
@@ -80,14 +90,8 @@ export function groupCommit<S>(
   let queue: Queued[] = []
   let scheduled = false
 
-  async function run(item: Queued, conn: Kysely<S>): Promise<unknown> {
-    const scope: TransactionScope = { owner, active: true }
-    try {
-      return await insideTransaction.run(scope, () => item.work(repositoriesOf(conn)))
-    } finally {
-      scope.active = false
-    }
-  }
+  const run = (item: Queued, conn: Kysely<S>) =>
+    inTransactionScope(owner, () => item.work(repositoriesOf(conn)))
 
   async function runBatch(batch: Queued[]) {
     const outcomes: { ok: boolean; value: unknown }[] = []

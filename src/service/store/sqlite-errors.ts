@@ -1,10 +1,25 @@
 import { ConflictError } from './index.ts'
 
-// SQLite's constraint errors, turned into the repositories' ConflictError.
+// Constraint errors of SQLite and PostgreSQL, turned into the repositories' ConflictError.
 
+/** A primary key or unique constraint refused the write: SQLite's codes, or PostgreSQL's SQLSTATE 23505. */
 export function isUniqueViolation(error: unknown): boolean {
   const code = (error as { code?: string }).code ?? ''
-  return code.startsWith('SQLITE_CONSTRAINT_PRIMARYKEY') || code.startsWith('SQLITE_CONSTRAINT_UNIQUE')
+  return (
+    code === '23505' ||
+    code.startsWith('SQLITE_CONSTRAINT_PRIMARYKEY') ||
+    code.startsWith('SQLITE_CONSTRAINT_UNIQUE')
+  )
+}
+
+/**
+ * A unique violation of a UNIQUE constraint (not of the primary key): SQLite says so in its code,
+ * PostgreSQL names the constraint (a primary key's is `<table>_pkey`).
+ */
+export function isUniqueConstraintViolation(error: unknown): boolean {
+  const { code = '', constraint = '' } = error as { code?: string; constraint?: string }
+  if (code === '23505') return !constraint.endsWith('_pkey')
+  return code.startsWith('SQLITE_CONSTRAINT_UNIQUE')
 }
 
 export async function insertOrConflict(work: Promise<unknown>, what: string): Promise<void> {

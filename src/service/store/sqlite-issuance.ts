@@ -24,8 +24,8 @@ import {
   type StatusListRepository,
 } from './index.ts'
 import { sql } from './kysely.ts'
-import { first, prepared, run } from './prepared.ts'
-import { insertOrConflict, isUniqueViolation } from './sqlite-errors.ts'
+import { first, type Prepared, prepared, run } from './prepared.ts'
+import { insertOrConflict, isUniqueConstraintViolation, isUniqueViolation } from './sqlite-errors.ts'
 import type { StoreSecrets } from './sqlite-secrets.ts'
 
 // Tables of the wallet-facing issuance protocol (migration 0002) and their repositories.
@@ -521,8 +521,9 @@ export class SqliteNonces implements NonceRepository {
     return (await run(this.db, NONCE_USE, [value, tenantId, expiresAt])) > 0
   }
   async deleteExpired(before: number, limit: number) {
-    const result = await sql`delete from nonces where rowid in (
-      select rowid from nonces where expires_at < ${before} limit ${limit})`.execute(this.db)
+    // By primary key, not SQLite's rowid: the same statement on PostgreSQL.
+    const result = await sql`delete from nonces where value in (
+      select value from nonces where expires_at < ${before} limit ${limit})`.execute(this.db)
     return Number(result.numAffectedRows ?? 0n)
   }
 }
@@ -544,12 +545,20 @@ const STATUS_LIST_BY_ID = prepared(
      FROM status_lists l JOIN status_list_bits b ON b.list_id = l.id WHERE l.id = ?`,
   true,
 )
+// A status change reads, changes and writes the bits: on PostgreSQL the rows are locked until the transaction
+// ends (two instances changing entries of one list would otherwise lose one change); SQLite's BEGIN IMMEDIATE
+// already serialises writers.
+const STATUS_LIST_FOR_UPDATE = prepared(
+  STATUS_LIST_BY_ID.sql,
+  true,
+  `${STATUS_LIST_BY_ID.postgres} FOR UPDATE`,
+)
 const STATUS_LIST_VERSION = prepared('SELECT tenant_id, version FROM status_lists WHERE id = ?', true)
 // The newest list of the tenant and algorithm counts one more entry if it has room, in one statement on the
 // counters' row (the bits, 32 KB by default, live in status_list_bits).
 const RESERVE_ENTRY = prepared(`UPDATE status_lists SET used = used + 1, updated_at = ?
   WHERE id = (SELECT id FROM status_lists WHERE tenant_id = ? AND alg = ? ORDER BY created_at DESC, id DESC LIMIT 1)
-    AND used < size * ?
+    AND used < size * CAST(? AS REAL)
   RETURNING id, size`)
 const ISSUED_INSERT = prepared(`INSERT INTO issued_credentials
   (id, process_id, tenant_id, list_id, list_index, status, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`)
@@ -559,10 +568,14 @@ export class SqliteStatusLists implements StatusListRepository {
     private readonly db: Db,
     private readonly versions: ExclusiveCache<{ tenantId: string; version: number }>,
   ) {}
-  async get(id: string) {
-    const row = await first<Selectable<StatusListsTable> & { bits: Uint8Array }>(this.db, STATUS_LIST_BY_ID, [
-      id,
-    ])
+  get(id: string) {
+    return this.read(STATUS_LIST_BY_ID, id)
+  }
+  getForUpdate(id: string) {
+    return this.read(STATUS_LIST_FOR_UPDATE, id)
+  }
+  private async read(statement: Prepared, id: string) {
+    const row = await first<Selectable<StatusListsTable> & { bits: Uint8Array }>(this.db, statement, [id])
     return row && toList(row)
   }
   version(id: string) {
@@ -628,7 +641,7 @@ export class SqliteIssuedCredentials implements IssuedCredentialRepository {
       ])
     } catch (error) {
       if (!isUniqueViolation(error)) throw error
-      const slot = (error as { code?: string }).code?.startsWith('SQLITE_CONSTRAINT_UNIQUE') === true
+      const slot = isUniqueConstraintViolation(error)
       throw slot
         ? new ConflictError(`status entry ${c.listId}#${c.listIndex} is taken`, 'slot')
         : new ConflictError(`credential "${c.id}" already exists`, 'id')

@@ -76,7 +76,16 @@ export class SqliteRetention implements RetentionRepository {
   constructor(
     private readonly db: Db,
     private readonly nonces: NonceRepository,
+    /** The same store on PostgreSQL (issue 21): its JSON list function has another name. */
+    private readonly postgres = false,
   ) {}
+
+  /** The ids of a JSON array parameter, as a subquery: one SQL text whatever the batch size. */
+  private ids(list: string) {
+    return this.postgres
+      ? sql`select json_array_elements_text(${list}::json)`
+      : sql`select value from json_each(${list})`
+  }
 
   async purgeBatch(now: number, policy: RetentionPolicy, limit: number): Promise<PurgeCounts> {
     const closedBefore = now - policy.closedFlowDays * DAY_MS
@@ -143,18 +152,10 @@ export class SqliteRetention implements RetentionRepository {
     const list = JSON.stringify(ids)
     // Close the lists whose slots are about to be freed (see the top of this file).
     await sql`update status_lists set used = size where used < size and id in (
-      select list_id from issued_credentials where process_id in (select value from json_each(${list})))`.execute(
-      this.db,
-    )
-    await sql`delete from issued_credentials where process_id in (select value from json_each(${list}))`.execute(
-      this.db,
-    )
-    await sql`delete from oid4vci_grants where process_id in (select value from json_each(${list}))`.execute(
-      this.db,
-    )
-    await sql`delete from issuance_processes where id in (select value from json_each(${list}))`.execute(
-      this.db,
-    )
+      select list_id from issued_credentials where process_id in (${this.ids(list)}))`.execute(this.db)
+    await sql`delete from issued_credentials where process_id in (${this.ids(list)})`.execute(this.db)
+    await sql`delete from oid4vci_grants where process_id in (${this.ids(list)})`.execute(this.db)
+    await sql`delete from issuance_processes where id in (${this.ids(list)})`.execute(this.db)
   }
 
   /**
@@ -164,8 +165,8 @@ export class SqliteRetention implements RetentionRepository {
    */
   private async deleteEndedSessions(before: number, limit: number) {
     return affected(
-      await sql`delete from verification_sessions where rowid in (
-        select rowid from verification_sessions where updated_at < ${before}
+      await sql`delete from verification_sessions where id in (
+        select id from verification_sessions where updated_at < ${before}
           and (status in ('VERIFIED', 'REJECTED') or (status = 'PENDING' and expires_at < ${before}))
         limit ${limit})`.execute(this.db),
     )
@@ -182,12 +183,11 @@ export class SqliteRetention implements RetentionRepository {
       .execute()
     if (rows.length === 0) return 0
     const list = JSON.stringify(rows.map((r) => r.id))
-    await sql`delete from webhook_attempts where event_id in (select value from json_each(${list}))`.execute(
-      this.db,
-    )
+    await sql`delete from webhook_attempts where event_id in (${this.ids(list)})`.execute(this.db)
     return affected(
-      await sql`delete from webhook_events where state <> 'pending' and id in (
-        select value from json_each(${list}))`.execute(this.db),
+      await sql`delete from webhook_events where state <> 'pending' and id in (${this.ids(list)})`.execute(
+        this.db,
+      ),
     )
   }
 }

@@ -9,7 +9,7 @@ import type {
   WebhookEventType,
   WebhookRepository,
 } from './index.ts'
-import { first, prepared, rows, run } from './prepared.ts'
+import { first, flag, prepared, rows, run } from './prepared.ts'
 import { insertOrConflict } from './sqlite-errors.ts'
 
 // The webhook outbox, its delivery log and disabled endpoints (migrations 0004 and 0008). What the
@@ -117,14 +117,15 @@ const EVENT_COLUMNS = `seq, id, tenant_id, template_id, template_kind, subject_i
   delivered_at`
 
 // The lease asked for is written only when no older event of the subject is pending: that one goes first,
-// and this one is left to the scan that finds it once the older one is settled.
+// and this one is left to the scan that finds it once the older one is settled. Numbers are cast: selected
+// values have no column type to take on PostgreSQL (BIGINT is an integer to SQLite).
 const ENQUEUE =
   prepared(`INSERT INTO webhook_events (id, tenant_id, template_id, template_kind, subject_id, type,
     url, body, state, attempts, next_attempt_at, lease_until, lease_owner, last_status, last_error, created_at,
     updated_at, delivered_at)
-  SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-    CASE WHEN older.pending THEN NULL ELSE ? END, CASE WHEN older.pending THEN NULL ELSE ? END,
-    ?, ?, ?, ?, ?
+  SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS BIGINT), CAST(? AS BIGINT),
+    CASE WHEN older.pending THEN NULL ELSE CAST(? AS BIGINT) END, CASE WHEN older.pending THEN NULL ELSE ? END,
+    CAST(? AS BIGINT), ?, CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT)
   FROM (SELECT EXISTS (SELECT 1 FROM webhook_events o
     WHERE o.tenant_id = ? AND o.subject_id = ? AND o.state = 'pending') AS pending) AS older
   RETURNING seq, lease_until, lease_owner, ${ENDPOINT_DISABLED} AS endpoint_disabled`)
@@ -140,6 +141,9 @@ const NEXT_DUE = prepared(
   `SELECT min(max(e.next_attempt_at, coalesce(e.lease_until, 0))) AS next FROM webhook_events e
   WHERE e.state = 'pending' AND ${FIRST_OF_SUBJECT}`,
   true,
+  // PostgreSQL's max() is the aggregate only; greatest() is SQLite's two-argument max().
+  `SELECT min(greatest(e.next_attempt_at, coalesce(e.lease_until, 0))) AS next FROM webhook_events e
+  WHERE e.state = 'pending' AND ${FIRST_OF_SUBJECT}`,
 )
 
 const CLAIM = prepared(`UPDATE webhook_events SET lease_until = ?, lease_owner = ?
@@ -157,8 +161,13 @@ const RECORD_ATTEMPT = prepared(`UPDATE webhook_events SET state = ?, attempts =
       WHERE later.tenant_id = webhook_events.tenant_id AND later.subject_id = webhook_events.subject_id
         AND later.seq > webhook_events.seq AND later.state = 'pending') AS successor_pending`)
 
-const RELEASE = prepared(`UPDATE webhook_events SET lease_until = NULL, lease_owner = NULL
-  WHERE lease_owner = ? AND id IN (SELECT value FROM json_each(?))`)
+const RELEASE = prepared(
+  `UPDATE webhook_events SET lease_until = NULL, lease_owner = NULL
+  WHERE lease_owner = ? AND id IN (SELECT value FROM json_each(?))`,
+  false,
+  `UPDATE webhook_events SET lease_until = NULL, lease_owner = NULL
+  WHERE lease_owner = $1 AND id IN (SELECT json_array_elements_text($2::json))`,
+)
 
 type LeasedRow = EventRow & { endpoint_disabled: string | null }
 interface EnqueuedRow {
@@ -260,7 +269,7 @@ export class SqliteWebhooks implements WebhookRepository {
         a.attempt - 1,
       ],
     )
-    return row && { endpointDisabled: row.endpoint_disabled, successorPending: row.successor_pending === 1 }
+    return row && { endpointDisabled: row.endpoint_disabled, successorPending: flag(row.successor_pending) }
   }
 
   async release(owner: string, ids: string[]) {

@@ -24,7 +24,7 @@ import type {
 } from './index.ts'
 import { Kysely, Migrator } from './kysely.ts'
 import { migrations } from './migrations.ts'
-import { first, prepared } from './prepared.ts'
+import { first, flag, prepared } from './prepared.ts'
 import { groupCommit, guardRoot } from './sqlite-commit.ts'
 import { LibsqlDialect, WalSync } from './sqlite-driver.ts'
 import { insertOrConflict } from './sqlite-errors.ts'
@@ -73,6 +73,8 @@ interface Schema extends IssuanceProtocolSchema, VerificationSchema, WebhooksSch
   service_keys: ServiceKeysTable
 }
 type Db = Kysely<Schema>
+/** Every table of the store (both databases). */
+export type StoreSchema = Schema
 
 export const DATABASE_FILE = 'vc-harness.db'
 
@@ -145,7 +147,7 @@ class SqliteApiKeys implements ApiKeyRepository {
       decoyHash,
     ])
     if (!row) throw new Error('the login lookup answered no row')
-    return { key: toKey(row), found: row.found === 1 }
+    return { key: toKey(row), found: flag(row.found) }
   }
   async get(id: string) {
     return this.cache.read(id, async () => {
@@ -263,13 +265,14 @@ class SqliteServiceKeys implements ServiceKeyRepository {
   }
 }
 
-interface Caches {
+export interface Caches {
   templates: TemplateCache
   apiKeys: ExclusiveCache<ApiKeyRecord>
   listVersions: ExclusiveCache<{ tenantId: string; version: number }>
 }
 
-function repositories(db: Db, caches: Caches, secrets: StoreSecrets): Repositories {
+/** The repositories over one connection; `postgres`: the same store on PostgreSQL (issue 21). */
+export function repositories(db: Db, caches: Caches, secrets: StoreSecrets, postgres = false): Repositories {
   // The protocol repositories see only their own tables (a narrower view of the same connection).
   const protocol = db as unknown as Kysely<IssuanceProtocolSchema>
   const nonces = new SqliteNonces(protocol)
@@ -287,7 +290,7 @@ function repositories(db: Db, caches: Caches, secrets: StoreSecrets): Repositori
     issuedCredentials: new SqliteIssuedCredentials(protocol),
     sessions: new SqliteSessions(db as unknown as Kysely<VerificationSchema>, secrets),
     webhooks: new SqliteWebhooks(db as unknown as Kysely<WebhooksSchema>),
-    retention: new SqliteRetention(db as unknown as Kysely<RetentionSchema>, nonces),
+    retention: new SqliteRetention(db as unknown as Kysely<RetentionSchema>, nonces, postgres),
   }
 }
 
