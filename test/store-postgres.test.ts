@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer, request as httpRequest, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -298,5 +299,137 @@ describe('vc-harness serve --database', { skip }, () => {
       workers.stderr,
       /--database with --workers: run several `vc-harness serve --database` instances/,
     )
+  })
+})
+
+describe('two instances on one PostgreSQL database behind one address', { skip }, () => {
+  let server: TestPostgres
+  const stores: Store[] = []
+  const instances: RunningServer[] = []
+  const served = [0, 0]
+  let proxy: Server
+  let proxyUrl: string
+  const dispatcher = new Agent({ keepAliveTimeout: 10_000 })
+  const config = loadConfigFile(DEMO_CONFIG_PATH)
+  before(async () => {
+    server = await startPostgres()
+    const url = server.database('shared')
+    const dataKeys = DataKeyring.generate('the deployment key')
+    // A round-robin proxy: request n goes to instance n mod 2 (streams are piped through as they come).
+    let next = 0
+    proxy = createServer((req, res) => {
+      const i = next++ % 2
+      served[i] = (served[i] ?? 0) + 1
+      const upstream = new URL(instances[i]?.url ?? '')
+      const forward = httpRequest(
+        {
+          host: upstream.hostname,
+          port: upstream.port,
+          method: req.method,
+          path: req.url,
+          headers: req.headers,
+        },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers)
+          answer.pipe(res)
+        },
+      )
+      forward.on('error', () => res.destroy())
+      req.pipe(forward)
+    })
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+    proxyUrl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`
+    for (let i = 0; i < 2; i++) {
+      const store = await openPostgresStore(url, { dataKeys })
+      stores.push(store)
+      instances.push(
+        await startServer({
+          config: { ...config, publicUrl: proxyUrl },
+          host: '127.0.0.1',
+          port: 0,
+          dataDir: ':memory:',
+          store,
+        }),
+      )
+    }
+  })
+  after(async () => {
+    proxy?.closeAllConnections()
+    await new Promise((resolve) => proxy?.close(resolve))
+    for (const instance of instances) await instance.close()
+    for (const store of stores) await store.close()
+    await dispatcher.close()
+    server?.stop()
+  })
+
+  test('complete flows through the proxy, each step on whichever instance it reaches', async () => {
+    const client = new RelyingPartyClient({ authUrl: proxyUrl, issuerUrl: proxyUrl, verifierUrl: proxyUrl })
+    const wallet = LeanWallet.create({ dispatcher })
+    served.fill(0)
+    for (let i = 0; i < 3; i++) await fullFlow(client, wallet, config)
+    assert.ok((served[0] ?? 0) > 10 && (served[1] ?? 0) > 10, `both instances served (${served.join(' / ')})`)
+  })
+
+  test("a stream opened on one instance sees the wallet's step taken on the other (LISTEN/NOTIFY)", async () => {
+    const [a, b] = instances
+    assert.ok(a && b)
+    const onA = new RelyingPartyClient({ authUrl: a.url, issuerUrl: a.url, verifierUrl: a.url })
+    const token = await onA.token(demoKey(config, 'app', 'degree'))
+    const offer = await onA.createOffer(token, 'degree')
+    const link = (offer.body as { credential_offer_uri: string }).credential_offer_uri
+    const id = parseCredentialOfferUri(link).processId
+    const seen = new Promise<string>((resolve, reject) => {
+      const stream = httpRequest(`${a.url}/admin/v1/issuanceRequests/${id}/events`, {
+        headers: { authorization: `jwt ${token}`, accept: 'text/event-stream' },
+      })
+      stream.on('response', (res) => {
+        let text = ''
+        res.on('data', (chunk: Buffer) => {
+          text += chunk
+          if (text.includes('offer_retrieved')) {
+            stream.destroy()
+            resolve(text)
+          }
+        })
+      })
+      stream.on('error', reject)
+      stream.end()
+      setTimeout(
+        () => reject(new Error(`no offer_retrieved on instance A's stream within 5 s: ${id}`)),
+        5000,
+      ).unref()
+    })
+    // The wallet fetches the offer from instance B (its URL names the proxy; B is asked directly).
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const onB = new URL(
+      link
+        .replace(/^.*credential_offer_uri=/, '')
+        .replace(/%2F/gi, '/')
+        .replace(/%3A/gi, ':'),
+    )
+    const fetched = await fetch(`${b.url}${onB.pathname}`)
+    assert.equal(fetched.status, 200)
+    assert.match(await seen, /offer_retrieved/)
+  })
+
+  test('a template changed through one instance is what the other uses next, within its cache’s second', async () => {
+    const [one, two] = stores
+    assert.ok(one && two)
+    const tenant = config.tenants[0]?.id ?? ''
+    const before = await two.templates.get(tenant, 'degree', 'issuance') // cached on instance two
+    assert.ok(before)
+    const days = (before.body.validityDays ?? 365) + 7
+    const changed = {
+      ...before,
+      body: { ...before.body, validityDays: days },
+      updatedAt: before.updatedAt + 1,
+    }
+    await one.transaction((repos) => repos.templates.update(changed))
+    let seen: number | undefined
+    for (let tries = 0; tries < 50 && seen !== days; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      seen = (await two.templates.get(tenant, 'degree', 'issuance'))?.body.validityDays
+    }
+    assert.equal(seen, days, 'the other instance dropped its cached copy when told')
   })
 })

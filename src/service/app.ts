@@ -17,7 +17,7 @@ import { IssuerKeys } from './crypto/issuer-keys.ts'
 import { loadServiceKey } from './crypto/keys.ts'
 import { installErrorHandling } from './errors/handler.ts'
 import { ProblemSchema } from './errors/schemas.ts'
-import { ServiceEvents } from './events.ts'
+import { type ServiceEvent, ServiceEvents } from './events.ts'
 import { CredentialFaults } from './faults/credentials.ts'
 import type { FaultRegistry } from './faults/index.ts'
 import { installExchangeObserver } from './faults/observer.ts'
@@ -129,6 +129,9 @@ function validatorCompiler() {
   }
 }
 
+/** The outbox scan of instances sharing a PostgreSQL database (the cluster's DEFAULT_WEBHOOK_POLL_MS). */
+const SHARED_WEBHOOK_POLL_MS = 1_000
+
 /** Builds the service (plugins, routes, store, keys) without listening: tests drive it with `inject`. */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config, faults } = options
@@ -209,13 +212,34 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     new LoginLimits(config.rateLimits, exempt, clock),
   )
   const events = new ServiceEvents()
+  // Instances sharing a database (PostgreSQL): scan the outbox every second too, so that an event whose
+  // instance is busy or died is delivered by another once its lease ends.
+  const webhookPollMs = options.webhookPollMs ?? (store.feed ? SHARED_WEBHOOK_POLL_MS : undefined)
   const webhookDispatcher = new WebhookDispatcher({
     store,
     clock,
     events,
     options: config.webhooks,
-    ...(options.webhookPollMs !== undefined ? { pollIntervalMs: options.webhookPollMs } : {}),
+    ...(webhookPollMs !== undefined ? { pollIntervalMs: webhookPollMs } : {}),
   })
+  const feed = store.feed
+  if (feed) {
+    // State changes reach the streams of every instance, as the cluster's IPC relay does for its workers.
+    let relaying = false
+    events.on((event) => {
+      if (!relaying)
+        feed.publishEvent(event).catch((error) => app.log.warn({ err: error }, 'event not shared'))
+    })
+    const stop = feed.onEvent((event) => {
+      relaying = true
+      try {
+        events.emit(event as ServiceEvent)
+      } finally {
+        relaying = false
+      }
+    })
+    app.addHook('onClose', async () => stop())
+  }
   // Events are written leased to this process's dispatcher, which sends them once the commit is announced.
   const outbox = new WebhookOutbox(clock, webhookDispatcher)
   const issuerKeys = new IssuerKeys(store, clock)

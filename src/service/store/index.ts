@@ -327,7 +327,20 @@ export interface Store extends Repositories {
   transaction<T>(work: (repos: Repositories) => Promise<T>): Promise<T>
   /** Counters for measuring, never for logic. */
   readonly stats: StoreStats
+  /**
+   * Shared deployments (PostgreSQL, several instances): what one instance tells the others, and hears from
+   * them. Undefined when this process is the only one (SQLite; its cluster relays over IPC instead).
+   */
+  readonly feed?: ChangeFeed
   close(): Promise<void>
+}
+
+/** Messages between the instances sharing a database; never echoed to the instance that published. */
+export interface ChangeFeed {
+  /** Sends a state-changed event (emitted here after its commit) to the other instances. */
+  publishEvent(event: unknown): Promise<void>
+  /** Events another instance published. */
+  onEvent(listener: (event: unknown) => void): () => void
 }
 
 export interface StoreStats {

@@ -7,13 +7,14 @@ import { ExclusiveCache } from './exclusive-cache.ts'
 import type { ApiKeyRecord, Repositories, Store, StoreStats } from './index.ts'
 import { Kysely as KyselyClass, Migrator, PostgresDialect } from './kysely.ts'
 import { migrations } from './migrations.ts'
+import { PostgresFeed } from './postgres-feed.ts'
 import { postgresMigrations } from './postgres-schema.ts'
 import type { OneRowQuery } from './prepared.ts'
 import { type Caches, repositories, type StoreSchema } from './sqlite.ts'
 import { guardRoot, inTransactionScope } from './sqlite-commit.ts'
 import { WalSync } from './sqlite-driver.ts'
 import { StoreSecrets } from './sqlite-secrets.ts'
-import { TemplateCache } from './sqlite-templates.ts'
+import { type TemplateAnnouncer, TemplateCache } from './sqlite-templates.ts'
 
 // The PostgreSQL connection of a shared deployment (issue 21; docs/scaling.md): a pg pool under Kysely's
 // PostgreSQL dialect, migrated by the same list of migrations as SQLite. `pg` loads only when a PostgreSQL
@@ -158,20 +159,39 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   }
   // A PostgreSQL commit is durable when it returns (synchronous_commit): nothing to wait for after it.
   const durable = new WalSync(undefined, stats)
+  const feed = new PostgresFeed(url, db as unknown as Kysely<unknown>, (tenantId, id) =>
+    caches.templates.drop(tenantId, id),
+  )
+  try {
+    await feed.start()
+  } catch (error) {
+    await db.destroy()
+    throw new PostgresOpenError(
+      `cannot listen on the database ${redactedUrl(url)}: ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    )
+  }
+  const shared = { announceTemplate: feed.announceTemplate as TemplateAnnouncer }
   const owner = {}
-  const root = repositories(db, caches, secrets, true)
+  const root = repositories(db, caches, secrets, shared)
   const guarded = Object.fromEntries(
     Object.entries(root).map(([name, repo]) => [name, guardRoot(repo, owner, name, durable)]),
   ) as unknown as Repositories
   const transaction = <T>(work: (repos: Repositories) => Promise<T>): Promise<T> =>
     db
       .transaction()
-      .execute((trx) => inTransactionScope(owner, () => work(repositories(trx, caches, secrets, true))))
+      .execute((trx) => inTransactionScope(owner, () => work(repositories(trx, caches, secrets, shared))))
   return {
     ...guarded,
     ...guardRoot({ transaction }, owner, '', durable),
     stats,
-    close: () => db.destroy(),
+    feed,
+    close: async () => {
+      await feed.close()
+      await db.destroy()
+    },
   }
 }
 

@@ -74,11 +74,19 @@ export class TemplateCache {
   }
 }
 
+/**
+ * Tells other instances sharing the database that a template changed, on the write's own connection: on
+ * PostgreSQL a NOTIFY sent inside a transaction is delivered when it commits, never before and never for a
+ * rollback (store/postgres-feed.ts).
+ */
+export type TemplateAnnouncer = (db: Kysely<TemplatesSchema>, tenantId: string, id: string) => Promise<void>
+
 export class SqliteTemplates implements TemplateRepository {
   constructor(
     private readonly db: Kysely<TemplatesSchema>,
     private readonly cache: TemplateCache,
     private readonly secrets: StoreSecrets,
+    private readonly announce?: TemplateAnnouncer,
   ) {}
   private readonly toRecord = (row: Selectable<TemplatesTable>) => toTemplate(row, this.secrets)
   async get<K extends TemplateKind>(tenantId: string, id: string, kind: K) {
@@ -120,6 +128,7 @@ export class SqliteTemplates implements TemplateRepository {
       this.db.insertInto('templates').values(this.row(template)).execute(),
       `template "${template.id}"`,
     )
+    await this.announce?.(this.db, template.tenantId, template.id)
   }
   async upsert(template: TemplateRecord) {
     this.cache.drop(template.tenantId, template.id)
@@ -136,6 +145,7 @@ export class SqliteTemplates implements TemplateRepository {
         }),
       )
       .execute()
+    await this.announce?.(this.db, template.tenantId, template.id)
   }
   async update(template: TemplateRecord) {
     this.cache.drop(template.tenantId, template.id)
@@ -148,10 +158,12 @@ export class SqliteTemplates implements TemplateRepository {
       .where('tenant_id', '=', template.tenantId)
       .where('id', '=', template.id)
       .execute()
+    await this.announce?.(this.db, template.tenantId, template.id)
   }
   async delete(tenantId: string, id: string) {
     this.cache.drop(tenantId, id)
     await this.db.deleteFrom('templates').where('tenant_id', '=', tenantId).where('id', '=', id).execute()
+    await this.announce?.(this.db, tenantId, id)
   }
   private row(t: TemplateRecord): Insertable<TemplatesTable> {
     return {

@@ -40,7 +40,12 @@ import {
 } from './sqlite-issuance.ts'
 import { type RetentionSchema, SqliteRetention } from './sqlite-retention.ts'
 import { resealSecrets, StoreSecrets } from './sqlite-secrets.ts'
-import { SqliteTemplates, TemplateCache, type TemplatesSchema } from './sqlite-templates.ts'
+import {
+  SqliteTemplates,
+  type TemplateAnnouncer,
+  TemplateCache,
+  type TemplatesSchema,
+} from './sqlite-templates.ts'
 import { SqliteSessions, type VerificationSchema } from './sqlite-verification.ts'
 import { SqliteWebhooks, type WebhooksSchema } from './sqlite-webhooks.ts'
 
@@ -271,15 +276,28 @@ export interface Caches {
   listVersions: ExclusiveCache<{ tenantId: string; version: number }>
 }
 
-/** The repositories over one connection; `postgres`: the same store on PostgreSQL (issue 21). */
-export function repositories(db: Db, caches: Caches, secrets: StoreSecrets, postgres = false): Repositories {
+/**
+ * The repositories over one connection. `postgres`: the same store on PostgreSQL (issue 21), whose template
+ * writes are announced to the other instances (store/postgres-feed.ts).
+ */
+export function repositories(
+  db: Db,
+  caches: Caches,
+  secrets: StoreSecrets,
+  postgres?: { announceTemplate: TemplateAnnouncer },
+): Repositories {
   // The protocol repositories see only their own tables (a narrower view of the same connection).
   const protocol = db as unknown as Kysely<IssuanceProtocolSchema>
   const nonces = new SqliteNonces(protocol)
   return {
     tenants: new SqliteTenants(db),
     apiKeys: new SqliteApiKeys(db, caches.apiKeys),
-    templates: new SqliteTemplates(db as unknown as Kysely<TemplatesSchema>, caches.templates, secrets),
+    templates: new SqliteTemplates(
+      db as unknown as Kysely<TemplatesSchema>,
+      caches.templates,
+      secrets,
+      postgres?.announceTemplate,
+    ),
     processes: new SqliteProcesses(protocol),
     serviceKeys: new SqliteServiceKeys(db, secrets),
     issuerKeys: new SqliteIssuerKeys(protocol, secrets),
@@ -290,7 +308,7 @@ export function repositories(db: Db, caches: Caches, secrets: StoreSecrets, post
     issuedCredentials: new SqliteIssuedCredentials(protocol),
     sessions: new SqliteSessions(db as unknown as Kysely<VerificationSchema>, secrets),
     webhooks: new SqliteWebhooks(db as unknown as Kysely<WebhooksSchema>),
-    retention: new SqliteRetention(db as unknown as Kysely<RetentionSchema>, nonces, postgres),
+    retention: new SqliteRetention(db as unknown as Kysely<RetentionSchema>, nonces, postgres !== undefined),
   }
 }
 

@@ -1,0 +1,110 @@
+import { randomUUID } from 'node:crypto'
+import type { Kysely } from 'kysely'
+import type * as Pg from 'pg'
+import { lazyRequire } from '../../shared/lazy.ts'
+import type { ChangeFeed } from './index.ts'
+import { sql } from './kysely.ts'
+
+// What the instances of a shared deployment tell each other (issue 21; docs/scaling.md), over PostgreSQL's
+// LISTEN/NOTIFY on one channel: state-changed events (so an SSE stream or a QR page's socket on one instance
+// sees a wallet's step on another) and template changes (so no instance acts on a template another changed
+// or deleted; the local cache would otherwise keep it up to a second). A template change is notified on the
+// write's own connection, inside its transaction: PostgreSQL delivers it at the commit, and never for a
+// rollback. An instance ignores its own messages. While the listening connection is down (it reconnects
+// every second), messages are missed: the template cache's one-second life bounds what that costs.
+
+const pg = lazyRequire<typeof Pg>('pg')
+
+export const FEED_CHANNEL = 'vc_harness'
+/** NOTIFY's payload limit is 8000 bytes; an event's webhook body (claims) can be larger and is left out. */
+const MAX_PAYLOAD = 7900
+const RECONNECT_MS = 1000
+
+type Message =
+  | { from: string; topic: 'event'; event: unknown }
+  | { from: string; topic: 'template'; tenantId: string; id: string }
+
+export class PostgresFeed implements ChangeFeed {
+  /** This instance, so that it ignores what it sent itself. */
+  readonly instance = randomUUID()
+  private readonly listeners = new Set<(event: unknown) => void>()
+  private client: Pg.Client | undefined
+  private closed = false
+  private retry: NodeJS.Timeout | undefined
+
+  constructor(
+    private readonly url: string,
+    private readonly db: Kysely<unknown>,
+    private readonly onTemplate: (tenantId: string, id: string) => void,
+    private readonly onError: (error: Error) => void = () => {},
+  ) {}
+
+  /** Connects the listening client; resolves once LISTEN is in place. */
+  async start(): Promise<void> {
+    const client = new (pg().Client)({ connectionString: this.url })
+    client.on('notification', (n) => this.receive(n.payload))
+    client.on('error', (error) => this.lost(client, error))
+    client.on('end', () => this.lost(client))
+    await client.connect()
+    await client.query(`LISTEN ${FEED_CHANNEL}`)
+    this.client = client
+  }
+
+  private lost(client: Pg.Client, error?: Error) {
+    if (this.client !== client || this.closed) return
+    this.client = undefined
+    if (error) this.onError(error)
+    client.end().catch(() => {})
+    this.retry = setTimeout(() => this.reconnect(), RECONNECT_MS)
+    this.retry.unref()
+  }
+
+  private reconnect() {
+    if (this.closed) return
+    this.start().catch((error: Error) => {
+      this.onError(error)
+      this.retry = setTimeout(() => this.reconnect(), RECONNECT_MS)
+      this.retry.unref()
+    })
+  }
+
+  private receive(payload: string | undefined) {
+    let message: Message
+    try {
+      message = JSON.parse(payload ?? '') as Message
+    } catch {
+      return
+    }
+    if (message.from === this.instance) return
+    if (message.topic === 'template') this.onTemplate(message.tenantId, message.id)
+    else if (message.topic === 'event') for (const listener of this.listeners) listener(message.event)
+  }
+
+  /** Notifies a template change on `db`, the connection (or transaction) that wrote it. */
+  readonly announceTemplate = async (db: Kysely<unknown>, tenantId: string, id: string) => {
+    const message: Message = { from: this.instance, topic: 'template', tenantId, id }
+    await sql`select pg_notify(${FEED_CHANNEL}, ${JSON.stringify(message)})`.execute(db)
+  }
+
+  async publishEvent(event: unknown): Promise<void> {
+    let payload = JSON.stringify({ from: this.instance, topic: 'event', event } satisfies Message)
+    if (payload.length > MAX_PAYLOAD) {
+      const { webhook: _left, ...lean } = event as Record<string, unknown>
+      payload = JSON.stringify({ from: this.instance, topic: 'event', event: lean } satisfies Message)
+    }
+    await sql`select pg_notify(${FEED_CHANNEL}, ${payload})`.execute(this.db)
+  }
+
+  onEvent(listener: (event: unknown) => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  async close() {
+    this.closed = true
+    clearTimeout(this.retry)
+    const client = this.client
+    this.client = undefined
+    await client?.end().catch(() => {})
+  }
+}
