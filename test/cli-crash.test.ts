@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { type ChildProcess, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { type AddressInfo, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -11,37 +11,13 @@ import { buildApp } from '../src/service/app.ts'
 import { DEMO_CONFIG_PATH } from '../src/service/config/index.ts'
 import { locateJsonProblem } from '../src/service/config/json-position.ts'
 import { loggedPath } from '../src/service/request-log.ts'
+import { startServe } from './fixtures/cli.ts'
 import { DEMO, twoTenantConfig } from './helpers.ts'
 
 const BIN = new URL('../bin/vc-harness.mjs', import.meta.url).pathname
 
-interface Running {
-  child: ChildProcess
-  url: string
-  output: () => string
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
-}
-
-/** Starts `vc-harness serve` and resolves once it prints its base URL (or rejects if it exits first). */
-function serve(args: string[]): Promise<Running> {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let out = ''
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
-  )
-  return new Promise((resolve, reject) => {
-    const onData = (chunk: Buffer) => {
-      out += chunk.toString()
-      const url = /listening on (http:\/\/\S+)/.exec(out)?.[1]
-      if (url) resolve({ child, url, output: () => out, exited })
-    }
-    child.stdout?.on('data', onData)
-    child.stderr?.on('data', onData)
-    exited.then(({ code }) => reject(new Error(`serve exited (${code}) before listening:\n${out}`)))
-  })
-}
+/** Starts `vc-harness serve` (test/fixtures/cli.ts). */
+const serve = (args: string[]) => startServe(args)
 
 /** A user error is one line (or a few) naming the problem: never a stack trace. */
 function assertNoStack(out: string) {

@@ -24,7 +24,7 @@ import {
   redactedUrl,
 } from '../src/service/store/postgres.ts'
 import { openSqliteStore } from '../src/service/store/sqlite.ts'
-import { explain, runCli } from './fixtures/cli.ts'
+import { explain, runCli, startServe } from './fixtures/cli.ts'
 import { demoKey, fullFlow } from './fixtures/full-flow.ts'
 import { postgresSkipReason, startPostgres, type TestPostgres } from './fixtures/postgres.ts'
 
@@ -270,6 +270,33 @@ describe('vc-harness serve --database', { skip }, () => {
       const read = await client().getProcess(await client().token(demoKey(config, 'app', 'degree')), id)
       assert.equal(read.status, 200, read.text)
       await target.close()
+    }
+  })
+
+  test('a 2xx is durable on PostgreSQL: kill -9 right after creating an offer, restart, and it is there', async () => {
+    const env = {
+      VC_HARNESS_DATABASE_URL: server.database('crash'),
+      VC_HARNESS_DATA_KEY: randomBytes(32).toString('base64'),
+    }
+    const config = loadConfigFile(DEMO_CONFIG_PATH)
+    const first = await startServe(['--data', ':memory:', '--quiet'], env)
+    const client = new RelyingPartyClient(first.url)
+    const created = await client.createOffer(await client.token(demoKey(config, 'app', 'degree')), 'degree')
+    assert.equal(created.status, 201, created.text)
+    const { processId } = parseCredentialOfferUri(
+      (created.body as { credential_offer_uri: string }).credential_offer_uri,
+    )
+    first.child.kill('SIGKILL')
+    assert.equal((await first.exited).signal, 'SIGKILL')
+    const second = await startServe(['--data', ':memory:', '--quiet'], env)
+    try {
+      const again = new RelyingPartyClient(second.url)
+      const read = await again.getProcess(await again.token(demoKey(config, 'app', 'degree')), processId)
+      assert.equal(read.status, 200, read.text)
+      assert.equal((read.body as { status: string }).status, 'PENDING')
+    } finally {
+      second.child.kill('SIGTERM')
+      await second.exited
     }
   })
 
