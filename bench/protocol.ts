@@ -64,7 +64,16 @@ export interface TargetInfo {
 }
 
 export type TargetSpec =
-  | { kind: 'service'; workers: number; webhook?: { url: string; secret: string } }
+  | {
+      kind: 'service'
+      workers: number
+      webhook?: { url: string; secret: string }
+      /**
+       * PostgreSQL (issue 21): `postgres` asks the runner for a fresh database of its private cluster; the
+       * target is given its URL and the server's pid (its CPU counts as the server's).
+       */
+      database?: 'postgres' | { url: string; serverPid: number }
+    }
   | { kind: 'bare' }
   | { kind: 'peer' }
   /** A deployment the bench did not start (`--target external`): no target process, no server figures. */

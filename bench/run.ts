@@ -11,6 +11,7 @@ import { cpus, totalmem } from 'node:os'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { postgresSkipReason, startPostgres, type TestPostgres } from '../src/harness/postgres-cluster.ts'
 import type { Target } from '../src/harness/target.ts'
 import { generateWebhookSecret } from '../src/harness/webhook-receiver.ts'
 import type { ExternalSetup } from './external.ts'
@@ -61,6 +62,8 @@ credential request answers 200 at once: the peer's work; its submit step is time
   --warmup S        unmeasured seconds before each run (default 3)
   --rounds N        repeat the plan N times; ratios use medians (default 1)
   --no-compare      skip the baselines (bare, peer)
+  --no-postgres     skip the run on PostgreSQL (it runs when a PostgreSQL server can be started here:
+                    Debian's postgresql, or VC_HARNESS_PG_BIN; a private cluster on 127.0.0.1)
   --cpu-prof DIR    write a V8 CPU profile of every server process to DIR (node --cpu-prof)
   --smoke           a few flows per run, no warm-up: proves the bench works (runs in npm test)
   --out FILE        JSON report (default reports/bench.json; smoke: reports/bench.smoke.json)
@@ -102,6 +105,8 @@ export interface BenchOptions {
   warmupSec: number
   rounds: number
   compare: boolean
+  /** Also run the service on PostgreSQL (issue 21). */
+  postgres: boolean
   smoke: boolean
   cpuProf?: string
   out: string
@@ -132,6 +137,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
       warmup: { type: 'string', default: '3' },
       rounds: { type: 'string', default: '1' },
       'no-compare': { type: 'boolean', default: false },
+      'no-postgres': { type: 'boolean', default: false },
       smoke: { type: 'boolean', default: false },
       'cpu-prof': { type: 'string' },
       out: { type: 'string' },
@@ -192,6 +198,7 @@ export function parseBenchArgs(argv: string[]): BenchOptions | 'help' {
     warmupSec: smoke ? 0 : warmupSec,
     rounds: smoke ? 1 : count('rounds', values.rounds, 1),
     compare: !values['no-compare'] && !external,
+    postgres: !values['no-postgres'] && !external && postgresSkipReason() === false,
     smoke,
     ...(values['cpu-prof'] !== undefined ? { cpuProf: resolve(values['cpu-prof']) } : {}),
     out: resolve(values.out ?? join(ROOT, 'reports', smoke ? 'bench.smoke.json' : 'bench.json')),
@@ -205,6 +212,17 @@ export interface PlannedRun {
   flow: FlowKind
   mode: WalletMode
   wallets: number
+}
+
+/**
+ * The private PostgreSQL cluster of the PostgreSQL runs (src/harness/postgres-cluster.ts), started at the first
+ * such run and stopped when the bench exits; each run gets a fresh database.
+ */
+let cluster: TestPostgres | undefined
+let databases = 0
+async function postgresDatabase() {
+  cluster ??= await startPostgres()
+  return { url: cluster.database(`bench_${++databases}`), serverPid: cluster.pid() }
 }
 
 export function planRuns(options: BenchOptions): PlannedRun[] {
@@ -224,6 +242,9 @@ export function planRuns(options: BenchOptions): PlannedRun[] {
   const [first = 1, ...more] = options.workers
   const svc = first > 1 ? `service ×${first}` : 'service'
   lean(svc, service(first), 'full')
+  // The same service on PostgreSQL (issue 21), one instance, when a server can be started here.
+  if (options.postgres)
+    lean('service (PostgreSQL)', { kind: 'service', workers: 1, database: 'postgres' }, 'full')
   if (options.plan === 'default') {
     if (options.compare) lean('bare', { kind: 'bare' }, 'full')
     // Equal work with the peer: both issue at once (our relying party submitted before the wallet asked).
@@ -349,7 +370,11 @@ async function runOne(
       webhookSecret = generateWebhookSecret()
       const spec: TargetSpec =
         run.target.kind === 'service'
-          ? { ...run.target, webhook: { url: sinkUrl, secret: webhookSecret } }
+          ? {
+              ...run.target,
+              webhook: { url: sinkUrl, secret: webhookSecret },
+              ...(run.target.database === 'postgres' ? { database: await postgresDatabase() } : {}),
+            }
           : run.target
       target.send({ kind: 'start', spec })
       ;({ info } = await next<Extract<FromTarget, { kind: 'started' }>>(target, 'started'))
@@ -516,6 +541,14 @@ export function ratios(summaries: RunSummary[]) {
       'issuance',
       'informative (attended vs at once)',
       'issuance-ready',
+    ),
+    // The same single instance on PostgreSQL (its server's CPU counted with the service's).
+    ...pair(
+      'service (PostgreSQL) / service',
+      (n) => n === 'service (PostgreSQL)',
+      service,
+      'full',
+      'informative',
     ),
     ...pair(
       'service ×2 / service',

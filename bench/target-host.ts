@@ -82,6 +82,32 @@ async function startService(
     }
   }
   const { startServer } = await import('../src/service/server.ts')
+  const database = typeof spec.database === 'object' ? spec.database : undefined
+  if (database) {
+    // The same service over PostgreSQL; the database server's processes do the store's work, so their CPU
+    // is counted with this process's (the cores' "other" column would hide it otherwise).
+    const { openPostgresStore } = await import('../src/service/store/postgres.ts')
+    const { DataKeyring } = await import('../src/service/crypto/data-key.ts')
+    const { treeCpuMicros } = await import('../src/harness/postgres-cluster.ts')
+    const store = await openPostgresStore(database.url, { dataKeys: DataKeyring.generate('the bench') })
+    const server = await startServer({ config, host: '127.0.0.1', port: 0, dataDir, store })
+    return {
+      info: {
+        ...base,
+        label: 'service (PostgreSQL)',
+        urls: { authUrl: server.url, issuerUrl: server.url, verifierUrl: server.url },
+        kinds,
+        webhooks: spec.webhook !== undefined,
+        pids: [process.pid],
+      },
+      workerCpu: async () => treeCpuMicros(database.serverPid),
+      statements: () => store.stats.statements,
+      close: async () => {
+        await server.close()
+        await store.close()
+      },
+    }
+  }
   const server = await startServer({ config, host: '127.0.0.1', port: 0, dataDir })
   return {
     info: {

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { postgresSkipReason, startPostgres } from '../test/fixtures/postgres.ts'
+import { postgresSkipReason, startPostgres } from '../src/harness/postgres-cluster.ts'
 
 // The conformance suite against `vc-harness serve --database` (issue 21): a private PostgreSQL cluster
 // (test/fixtures/postgres.ts), a fresh database, the child target with $VC_HARNESS_DATABASE_URL, reports in

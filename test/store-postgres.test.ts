@@ -11,6 +11,7 @@ import { Agent } from 'undici'
 import { LeanWallet } from '../bench/lean-wallet.ts'
 import { parseCredentialOfferUri, RelyingPartyClient } from '../src/client/index.ts'
 import { startChild } from '../src/harness/child-target.ts'
+import { postgresSkipReason, startPostgres, type TestPostgres } from '../src/harness/postgres-cluster.ts'
 import { DEMO_CONFIG_PATH, loadConfigFile } from '../src/service/config/index.ts'
 import { DataKeyring } from '../src/service/crypto/data-key.ts'
 import { type RunningServer, startServer } from '../src/service/server.ts'
@@ -26,7 +27,6 @@ import {
 import { openSqliteStore } from '../src/service/store/sqlite.ts'
 import { explain, runCli, startServe } from './fixtures/cli.ts'
 import { demoKey, fullFlow } from './fixtures/full-flow.ts'
-import { postgresSkipReason, startPostgres, type TestPostgres } from './fixtures/postgres.ts'
 
 // The store's migrations on a real PostgreSQL server (issue 21): the same list as SQLite's, rewritten for
 // PostgreSQL (store/postgres-schema.ts). What must hold: the two schemas have the same tables and columns,

@@ -12,16 +12,6 @@ export function isUniqueViolation(error: unknown): boolean {
   )
 }
 
-/**
- * A unique violation of a UNIQUE constraint (not of the primary key): SQLite says so in its code,
- * PostgreSQL names the constraint (a primary key's is `<table>_pkey`).
- */
-export function isUniqueConstraintViolation(error: unknown): boolean {
-  const { code = '', constraint = '' } = error as { code?: string; constraint?: string }
-  if (code === '23505') return !constraint.endsWith('_pkey')
-  return code.startsWith('SQLITE_CONSTRAINT_UNIQUE')
-}
-
 export async function insertOrConflict(work: Promise<unknown>, what: string): Promise<void> {
   try {
     await work

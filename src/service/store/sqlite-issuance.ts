@@ -25,7 +25,7 @@ import {
 } from './index.ts'
 import { sql } from './kysely.ts'
 import { first, type Prepared, prepared, run } from './prepared.ts'
-import { insertOrConflict, isUniqueConstraintViolation, isUniqueViolation } from './sqlite-errors.ts'
+import { insertOrConflict, isUniqueViolation } from './sqlite-errors.ts'
 import type { StoreSecrets } from './sqlite-secrets.ts'
 
 // Tables of the wallet-facing issuance protocol (migration 0002) and their repositories.
@@ -560,8 +560,11 @@ const RESERVE_ENTRY = prepared(`UPDATE status_lists SET used = used + 1, updated
   WHERE id = (SELECT id FROM status_lists WHERE tenant_id = ? AND alg = ? ORDER BY created_at DESC, id DESC LIMIT 1)
     AND used < size * CAST(? AS REAL)
   RETURNING id, size`)
+// A taken slot inserts nothing (no error): on PostgreSQL an error would abort the whole transaction, so the
+// allocation could not try another index. A taken id still fails (the primary key).
 const ISSUED_INSERT = prepared(`INSERT INTO issued_credentials
-  (id, process_id, tenant_id, list_id, list_index, status, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+  (id, process_id, tenant_id, list_id, list_index, status, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+  ON CONFLICT (list_id, list_index) DO NOTHING`)
 
 export class SqliteStatusLists implements StatusListRepository {
   constructor(
@@ -629,8 +632,9 @@ export class SqliteStatusLists implements StatusListRepository {
 export class SqliteIssuedCredentials implements IssuedCredentialRepository {
   constructor(private readonly db: Db) {}
   async create(c: IssuedCredentialRecord) {
+    let inserted: number
     try {
-      await run(this.db, ISSUED_INSERT, [
+      inserted = await run(this.db, ISSUED_INSERT, [
         c.id,
         c.processId,
         c.tenantId,
@@ -641,11 +645,9 @@ export class SqliteIssuedCredentials implements IssuedCredentialRepository {
       ])
     } catch (error) {
       if (!isUniqueViolation(error)) throw error
-      const slot = isUniqueConstraintViolation(error)
-      throw slot
-        ? new ConflictError(`status entry ${c.listId}#${c.listIndex} is taken`, 'slot')
-        : new ConflictError(`credential "${c.id}" already exists`, 'id')
+      throw new ConflictError(`credential "${c.id}" already exists`, 'id')
     }
+    if (inserted === 0) throw new ConflictError(`status entry ${c.listId}#${c.listIndex} is taken`, 'slot')
   }
   async listByProcess(processId: string) {
     const rows = await this.db
