@@ -27,7 +27,17 @@ describe('bench arguments and plan', () => {
   })
 
   test('the default plan pairs each service run with its baseline, then ×2 and the full wallet', () => {
-    const runs = planRuns(options([])).map((r) => `${r.name}|${r.flow}|${r.mode}`)
+    // Whether a PostgreSQL server can be started here decides the PostgreSQL run: both plans, each way.
+    const withPostgres = planRuns({ ...options([]), postgres: true }).map(
+      (r) => `${r.name}|${r.flow}|${r.mode}`,
+    )
+    assert.deepEqual(withPostgres.slice(0, 2), ['service|full|lean', 'service (PostgreSQL)|full|lean'])
+    assert.deepEqual(
+      planRuns({ ...options([]), postgres: true }).find((r) => r.name === 'service (PostgreSQL)')?.target,
+      { kind: 'service', workers: 1, database: 'postgres' },
+    )
+    const runs = planRuns(options(['--no-postgres'])).map((r) => `${r.name}|${r.flow}|${r.mode}`)
+    assert.deepEqual(withPostgres.slice(2), runs.slice(1))
     assert.deepEqual(runs, [
       'service|full|lean',
       'bare|full|lean',
@@ -43,20 +53,20 @@ describe('bench arguments and plan', () => {
 
   test('--no-compare, --flow and --wallet narrow the plan', () => {
     assert.deepEqual(
-      planRuns(options(['--no-compare', '--flow', 'issuance'])).map((r) => r.name),
+      planRuns(options(['--no-compare', '--no-postgres', '--flow', 'issuance'])).map((r) => r.name),
       ['service'],
     )
     assert.deepEqual(
       planRuns(options(['--flow', 'issuance-ready'])).map((r) => `${r.name}|${r.flow}`),
       ['service|issuance-ready', 'peer|issuance-ready'],
     )
-    const full = planRuns(options(['--wallet', 'full', '--full-wallets', '3']))
+    const full = planRuns(options(['--no-postgres', '--wallet', 'full', '--full-wallets', '3']))
     assert.deepEqual(
       full.map((r) => [r.name, r.flow, r.wallets]),
       [['service', 'full', 3]],
     )
     assert.deepEqual(
-      planRuns(options(['--plan', 'service', '--workers', '2'])).map((r) => r.target),
+      planRuns(options(['--no-postgres', '--plan', 'service', '--workers', '2'])).map((r) => r.target),
       [{ kind: 'service', workers: 2 }],
     )
   })
