@@ -61,6 +61,8 @@ export interface TargetInfo {
   pids: number[]
   /** What the relying party submits for every process; default CREDENTIAL_CONTENT (the demo's degree). */
   content?: unknown[]
+  /** More instances of the same deployment (one database): wallet i uses instance i mod (1 + their number). */
+  moreUrls?: TargetInfo['urls'][]
 }
 
 export type TargetSpec =
@@ -73,6 +75,8 @@ export type TargetSpec =
        * target is given its URL and the server's pid (its CPU counts as the server's).
        */
       database?: 'postgres' | { url: string; serverPid: number }
+      /** On PostgreSQL: this many `serve --database` instances, each wallet on one of them (default 1). */
+      instances?: number
     }
   | { kind: 'bare' }
   | { kind: 'peer' }

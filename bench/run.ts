@@ -255,6 +255,13 @@ export function planRuns(options: BenchOptions): PlannedRun[] {
     lean(svc, service(first), 'verification')
     if (options.compare) lean('bare', { kind: 'bare' }, 'verification')
     for (const workers of more) lean(`service ×${workers}`, service(workers), 'full')
+    // Two instances on one PostgreSQL database, each wallet on one of them (issue 21).
+    if (options.postgres)
+      lean(
+        'service ×2 (PostgreSQL)',
+        { kind: 'service', workers: 1, database: 'postgres', instances: 2 },
+        'full',
+      )
     runs.push({ name: svc, target: service(first), flow: 'full', mode: 'full', wallets: options.fullWallets })
   }
   return runs.filter(chosen)
@@ -549,6 +556,13 @@ export function ratios(summaries: RunSummary[]) {
       service,
       'full',
       'informative',
+    ),
+    ...pair(
+      'service ×2 (PostgreSQL) / service (PostgreSQL)',
+      (n) => n === 'service ×2 (PostgreSQL)',
+      (n) => n === 'service (PostgreSQL)',
+      'full',
+      'informative (2 instances share 2 cores with the wallets and the database)',
     ),
     ...pair(
       'service ×2 / service',

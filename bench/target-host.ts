@@ -89,20 +89,32 @@ async function startService(
     const { openPostgresStore } = await import('../src/service/store/postgres.ts')
     const { DataKeyring } = await import('../src/service/crypto/data-key.ts')
     const { treeCpuMicros } = await import('../src/harness/postgres-cluster.ts')
-    const store = await openPostgresStore(database.url, { dataKeys: DataKeyring.generate('the bench') })
+    const dataKeys = DataKeyring.generate('the bench')
+    const store = await openPostgresStore(database.url, { dataKeys })
     const server = await startServer({ config, host: '127.0.0.1', port: 0, dataDir, store })
+    // More instances are `vc-harness serve --database` processes on the same database, configuration and key.
+    const others = await Promise.all(
+      Array.from({ length: (spec.instances ?? 1) - 1 }, (_, i) =>
+        startInstance(config, database.url, dataKeys.export(), join(dataDir, `instance-${i + 2}`)),
+      ),
+    )
+    const urlsOf = (url: string) => ({ authUrl: url, issuerUrl: url, verifierUrl: url })
     return {
       info: {
         ...base,
-        label: 'service (PostgreSQL)',
-        urls: { authUrl: server.url, issuerUrl: server.url, verifierUrl: server.url },
+        label: others.length > 0 ? `service ×${others.length + 1} (PostgreSQL)` : 'service (PostgreSQL)',
+        urls: urlsOf(server.url),
+        ...(others.length > 0 ? { moreUrls: others.map((o) => urlsOf(o.url)) } : {}),
         kinds,
         webhooks: spec.webhook !== undefined,
-        pids: [process.pid],
+        pids: [process.pid, ...others.map((o) => o.pid)],
       },
-      workerCpu: async () => treeCpuMicros(database.serverPid),
-      statements: () => store.stats.statements,
+      workerCpu: async () =>
+        treeCpuMicros(database.serverPid) + others.reduce((sum, o) => sum + treeCpuMicros(o.pid), 0),
+      // The other instances' statements are theirs to count: with them the figure would be half the story.
+      ...(others.length === 0 ? { statements: () => store.stats.statements } : {}),
       close: async () => {
+        for (const other of others) await other.close()
         await server.close()
         await store.close()
       },
@@ -119,6 +131,44 @@ async function startService(
     },
     statements: () => server.app.services.store.stats.statements,
     close: () => server.close(),
+  }
+}
+
+/** One more instance: `vc-harness serve --database` on a free port, with the bench's configuration and key. */
+async function startInstance(config: ServiceConfig, url: string, dataKey: string, dir: string) {
+  const { spawn } = await import('node:child_process')
+  const { mkdirSync, writeFileSync } = await import('node:fs')
+  const { CLI_BIN } = await import('../src/harness/child-target.ts')
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  const configFile = join(dir, 'config.json')
+  writeFileSync(configFile, JSON.stringify(config), { mode: 0o600 })
+  const child = spawn(
+    process.execPath,
+    [CLI_BIN, 'serve', '--config', configFile, '--data', dir, '--port', '0', '--quiet', '--database', url],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, VC_HARNESS_DATA_KEY: dataKey } },
+  )
+  let output = ''
+  const listening = new Promise<string>((resolve, reject) => {
+    const read = (chunk: Buffer) => {
+      output += chunk
+      const found = /listening on (http:\/\/\S+)/.exec(output)?.[1]
+      if (found) resolve(found)
+    }
+    child.stdout.on('data', read)
+    child.stderr.on('data', read)
+    child.once('exit', (code) =>
+      reject(new Error(`an instance exited (${code}) before listening:\n${output}`)),
+    )
+  })
+  const instanceUrl = await listening
+  return {
+    url: instanceUrl,
+    pid: child.pid ?? 0,
+    close: async () => {
+      const exited = new Promise((resolve) => child.once('exit', resolve))
+      child.kill('SIGTERM')
+      await exited
+    },
   }
 }
 

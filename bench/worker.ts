@@ -54,15 +54,19 @@ async function run(job: WorkerJob, sink: WebhookSink): Promise<WorkerResult> {
   const guard = job.allowHosts ? new HostGuard(job.allowHosts) : undefined
   const dispatcher = guard ? new GuardedAgent(guard, pool) : new Agent(pool)
   const rp = new BenchRelyingParty(target.urls, dispatcher)
+  // Several instances of one deployment: each wallet stays with one (its offers name that instance's URL).
+  const rps = [rp, ...(target.moreUrls ?? []).map((urls) => new BenchRelyingParty(urls, dispatcher))]
+  const instanceOf = new Map<Holder, BenchRelyingParty>()
+  const rpFor = (holder: Holder) => instanceOf.get(holder) ?? rp
   const keys = target.keys
   const content = target.content ?? CREDENTIAL_CONTENT
   const ready = job.flow === 'issuance-ready'
   const needVerification = job.flow === 'full' || job.flow === 'verification'
   if (!keys && (job.flow !== 'issuance-ready' || !target.offerDesk))
     throw new Error(`target ${target.label} cannot run ${job.flow} flows`)
-  const loginApp = () =>
+  const loginApp = (on = rp) =>
     keys
-      ? rp.login({ ...keys.issuance, tenant: keys.tenant, ssiconfig: keys.issuance.template })
+      ? on.login({ ...keys.issuance, tenant: keys.tenant, ssiconfig: keys.issuance.template })
       : Promise.resolve('')
   // Issuance tokens also serve the verification flows' setup (one credential per wallet).
   const adminToken = keys ? await rp.login({ ...keys.admin, tenant: keys.tenant }) : ''
@@ -77,6 +81,7 @@ async function run(job: WorkerJob, sink: WebhookSink): Promise<WorkerResult> {
   const holders = await Promise.all(
     Array.from({ length: job.wallets }, () => createHolder(job.mode, dispatcher)),
   )
+  for (const [i, holder] of holders.entries()) instanceOf.set(holder, rps[i % rps.length] ?? rp)
 
   let measuring = false
   let recorder = new Recorder(STEPS[job.flow])
@@ -91,6 +96,7 @@ async function run(job: WorkerJob, sink: WebhookSink): Promise<WorkerResult> {
    * hands out offers it issues at once: it has no submission.
    */
   async function issue(holder: Holder, token: string, mark: (step: string) => void, ready = false) {
+    const rp = rpFor(holder)
     const link = target.offerDesk
       ? await rp.deskOffer(target.offerDesk)
       : await rp.createOffer(token, keys?.issuance.template ?? '')
@@ -132,6 +138,7 @@ async function run(job: WorkerJob, sink: WebhookSink): Promise<WorkerResult> {
   }
 
   async function verify(holder: Holder, mark: (step: string) => void) {
+    const rp = rpFor(holder)
     const created = await rp.createSession(verifierToken, verifier?.template ?? '')
     mark('session')
     const presentation = await holder.present(created.authentication_request)
@@ -160,7 +167,7 @@ async function run(job: WorkerJob, sink: WebhookSink): Promise<WorkerResult> {
       if (job.flow === 'issuance' || ready) await issue(holder, appToken, mark, ready)
       else if (job.flow === 'verification') await verify(holder, mark)
       else {
-        const token = await loginApp()
+        const token = await loginApp(rpFor(holder))
         mark('login')
         const processId = await issue(holder, token, mark)
         const sessionId = await verify(holder, mark)
