@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -18,6 +17,7 @@ import { type BenchOptions, parseBenchArgs, planRuns } from '../bench/run.ts'
 import { startChild } from '../src/harness/child-target.ts'
 import type { Target } from '../src/harness/target-types.ts'
 import { type RunningServer, startServer } from '../src/service/server.ts'
+import { runCli } from './fixtures/cli.ts'
 import { DEMO, demoConfig } from './helpers.ts'
 
 // `vc-harness bench --target external`: the guard (every host named with --allow-host, checked before
@@ -133,20 +133,10 @@ describe('bench --target external: the host guard', () => {
   })
 })
 
-/** Runs the CLI without blocking this process (which may be serving the target). */
-function cli(argv: string[]): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolvePromise) => {
-    const proc = spawn(process.execPath, ['bin/vc-harness.mjs', 'bench', ...argv], { stdio: 'pipe' })
-    let out = ''
-    let err = ''
-    proc.stdout.on('data', (chunk: Buffer) => {
-      out += chunk
-    })
-    proc.stderr.on('data', (chunk: Buffer) => {
-      err += chunk
-    })
-    proc.once('exit', (code) => resolvePromise({ code, out, err }))
-  })
+/** Runs `vc-harness bench` without blocking this process (which may be serving the target). */
+async function cli(argv: string[]): Promise<{ code: number | null; out: string; err: string }> {
+  const run = await runCli(['bench', ...argv])
+  return { code: run.code, out: run.stdout, err: run.stderr }
 }
 
 async function freePort(): Promise<number> {
