@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer, request as httpRequest, type Server } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -314,6 +314,29 @@ describe('vc-harness serve --database', { skip }, () => {
       /--database: cannot migrate the database postgres:\/\/vc:\*\*\*@127\.0\.0\.1:1\/none: /,
     )
     assert.doesNotMatch(run.stdout + run.stderr, /s3cret/)
+  })
+
+  test('the configuration’s database.url is used when neither --database nor the variable is given', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vc-harness-config-db-'))
+    try {
+      const file = join(dir, 'service.json')
+      const config = JSON.parse(readFileSync(DEMO_CONFIG_PATH, 'utf8'))
+      writeFileSync(
+        file,
+        JSON.stringify({ ...config, database: { url: 'postgres://vc:s3cret@127.0.0.1:1/fromconfig' } }),
+      )
+      const run = await runCli(['serve', '--config', file, '--data', ':memory:'], {
+        env: { VC_HARNESS_DATABASE_URL: '', VC_HARNESS_DATA_KEY: randomBytes(32).toString('base64') },
+      })
+      assert.equal(run.code, 1, explain(run))
+      assert.match(
+        run.stderr,
+        /--database: cannot migrate the database postgres:\/\/vc:\*\*\*@127\.0\.0\.1:1\/fromconfig: /,
+      )
+      assert.doesNotMatch(run.stdout + run.stderr, /s3cret/)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   test('a URL that is not PostgreSQL’s, or --workers with --database, is a usage error (exit 2)', async () => {

@@ -41,7 +41,7 @@ export const SERVE_USAGE = `Usage: vc-harness serve [--config FILE] [--port N] [
                       start on a --data folder or database other users may read or write, or owned by another
                       user (refused by default: it holds the service's keys)
   --database URL      keep the state in PostgreSQL (postgres://user:password@host:port/db; or
-                      $VC_HARNESS_DATABASE_URL) instead of SQLite in --data, for several instances behind one
+                      $VC_HARNESS_DATABASE_URL, or the configuration's database.url) instead of SQLite in --data, for several instances behind one
                       address (docs/scaling.md). The schema is migrated at start; an unreachable database or one
                       migrated by a newer version stops the start (exit 1). --data still holds the data key
                       unless one is given. Not with --workers: run several instances instead
@@ -247,6 +247,12 @@ export async function serve(argv: string[]): Promise<number | undefined> {
     })
   }
   const loaded = loadConfigFile(values.config ?? DEMO_CONFIG_PATH)
+  // The option and its variable first (checked with the other options), else the configuration's key.
+  const databaseUrl = database ?? loaded.database?.url
+  if (databaseUrl !== undefined && database === undefined && workers > 1)
+    throw usage(
+      'database.url with --workers: run several `vc-harness serve` instances instead (docs/scaling.md)',
+    )
   checkDataDir(values.data, { allowShared: values['allow-shared-data-dir'] === true })
   const dataKeys = chooseDataKeys(values, !usingDemo && loaded.webhooks.mode !== 'test')
   // One line per request unless --quiet; --log-level replaces it with pino's full logs.
@@ -299,7 +305,20 @@ export async function serve(argv: string[]): Promise<number | undefined> {
 
   // PostgreSQL: opened (and migrated) here, handed to the server, closed after it (docs/scaling.md).
   const store =
-    database === undefined ? undefined : await starting(where, openPostgres(database, dataKeys.keyring))
+    databaseUrl === undefined
+      ? undefined
+      : await starting(
+          where,
+          openPostgresStore(databaseUrl, {
+            dataKeys: dataKeys.keyring,
+            ...(loaded.database?.maxConnections !== undefined
+              ? { maxConnections: loaded.database.maxConnections }
+              : {}),
+            ...(loaded.database?.statementTimeoutMs !== undefined
+              ? { statementTimeoutMs: loaded.database.statementTimeoutMs }
+              : {}),
+          }),
+        )
   const server = await starting(
     where,
     startServer({
@@ -318,7 +337,7 @@ export async function serve(argv: string[]): Promise<number | undefined> {
   if (config.publicUrl !== undefined && config.publicUrl !== server.url) {
     console.log(`  public URL (in offers and requests): ${config.publicUrl}`)
   }
-  if (database !== undefined) console.log(`  database: ${redactedUrl(database)} (PostgreSQL)`)
+  if (databaseUrl !== undefined) console.log(`  database: ${redactedUrl(databaseUrl)} (PostgreSQL)`)
   else console.log(`  data: ${values.data === ':memory:' ? 'in memory (lost on exit)' : values.data}`)
   for (const line of dataKeyLines(dataKeys)) console.log(`  ${line}`)
   console.log(`  API docs: ${server.url}/docs`)
@@ -548,11 +567,6 @@ async function starting<T>(
     if (name === 'PostgresOpenError') throw new UserError(`--database: ${message}`, 1)
     throw error
   }
-}
-
-/** The PostgreSQL store (pg itself loads only here: store/postgres.ts requires it at first use). */
-function openPostgres(url: string, dataKeys: DataKeyring) {
-  return openPostgresStore(url, { dataKeys })
 }
 
 function printDemoKeys(config: ServiceConfig) {

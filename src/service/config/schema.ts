@@ -710,6 +710,24 @@ export const RetentionOptions = Type.Object(
 )
 export type RetentionOptions = Required<Static<typeof RetentionOptions>>
 
+/** PostgreSQL instead of the embedded SQLite (issue 21; docs/scaling.md). No default: SQLite. */
+export const DatabaseOptions = Type.Object(
+  {
+    url: Type.String({
+      pattern: '^postgres(ql)?://',
+      description:
+        'postgres://user:password@host:port/database. --database and $VC_HARNESS_DATABASE_URL take precedence over it.',
+    }),
+    maxConnections: integer(1, 1000, 10, 'Connections in the pool of each instance.'),
+    statementTimeoutMs: integer(100, 600000, 10000, 'A statement running longer is cancelled by the server.'),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Keep the state in PostgreSQL instead of SQLite in --data, for several instances behind one address (docs/scaling.md).',
+  },
+)
+
 export const ConfigFile = Type.Object(
   {
     $schema: Type.Optional(Type.String()),
@@ -766,6 +784,7 @@ export const ConfigFile = Type.Object(
     http: Type.Optional(HttpOptions),
     rateLimits: Type.Optional(RateLimitOptions),
     retention: Type.Optional(RetentionOptions),
+    database: Type.Optional(DatabaseOptions),
     statusListSize: Type.Optional(
       Type.Integer({
         minimum: 1024,
