@@ -12,6 +12,7 @@ import { LeanWallet } from '../bench/lean-wallet.ts'
 import { parseCredentialOfferUri, RelyingPartyClient } from '../src/client/index.ts'
 import { startChild } from '../src/harness/child-target.ts'
 import { postgresSkipReason, startPostgres, type TestPostgres } from '../src/harness/postgres-cluster.ts'
+import { generateWebhookSecret } from '../src/harness/webhook-receiver.ts'
 import { DEMO_CONFIG_PATH, loadConfigFile } from '../src/service/config/index.ts'
 import { DataKeyring } from '../src/service/crypto/data-key.ts'
 import { type RunningServer, startServer } from '../src/service/server.ts'
@@ -481,5 +482,59 @@ describe('two instances on one PostgreSQL database behind one address', { skip }
       seen = (await two.templates.get(tenant, 'degree', 'issuance'))?.body.validityDays
     }
     assert.equal(seen, days, 'the other instance dropped its cached copy when told')
+  })
+})
+
+describe('the data key rotated on PostgreSQL', { skip }, () => {
+  let server: TestPostgres
+  before(async () => {
+    server = await startPostgres()
+  })
+  after(() => server?.stop())
+
+  test('opened with the new key first and the old one after, every sealed value moves to the new key', async () => {
+    const url = server.database('rotation')
+    const oldKey = randomBytes(32).toString('base64')
+    const newKey = randomBytes(32).toString('base64')
+    // The service's boot seals its signing key and the templates' webhook secrets under the old key.
+    const config = loadConfigFile(DEMO_CONFIG_PATH)
+    for (const template of config.tenants[0]?.issuanceTemplates ?? []) {
+      template.webhookUrl = 'http://127.0.0.1:9/hook'
+      template.webhookSecret = generateWebhookSecret()
+    }
+    const first = await openPostgresStore(url, { dataKeys: DataKeyring.parse(oldKey, 'the old key') })
+    const running = await startServer({
+      config,
+      host: '127.0.0.1',
+      port: 0,
+      dataDir: ':memory:',
+      store: first,
+    })
+    await running.close()
+    await first.close()
+
+    const both = DataKeyring.parse(`${newKey},${oldKey}`, 'the rotation')
+    const rotated = await openPostgresStore(url, { dataKeys: both })
+    await rotated.close()
+    assert.ok(both.resealed >= 2, `re-sealed ${both.resealed} values (service key, webhook secrets)`)
+
+    const onlyNew = DataKeyring.parse(newKey, 'the new key')
+    const again = await openPostgresStore(url, { dataKeys: onlyNew })
+    try {
+      assert.equal(onlyNew.resealed, 0, 'nothing left under the old key')
+      assert.ok(await again.serviceKeys.list(), 'the service key opens with the new key alone')
+      assert.ok(
+        (await again.templates.list(config.tenants[0]?.id ?? '', 'issuance')).some(
+          (t) => t.body.webhookSecret,
+        ),
+        'the webhook secrets open with the new key alone',
+      )
+    } finally {
+      await again.close()
+    }
+    await assert.rejects(
+      openPostgresStore(url, { dataKeys: DataKeyring.parse(oldKey, 'the old key') }),
+      (error: Error) => /not among the keys given/.test(error.message),
+    )
   })
 })

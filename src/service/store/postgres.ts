@@ -13,7 +13,7 @@ import type { OneRowQuery } from './prepared.ts'
 import { type Caches, repositories, type StoreSchema } from './sqlite.ts'
 import { guardRoot, inTransactionScope } from './sqlite-commit.ts'
 import { WalSync } from './sqlite-driver.ts'
-import { StoreSecrets } from './sqlite-secrets.ts'
+import { resealSecretsOnPostgres, StoreSecrets } from './sqlite-secrets.ts'
 import { type TemplateAnnouncer, TemplateCache } from './sqlite-templates.ts'
 
 // The PostgreSQL connection of a shared deployment (issue 21; docs/scaling.md): a pg pool under Kysely's
@@ -152,6 +152,13 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     throw error
   }
   const secrets = new StoreSecrets(options.dataKeys)
+  try {
+    // Values of an older key of a rotation (docs/security.md) are sealed under the current one, as on SQLite.
+    options.dataKeys.resealed += await resealSecretsOnPostgres(db, secrets)
+  } catch (error) {
+    await db.destroy()
+    throw error
+  }
   const caches: Caches = {
     templates: new TemplateCache(options.clock ?? systemClock),
     apiKeys: new ExclusiveCache<ApiKeyRecord>(false),

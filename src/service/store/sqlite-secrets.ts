@@ -1,5 +1,7 @@
+import type { Kysely } from 'kysely'
 import type Database from 'libsql'
 import { DataKeyring } from '../crypto/data-key.ts'
+import { prepared, rows, run } from './prepared.ts'
 
 // The columns that hold secrets, sealed with the data key (docs/security.md, "Data at rest"): private
 // JWKs (the access-token key, issuers' keys, the tenant test CA's key, the ephemeral response keys of
@@ -94,28 +96,33 @@ const COLUMNS: readonly SealedColumn[] = [
 
 type Row = Record<string, string>
 
+/** The two statements the re-sealing needs, on either database (`?` placeholders). */
+interface SecretsDb {
+  all(sql: string, parameters: unknown[]): Promise<Row[]>
+  run(sql: string, parameters: unknown[]): Promise<void>
+}
+
 /** Every stored secret not sealed under the current key, each with the statement that re-seals it. */
-function pending(database: Database.Database, secrets: StoreSecrets): (() => void)[] {
+async function pending(db: SecretsDb, secrets: StoreSecrets): Promise<(() => Promise<void>)[]> {
   const current = `enc:v1:${secrets.keys.currentId}:`
-  const work: (() => void)[] = []
+  const work: (() => Promise<void>)[] = []
   for (const c of COLUMNS) {
     // substr, not LIKE: a key id may hold '_', LIKE's wildcard. Cheap when nothing is pending: no JSON, no crypto.
-    const rows = database
-      .prepare(
-        `SELECT ${c.key.join(', ')}, ${c.value} AS value FROM ${c.table} WHERE ${c.value} IS NOT NULL AND substr(${c.value}, 1, ?) <> ?`,
-      )
-      .all(current.length, current) as Row[]
+    const rows = await db.all(
+      `SELECT ${c.key.join(', ')}, ${c.value} AS value FROM ${c.table} WHERE ${c.value} IS NOT NULL AND substr(${c.value}, 1, ?) <> ?`,
+      [current.length, current],
+    )
     const update = `UPDATE ${c.table} SET ${c.value} = ? WHERE ${c.key.map((k) => `${k} = ?`).join(' AND ')} AND ${c.value} = ?`
     for (const row of rows) {
       const identity = c.key.map((k) => String(row[k]))
       const stored = String(row.value)
       work.push(() => {
         const plaintext = DataKeyring.isSealed(stored) ? secrets.open(c.column, identity, stored) : stored
-        database.prepare(update).run(secrets.seal(c.column, identity, plaintext), ...identity, stored)
+        return db.run(update, [secrets.seal(c.column, identity, plaintext), ...identity, stored])
       })
     }
   }
-  const templates = database.prepare('SELECT tenant_id, id, body FROM templates').all() as Row[]
+  const templates = await db.all('SELECT tenant_id, id, body FROM templates', [])
   for (const { tenant_id: tenantId = '', id = '', body = '' } of templates) {
     let stale = false
     secrets.mapTemplateSecrets(JSON.parse(body) as object, (_column, value) => {
@@ -129,12 +136,48 @@ function pending(database: Database.Database, secrets: StoreSecrets): (() => voi
         const plaintext = DataKeyring.isSealed(value) ? secrets.open(column, [tenantId, id], value) : value
         return secrets.seal(column, [tenantId, id], plaintext)
       })
-      database
-        .prepare('UPDATE templates SET body = ? WHERE tenant_id = ? AND id = ? AND body = ?')
-        .run(JSON.stringify(resealed), tenantId, id, body)
+      return db.run('UPDATE templates SET body = ? WHERE tenant_id = ? AND id = ? AND body = ?', [
+        JSON.stringify(resealed),
+        tenantId,
+        id,
+        body,
+      ])
     })
   }
   return work
+}
+
+/** libsql's synchronous statements as a SecretsDb. */
+const onLibsql = (database: Database.Database): SecretsDb => ({
+  all: async (sql, parameters) => database.prepare(sql).all(...parameters) as Row[],
+  run: async (sql, parameters) => {
+    database.prepare(sql).run(...parameters)
+  },
+})
+
+/**
+ * resealSecrets on PostgreSQL (issue 21), in one transaction of its own. Instances starting together with a
+ * new key each find the same values pending; the conditional UPDATEs (`AND value = the old one`) let only the
+ * first re-seal each value, the others change nothing. Returns how many values this call re-sealed.
+ */
+export async function resealSecretsOnPostgres(
+  // biome-ignore lint/suspicious/noExplicitAny: the statements name their tables
+  db: Kysely<any>,
+  secrets: StoreSecrets,
+): Promise<number> {
+  // Fixed texts (prepared.ts): the PostgreSQL connection runs their `$n` form.
+  const on = (conn: typeof db): SecretsDb => ({
+    all: (text, parameters) => rows<Row>(conn, prepared(text), parameters),
+    run: async (text, parameters) => {
+      await run(conn, prepared(text), parameters)
+    },
+  })
+  if ((await pending(on(db), secrets)).length === 0) return 0
+  return db.transaction().execute(async (trx) => {
+    const work = await pending(on(trx), secrets)
+    for (const reseal of work) await reseal()
+    return work.length
+  })
 }
 
 /**
@@ -143,19 +186,19 @@ function pending(database: Database.Database, secrets: StoreSecrets): (() => voi
  * under a key not given: DataKeyError naming its id) changes nothing. Returns how many values it re-sealed.
  * The common case, nothing pending, only reads: cluster workers opening together do not contend.
  */
-export function resealSecrets(database: Database.Database, secrets: StoreSecrets): number {
-  if (pending(database, secrets).length === 0) return 0
+export async function resealSecrets(database: Database.Database, secrets: StoreSecrets): Promise<number> {
+  if ((await pending(onLibsql(database), secrets)).length === 0) return 0
   // secure_delete: the bytes a clear value (or an old key's ciphertext) leaves behind in its page are zeroed,
   // not left in the file's free space. Only for this transaction: it costs I/O on every other delete.
   const secureDelete = database.pragma('secure_delete', { simple: true })
   database.pragma('secure_delete = ON')
-  let work: (() => void)[] = []
+  let work: (() => Promise<void>)[] = []
   try {
     // BEGIN IMMEDIATE: the write lock first, then the list again (another process may have re-sealed meanwhile).
     database.exec('BEGIN IMMEDIATE')
     try {
-      work = pending(database, secrets)
-      for (const reseal of work) reseal()
+      work = await pending(onLibsql(database), secrets)
+      for (const reseal of work) await reseal()
       database.exec('COMMIT')
     } catch (error) {
       database.exec('ROLLBACK')

@@ -382,7 +382,7 @@ export async function openSqliteStore(dataDir: string, options: SqliteStoreOptio
     const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
     const { error } = await migrator.migrateToLatest()
     if (error) throw error
-    keys.resealed += resealSecrets(database, secrets)
+    keys.resealed += await resealSecrets(database, secrets)
     sync.wrote() // the migrations and the re-sealing, on disk before the store serves
     await sync.settle()
     // Belt and braces for a -wal or -shm file left by an earlier version with a looser mode.
