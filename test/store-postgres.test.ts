@@ -362,7 +362,25 @@ describe('two instances on one PostgreSQL database behind one address', { skip }
   let proxyUrl: string
   const dispatcher = new Agent({ keepAliveTimeout: 10_000 })
   const config = loadConfigFile(DEMO_CONFIG_PATH)
+  // Every webhook delivery, by its webhook-id: each event must arrive once, whichever instance sends it.
+  const deliveries = new Map<string, number>()
+  let hook: Server
   before(async () => {
+    hook = createServer((req, res) => {
+      const id = String(req.headers['webhook-id'])
+      deliveries.set(id, (deliveries.get(id) ?? 0) + 1)
+      req.resume()
+      req.on('end', () => res.writeHead(204).end())
+    })
+    await new Promise<void>((resolve) => hook.listen(0, '127.0.0.1', resolve))
+    const hookUrl = `http://127.0.0.1:${(hook.address() as { port: number }).port}/hook`
+    for (const t of [
+      ...(config.tenants[0]?.issuanceTemplates ?? []),
+      ...(config.tenants[0]?.verificationTemplates ?? []),
+    ]) {
+      t.webhookUrl = hookUrl
+      t.webhookSecret = generateWebhookSecret()
+    }
     server = await startPostgres()
     const url = server.database('shared')
     const dataKeys = DataKeyring.generate('the deployment key')
@@ -405,6 +423,8 @@ describe('two instances on one PostgreSQL database behind one address', { skip }
     }
   })
   after(async () => {
+    hook?.closeAllConnections()
+    await new Promise((resolve) => hook?.close(resolve))
     proxy?.closeAllConnections()
     await new Promise((resolve) => proxy?.close(resolve))
     for (const instance of instances) await instance.close()
@@ -419,6 +439,18 @@ describe('two instances on one PostgreSQL database behind one address', { skip }
     served.fill(0)
     for (let i = 0; i < 3; i++) await fullFlow(client, wallet, config)
     assert.ok((served[0] ?? 0) > 10 && (served[1] ?? 0) > 10, `both instances served (${served.join(' / ')})`)
+    // Two webhooks per flow (issued, verified), each delivered once although both instances scan the outbox
+    // every second (leases: one instance at a time per event).
+    for (let waited = 0; deliveries.size < 6 && waited < 5000; waited += 50) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    await new Promise((resolve) => setTimeout(resolve, 2500)) // two scans of each instance later
+    assert.equal(deliveries.size, 6, 'six events delivered')
+    assert.deepEqual(
+      [...new Set(deliveries.values())],
+      [1],
+      `each delivered once: ${[...deliveries.values()]}`,
+    )
   })
 
   test("a stream opened on one instance sees the wallet's step taken on the other (LISTEN/NOTIFY)", async () => {
