@@ -453,6 +453,39 @@ describe('two instances on one PostgreSQL database behind one address', { skip }
     )
   })
 
+  test('a pre-authorized code is redeemed once when both instances race for it', async () => {
+    const [a, b] = instances
+    assert.ok(a && b)
+    const onA = new RelyingPartyClient({ authUrl: a.url, issuerUrl: a.url, verifierUrl: a.url })
+    const token = await onA.token(demoKey(config, 'app', 'degree'))
+    for (let round = 0; round < 4; round++) {
+      const offer = await onA.createOffer(token, 'degree')
+      const link = (offer.body as { credential_offer_uri: string }).credential_offer_uri
+      const offerUri = new URL(new URLSearchParams(link.split('?')[1]).get('credential_offer_uri') ?? '')
+      const body = (await (await fetch(`${a.url}${offerUri.pathname}`)).json()) as {
+        credential_issuer: string
+        grants: Record<string, { 'pre-authorized_code': string }>
+      }
+      const code = Object.values(body.grants)[0]?.['pre-authorized_code'] ?? ''
+      const tokenPath = new URL(`${body.credential_issuer}/token`).pathname
+      // The same code at both instances at once: one conditional UPDATE wins on PostgreSQL's row lock.
+      const answers: { status: number; body: { error?: string } }[] = await Promise.all(
+        [a, b].map((instance) =>
+          fetch(`${instance.url}${tokenPath}`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            body: new URLSearchParams({
+              grant_type: 'urn:ietf:params:oauth:grant-type:pre-authorized_code',
+              'pre-authorized_code': code,
+            }).toString(),
+          }).then(async (r) => ({ status: r.status, body: (await r.json()) as { error?: string } })),
+        ),
+      )
+      assert.deepEqual(answers.map((x) => x.status).sort(), [200, 400], JSON.stringify(answers))
+      assert.equal(answers.find((x) => x.status === 400)?.body.error, 'invalid_grant')
+    }
+  })
+
   test("a stream opened on one instance sees the wallet's step taken on the other (LISTEN/NOTIFY)", async () => {
     const [a, b] = instances
     assert.ok(a && b)
