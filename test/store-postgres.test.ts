@@ -603,3 +603,61 @@ describe('the data key rotated on PostgreSQL', { skip }, () => {
     )
   })
 })
+
+describe('store transactions on PostgreSQL (the semantics test/store-transactions.test.ts holds SQLite to)', {
+  skip,
+}, () => {
+  let server: TestPostgres
+  let store: Store
+  const tenant = (id: string) => ({ id, source: 'portal' as const, createdAt: 1 })
+  before(async () => {
+    server = await startPostgres()
+    store = await openPostgresStore(server.database('transactions'), { dataKeys: DataKeyring.generate('k') })
+  })
+  after(async () => {
+    await store?.close()
+    server?.stop()
+  })
+
+  test('a failing transaction rolls back alone; the others commit and return their values', async () => {
+    const results = await Promise.allSettled([
+      store.transaction(async (repos) => {
+        await repos.tenants.create(tenant('a'))
+        return 'a done'
+      }),
+      store.transaction(async (repos) => {
+        await repos.tenants.create(tenant('b'))
+        throw new Error('b changed its mind')
+      }),
+      store.transaction(async (repos) => {
+        await repos.tenants.create(tenant('c'))
+        return (await repos.tenants.get('c'))?.id
+      }),
+    ])
+    assert.deepEqual(
+      results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)),
+      ['a done', 'b changed its mind', 'c'],
+    )
+    assert.equal((await store.tenants.get('a'))?.id, 'a')
+    assert.equal(await store.tenants.get('b'), undefined, 'the failed transaction left nothing behind')
+  })
+
+  test('a constraint error fails only its own transaction, as a ConflictError', async () => {
+    await store.transaction((repos) => repos.tenants.create(tenant('dup')))
+    const [first, second] = await Promise.allSettled([
+      store.transaction((repos) => repos.tenants.create(tenant('dup'))),
+      store.transaction((repos) => repos.tenants.create(tenant('fresh'))),
+    ])
+    assert.equal(first?.status, 'rejected')
+    assert.equal((first as PromiseRejectedResult).reason.name, 'ConflictError')
+    assert.equal(second?.status, 'fulfilled')
+    assert.equal((await store.tenants.get('fresh'))?.id, 'fresh')
+  })
+
+  test('the root store refuses to be called from inside a transaction callback', async () => {
+    await assert.rejects(
+      store.transaction(() => store.tenants.get('a')),
+      (error: Error) => error.name === 'TransactionMisuseError',
+    )
+  })
+})
