@@ -309,15 +309,8 @@ export async function serve(argv: string[]): Promise<number | undefined> {
       ? undefined
       : await starting(
           where,
-          openPostgresStore(databaseUrl, {
-            dataKeys: dataKeys.keyring,
-            ...(loaded.database?.maxConnections !== undefined
-              ? { maxConnections: loaded.database.maxConnections }
-              : {}),
-            ...(loaded.database?.statementTimeoutMs !== undefined
-              ? { statementTimeoutMs: loaded.database.statementTimeoutMs }
-              : {}),
-          }),
+          // The configuration's pool settings (maxConnections, statementTimeoutMs), its URL aside.
+          openPostgresStore(databaseUrl, { dataKeys: dataKeys.keyring, ...poolOptions(loaded.database) }),
         )
   const server = await starting(
     where,
@@ -567,6 +560,11 @@ async function starting<T>(
     if (name === 'PostgresOpenError') throw new UserError(`--database: ${message}`, 1)
     throw error
   }
+}
+
+const poolOptions = (database: ServiceConfig['database']) => {
+  const { url: _url, ...pool } = database ?? {}
+  return pool
 }
 
 function printDemoKeys(config: ServiceConfig) {

@@ -11,8 +11,7 @@ import { PostgresFeed } from './postgres-feed.ts'
 import { postgresMigrations } from './postgres-schema.ts'
 import type { OneRowQuery } from './prepared.ts'
 import { type Caches, repositories, type StoreSchema } from './sqlite.ts'
-import { guardRoot, inTransactionScope } from './sqlite-commit.ts'
-import { WalSync } from './sqlite-driver.ts'
+import { guardStore, inTransactionScope } from './sqlite-commit.ts'
 import { resealSecretsOnPostgres, StoreSecrets } from './sqlite-secrets.ts'
 import { type TemplateAnnouncer, TemplateCache } from './sqlite-templates.ts'
 
@@ -164,8 +163,6 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     apiKeys: new ExclusiveCache<ApiKeyRecord>(false),
     listVersions: new ExclusiveCache<{ tenantId: string; version: number }>(false),
   }
-  // A PostgreSQL commit is durable when it returns (synchronous_commit): nothing to wait for after it.
-  const durable = new WalSync(undefined, stats)
   const feed = new PostgresFeed(url, db as unknown as Kysely<unknown>, (tenantId, id) =>
     caches.templates.drop(tenantId, id),
   )
@@ -183,16 +180,12 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   const shared = { announceTemplate: feed.announceTemplate as TemplateAnnouncer }
   const owner = {}
   const root = repositories(db, caches, secrets, shared)
-  const guarded = Object.fromEntries(
-    Object.entries(root).map(([name, repo]) => [name, guardRoot(repo, owner, name, durable)]),
-  ) as unknown as Repositories
   const transaction = <T>(work: (repos: Repositories) => Promise<T>): Promise<T> =>
     db
       .transaction()
       .execute((trx) => inTransactionScope(owner, () => work(repositories(trx, caches, secrets, shared))))
   return {
-    ...guarded,
-    ...guardRoot({ transaction }, owner, '', durable),
+    ...guardStore(root, transaction, owner),
     stats,
     feed,
     close: async () => {

@@ -41,10 +41,10 @@ export async function inTransactionScope<T>(owner: object, work: () => Promise<T
 /**
  * The root store's repositories and `transaction`, refusing calls from inside one of this store's own
  * transaction callbacks: the batch holds the only connection, so such a call would wait forever. A call
- * answers only once every write made so far is on disk (`sync`): its own (an autocommit write) and any
- * another request made that it may have read.
+ * answers only once every write made so far is on disk (`sync`, SQLite's; a PostgreSQL commit is durable
+ * when it returns): its own (an autocommit write) and any another request made that it may have read.
  */
-export function guardRoot<T extends object>(target: T, owner: object, name: string, sync: WalSync): T {
+function guardRoot<T extends object>(target: T, owner: object, name: string, sync?: WalSync): T {
   const refuse = (member: string) => {
     const scope = insideTransaction.getStore()
     if (scope?.owner !== owner || !scope.active) return undefined
@@ -61,10 +61,23 @@ export function guardRoot<T extends object>(target: T, owner: object, name: stri
         // Every store method is async: the misuse arrives as a rejection like any other store error.
         if (misuse) return Promise.reject(misuse)
         const answer = value.apply(object, args) as Promise<unknown>
-        return answer.then((result) => (sync.pending ? sync.settle().then(() => result) : result))
+        return answer.then((result) => (sync?.pending ? sync.settle().then(() => result) : result))
       }
     },
   })
+}
+
+/** A store's root repositories and `transaction`, each guarded by guardRoot (either database). */
+export function guardStore(
+  root: Repositories,
+  transaction: <T>(work: (repos: Repositories) => Promise<T>) => Promise<T>,
+  owner: object,
+  sync?: WalSync,
+): Repositories & { transaction: typeof transaction } {
+  const guarded = Object.fromEntries(
+    Object.entries(root).map(([name, repo]) => [name, guardRoot(repo, owner, name, sync)]),
+  ) as unknown as Repositories
+  return { ...guarded, ...guardRoot({ transaction }, owner, '', sync) }
 }
 
 /**

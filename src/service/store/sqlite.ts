@@ -25,7 +25,7 @@ import type {
 import { Kysely, Migrator } from './kysely.ts'
 import { migrations } from './migrations.ts'
 import { first, flag, prepared } from './prepared.ts'
-import { groupCommit, guardRoot } from './sqlite-commit.ts'
+import { groupCommit, guardStore } from './sqlite-commit.ts'
 import { LibsqlDialect, WalSync } from './sqlite-driver.ts'
 import { insertOrConflict } from './sqlite-errors.ts'
 import {
@@ -407,13 +407,9 @@ export async function openSqliteStore(dataDir: string, options: SqliteStoreOptio
   const owner = {}
   const root = repositories(db, caches, secrets)
   const synced = sync
-  const guarded = Object.fromEntries(
-    Object.entries(root).map(([name, repo]) => [name, guardRoot(repo, owner, name, synced)]),
-  ) as unknown as Repositories
   const transaction = groupCommit(db, (conn) => repositories(conn, caches, secrets), owner, synced)
   return {
-    ...guarded,
-    ...guardRoot({ transaction }, owner, '', synced),
+    ...guardStore(root, transaction, owner, synced),
     stats,
     close: async () => {
       await synced.settle().catch(() => {})
