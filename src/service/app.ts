@@ -188,11 +188,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.decorateRequest('principal', null)
   app.addSchema(ProblemSchema)
   app.addSchema(ProcessSchema)
-  app.addHook('onSend', async (request, reply) => {
+  // Callback hooks, not async ones: they run on every request, and a promise each is measurable (issue 20).
+  app.addHook('onSend', (request, reply, payload, done) => {
     reply.header('X-Content-Type-Options', 'nosniff')
     // Processes, sessions and keys carry credentials and personal data: no cache may keep them (RFC 9111 §5.2.2.5).
     if (API_PATH.test(request.url) && !reply.hasHeader('Cache-Control'))
       reply.header('Cache-Control', 'no-store')
+    done(null, payload)
   })
   // Loopback is exempt in test mode: the conformance suite and the benchmarks drive the service from this machine.
   const exempt = exemptFrom(config.rateLimits, config.webhooks.mode === 'test')

@@ -99,16 +99,18 @@ export function installWalletRateLimit(
 ) {
   if (options.walletPerClientPerMinute === 0) return
   const buckets = new TokenBuckets(options.walletPerClientPerMinute, clock)
-  app.addHook('onRequest', async (request: FastifyRequest) => {
-    if (!WALLET_PATH.test(request.url) || exempt(request.ip)) return
+  // A callback hook: it runs on every request, and an async one costs a promise each (issue 20).
+  app.addHook('onRequest', (request: FastifyRequest, _reply, done) => {
+    if (!WALLET_PATH.test(request.url) || exempt(request.ip)) return done()
     const wait = buckets.take(request.ip)
-    if (wait > 0) {
-      throw new OAuthError(
+    if (wait <= 0) return done()
+    done(
+      new OAuthError(
         'slow_down',
         `more than ${options.walletPerClientPerMinute} wallet-facing requests per minute from this address; retry after ${wait} s`,
         { headers: { 'Retry-After': String(wait) } },
-      )
-    }
+      ),
+    )
   })
 }
 

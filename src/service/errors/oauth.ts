@@ -90,7 +90,8 @@ export function installOAuthErrors(app: FastifyInstance): void {
       .headers({ 'Cache-Control': 'no-store', Pragma: 'no-cache', ...oauth.extra.headers })
       .send(oauth.toBody())
   })
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (!reply.hasHeader('Cache-Control')) reply.header('Cache-Control', 'no-store')
+    done(null, payload)
   })
 }

@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely'
+import { JsonInterner } from '../util/frozen.ts'
 import type { ExclusiveCache } from './exclusive-cache.ts'
 import {
   ConflictError,
@@ -248,6 +249,9 @@ const json = (value: unknown): string | null =>
   value === null || value === undefined ? null : JSON.stringify(value)
 const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T))
 
+// The holder validator is the template's, the same text in every process of it: parsed once, shared frozen.
+const validators = new JsonInterner()
+
 const toProcess = (row: Selectable<ProcessesTable>): ProcessRecord => ({
   id: row.id,
   tenantId: row.tenant_id,
@@ -255,7 +259,7 @@ const toProcess = (row: Selectable<ProcessesTable>): ProcessRecord => ({
   type: row.type,
   status: row.status as ProcessRecord['status'],
   data: parse<IssuedCredential[]>(row.data),
-  validator: parse<HolderValidator>(row.validator),
+  validator: row.validator === null ? null : validators.parse<HolderValidator>(row.validator),
   submitted: parse<PreparedCredential[]>(row.submitted),
   rejectedReason: row.rejected_reason,
   createdByKey: row.created_by_key,

@@ -36,6 +36,7 @@ export interface VerificationSchema {
 type Db = Kysely<VerificationSchema>
 
 const policies = new JsonInterner()
+const definitions = new JsonInterner()
 
 // response_key (the ephemeral private key of an encrypted response) is sealed with the data key; the
 // keyring remembers recent openings, so the reads of one flow decrypt it once.
@@ -45,7 +46,8 @@ const toSession = (r: Selectable<SessionsTable>, secrets: StoreSecrets): Session
   templateId: r.template_id,
   createdByKey: r.created_by_key,
   status: r.status as SessionStatus,
-  definition: JSON.parse(r.definition),
+  // The template's definition (a DCQL query or Presentation Exchange), the same text in each of its sessions.
+  definition: definitions.parse(r.definition),
   request: JSON.parse(r.request),
   requestJwt: r.request_jwt,
   // The same for every session of a template (trust anchors' PEM included): parsed once, shared frozen.
