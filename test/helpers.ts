@@ -9,6 +9,7 @@ import {
 } from '../src/service/config/index.ts'
 import { ManualClock } from '../src/service/util/clock.ts'
 import { PROBLEM_MEDIA_TYPE } from '../src/shared/wire.ts'
+import type { TestDatabase } from './fixtures/stores.ts'
 
 export const demoConfig = (): ServiceConfig => loadConfigFile(DEMO_CONFIG_PATH)
 
@@ -68,10 +69,40 @@ export interface TestApp {
   close(): Promise<void>
 }
 
-export async function makeApp(config: ServiceConfig = demoConfig(), dataDir = ':memory:'): Promise<TestApp> {
+/**
+ * The app on the manual clock. `where`: the data folder buildApp opens its store in (default: in memory), or
+ * a database of test/fixtures/stores.ts (SQLite or PostgreSQL), opened here on the app's clock and closed
+ * by close() after the app.
+ */
+export async function makeApp(
+  config: ServiceConfig = demoConfig(),
+  where: string | TestDatabase = ':memory:',
+): Promise<TestApp> {
   const clock = new ManualClock(Date.parse('2026-11-22T10:15:00.123Z'))
-  const app = await buildApp({ config, clock, dataDir, publicUrl: () => 'https://issuer.example' })
-  return { app, clock, close: () => app.close() }
+  const publicUrl = () => 'https://issuer.example'
+  if (typeof where === 'string') {
+    const app = await buildApp({ config, clock, dataDir: where, publicUrl })
+    return { app, clock, close: () => app.close() }
+  }
+  const store = await where.open({ clock })
+  try {
+    // buildApp leaves a store it is given open: it is closed here, after the app.
+    const app = await buildApp({ config, clock, store, publicUrl })
+    return {
+      app,
+      clock,
+      close: async () => {
+        try {
+          await app.close()
+        } finally {
+          await store.close()
+        }
+      },
+    }
+  } catch (error) {
+    await store.close()
+    throw error
+  }
 }
 
 export const basic = (id: string, secret: string) =>

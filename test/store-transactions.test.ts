@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { type Store, TransactionMisuseError } from '../src/service/store/index.ts'
 import { openSqliteStore } from '../src/service/store/sqlite.ts'
 import { ManualClock } from '../src/service/util/clock.ts'
+import { STORE_KINDS, type TestDatabase } from './fixtures/stores.ts'
 
 // Group commit (src/service/store/sqlite.ts): transactions asked for in one turn of the event loop share
 // one BEGIN IMMEDIATE … COMMIT, each in its own savepoint. What must hold: a failing transaction rolls
@@ -13,62 +11,68 @@ import { ManualClock } from '../src/service/util/clock.ts'
 
 const tenant = (id: string) => ({ id, source: 'portal' as const, createdAt: 1 })
 
-describe('write transactions with group commit (durable file database)', () => {
-  let dir: string
-  let store: Store
-  before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'vc-harness-store-'))
-    store = await openSqliteStore(dir)
-  })
-  after(async () => {
-    await store.close()
-    rmSync(dir, { recursive: true, force: true })
-  })
+// The same semantics on both stores (issue 21). On PostgreSQL there is no group commit: each transaction is
+// a PostgreSQL transaction of its own, on a connection of the pool.
+for (const kind of STORE_KINDS) {
+  const how =
+    kind.name === 'SQLite' ? 'with group commit (durable file database)' : 'one database transaction each'
+  describe(`write transactions ${how} (${kind.name})`, { skip: kind.skip }, () => {
+    const databases = kind.use()
+    let db: TestDatabase
+    let store: Store
+    before(async () => {
+      db = await databases.fresh('store transactions')
+      store = await db.open()
+    })
+    after(() => store?.close())
 
-  test('a failing transaction in a batch rolls back alone; the others commit and return their values', async () => {
-    const results = await Promise.allSettled([
-      store.transaction(async (repos) => {
-        await repos.tenants.create(tenant('a'))
-        return 'a done'
-      }),
-      store.transaction(async (repos) => {
-        await repos.tenants.create(tenant('b'))
-        throw new Error('b changed its mind')
-      }),
-      store.transaction(async (repos) => {
-        await repos.tenants.create(tenant('c'))
-        // Sees its own batch's earlier, committed-to-be write.
-        return (await repos.tenants.get('a'))?.id
-      }),
-    ])
-    assert.deepEqual(
-      results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)),
-      ['a done', 'b changed its mind', 'a'],
-    )
-    assert.equal((await store.tenants.get('a'))?.id, 'a')
-    assert.equal(await store.tenants.get('b'), undefined, 'the failed transaction left nothing behind')
-    assert.equal((await store.tenants.get('c'))?.id, 'c')
-  })
+    test(`a failing transaction ${kind.name === 'SQLite' ? 'in a batch ' : ''}rolls back alone; the others commit and return their values (${kind.name})`, async () => {
+      const results = await Promise.allSettled([
+        store.transaction(async (repos) => {
+          await repos.tenants.create(tenant('a'))
+          return 'a done'
+        }),
+        store.transaction(async (repos) => {
+          await repos.tenants.create(tenant('b'))
+          throw new Error('b changed its mind')
+        }),
+        store.transaction(async (repos) => {
+          await repos.tenants.create(tenant('c'))
+          // SQLite: sees its own batch's earlier, committed-to-be write. PostgreSQL (READ COMMITTED): whether
+          // a's transaction, on another connection, has committed yet is a race; its own write it sees.
+          return (await repos.tenants.get(kind.name === 'SQLite' ? 'a' : 'c'))?.id
+        }),
+      ])
+      assert.deepEqual(
+        results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)),
+        ['a done', 'b changed its mind', kind.name === 'SQLite' ? 'a' : 'c'],
+      )
+      assert.equal((await store.tenants.get('a'))?.id, 'a')
+      assert.equal(await store.tenants.get('b'), undefined, 'the failed transaction left nothing behind')
+      assert.equal((await store.tenants.get('c'))?.id, 'c')
+    })
 
-  test('a constraint error fails only its own transaction', async () => {
-    await store.transaction((repos) => repos.tenants.create(tenant('dup')))
-    const [first, second] = await Promise.allSettled([
-      store.transaction((repos) => repos.tenants.create(tenant('dup'))),
-      store.transaction((repos) => repos.tenants.create(tenant('fresh'))),
-    ])
-    assert.equal(first?.status, 'rejected')
-    assert.equal(second?.status, 'fulfilled')
-    assert.equal((await store.tenants.get('fresh'))?.id, 'fresh')
-  })
+    test(`a constraint error fails only its own transaction, as a ConflictError (${kind.name})`, async () => {
+      await store.transaction((repos) => repos.tenants.create(tenant('dup')))
+      const [first, second] = await Promise.allSettled([
+        store.transaction((repos) => repos.tenants.create(tenant('dup'))),
+        store.transaction((repos) => repos.tenants.create(tenant('fresh'))),
+      ])
+      assert.equal(first?.status, 'rejected')
+      assert.equal((first as PromiseRejectedResult).reason.name, 'ConflictError')
+      assert.equal(second?.status, 'fulfilled')
+      assert.equal((await store.tenants.get('fresh'))?.id, 'fresh')
+    })
 
-  test('many concurrent transactions all land, and survive reopening the file', async () => {
-    const ids = Array.from({ length: 150 }, (_, i) => `t${i}`)
-    await Promise.all(ids.map((id) => store.transaction((repos) => repos.tenants.create(tenant(id)))))
-    await store.close()
-    store = await openSqliteStore(dir)
-    for (const id of ids) assert.equal((await store.tenants.get(id))?.id, id)
+    test(`many concurrent transactions all land, and survive reopening the database (${kind.name})`, async () => {
+      const ids = Array.from({ length: 150 }, (_, i) => `t${i}`)
+      await Promise.all(ids.map((id) => store.transaction((repos) => repos.tenants.create(tenant(id)))))
+      await store.close()
+      store = await db.open()
+      for (const id of ids) assert.equal((await store.tenants.get(id))?.id, id)
+    })
   })
-})
+}
 
 describe('batches of one and of several (statements counted by store.stats)', () => {
   let store: Store
@@ -119,10 +123,30 @@ describe('batches of one and of several (statements counted by store.stats)', ()
       results.map((r) => r.status),
       ['fulfilled', 'rejected'],
     )
-    // BEGIN; SAVEPOINT, INSERT, RELEASE; SAVEPOINT, INSERT, ROLLBACK TO, RELEASE; COMMIT.
-    assert.equal(n, 9)
+    // BEGIN; SAVEPOINT, INSERT; SAVEPOINT, INSERT, ROLLBACK TO; COMMIT. No RELEASE: COMMIT ends them all.
+    assert.equal(n, 7)
     assert.equal((await store.tenants.get('kept'))?.id, 'kept')
     assert.equal(await store.tenants.get('dropped'), undefined)
+  })
+
+  test('savepoints left open: a rollback undoes only its own transaction, not the earlier ones of its batch', async () => {
+    // Every savepoint is named tx; ROLLBACK TO names the newest, which is the failing transaction's own.
+    const names = ['sp-a', 'sp-b', 'sp-c', 'sp-d', 'sp-e']
+    const results = await Promise.allSettled(
+      names.map((id, i) =>
+        store.transaction(async (repos) => {
+          await repos.tenants.create(tenant(id))
+          if (i % 2 === 1) throw new Error(`${id} fails`)
+          return id
+        }),
+      ),
+    )
+    assert.deepEqual(
+      results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)),
+      ['sp-a', 'sp-b fails', 'sp-c', 'sp-d fails', 'sp-e'],
+    )
+    const kept = await Promise.all(names.map(async (id) => (await store.tenants.get(id))?.id ?? null))
+    assert.deepEqual(kept, ['sp-a', null, 'sp-c', null, 'sp-e'])
   })
 })
 

@@ -123,14 +123,14 @@ export function groupCommit<S>(
               return
             }
           } else {
+            // No RELEASE: a savepoint left open costs nothing, `rollback to tx` undoes the newest one named
+            // tx (this transaction's; the earlier ones stay), and COMMIT ends them all with the batch.
             for (const item of batch) {
               await sql`savepoint tx`.execute(conn)
               try {
                 outcomes.push({ ok: true, value: await run(item, conn) })
-                await sql`release tx`.execute(conn)
               } catch (error) {
                 await sql`rollback to tx`.execute(conn)
-                await sql`release tx`.execute(conn)
                 outcomes.push({ ok: false, value: error })
               }
             }

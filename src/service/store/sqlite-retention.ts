@@ -71,6 +71,10 @@ const affected = (result: { numAffectedRows?: bigint }) => Number(result.numAffe
  * Concurrency: run inside `store.transaction`, which holds SQLite's write lock from its first statement,
  * what a batch chose cannot change before it is deleted. A request that read a record just before writes
  * nothing (its conditional update finds no row), and one just after finds it gone (404, like an unknown id).
+ * On PostgreSQL (READ COMMITTED, other instances writing) the statements that choose lock what they chose
+ * (FOR UPDATE) to the same end: a change committed meanwhile is waited for and the row judged again (left
+ * out when it no longer qualifies, e.g. content submitted to a lapsed offer, an event redelivered), and a
+ * later one waits for the purge's commit, then finds no row.
  */
 export class SqliteRetention implements RetentionRepository {
   constructor(
@@ -79,6 +83,11 @@ export class SqliteRetention implements RetentionRepository {
     /** The same store on PostgreSQL (issue 21): its JSON list function has another name. */
     private readonly postgres = false,
   ) {}
+
+  /** PostgreSQL: the rows a batch chooses stay as chosen until it commits (SQLite: its write lock). */
+  private chosen<Q extends { forUpdate(): Q }>(query: Q): Q {
+    return this.postgres ? query.forUpdate() : query
+  }
 
   /** The ids of a JSON array parameter, as a subquery: one SQL text whatever the batch size. */
   private ids(list: string) {
@@ -119,31 +128,33 @@ export class SqliteRetention implements RetentionRepository {
   }
 
   private async processesIn(status: 'REJECTED' | 'ISSUED', before: number, limit: number) {
-    const rows = await this.db
-      .selectFrom('issuance_processes')
-      .select('id')
-      .where('status', '=', status)
-      .where('updated_at', '<', before)
-      .limit(limit)
-      .execute()
+    const rows = await this.chosen(
+      this.db
+        .selectFrom('issuance_processes')
+        .select('id')
+        .where('status', '=', status)
+        .where('updated_at', '<', before)
+        .limit(limit),
+    ).execute()
     return rows.map((r) => r.id)
   }
 
   /** PENDING, nothing submitted, its code still live but expired before `before` (and no change since). */
   private async lapsedOffers(before: number, limit: number) {
-    const rows = await this.db
-      .selectFrom('oid4vci_grants as g')
-      // CROSS JOIN keeps the grants' expiry index the outer loop: few live codes are long expired.
-      .crossJoin('issuance_processes as p')
-      .select('p.id')
-      .whereRef('p.id', '=', 'g.process_id')
-      .where('g.code_state', '=', 'live')
-      .where('g.code_expires_at', '<', before)
-      .where('p.status', '=', 'PENDING')
-      .where('p.submitted', 'is', null)
-      .where('p.updated_at', '<', before)
-      .limit(limit)
-      .execute()
+    const rows = await this.chosen(
+      this.db
+        .selectFrom('oid4vci_grants as g')
+        // CROSS JOIN keeps the grants' expiry index the outer loop: few live codes are long expired.
+        .crossJoin('issuance_processes as p')
+        .select('p.id')
+        .whereRef('p.id', '=', 'g.process_id')
+        .where('g.code_state', '=', 'live')
+        .where('g.code_expires_at', '<', before)
+        .where('p.status', '=', 'PENDING')
+        .where('p.submitted', 'is', null)
+        .where('p.updated_at', '<', before)
+        .limit(limit),
+    ).execute()
     return rows.map((r) => r.id)
   }
 
@@ -174,13 +185,14 @@ export class SqliteRetention implements RetentionRepository {
 
   /** Delivered, failed or disabled before `before`, with their attempt log; never a pending one. */
   private async deleteSettledEvents(before: number, limit: number) {
-    const rows = await this.db
-      .selectFrom('webhook_events')
-      .select('id')
-      .where('state', 'in', ['delivered', 'failed', 'disabled'])
-      .where('updated_at', '<', before)
-      .limit(limit)
-      .execute()
+    const rows = await this.chosen(
+      this.db
+        .selectFrom('webhook_events')
+        .select('id')
+        .where('state', 'in', ['delivered', 'failed', 'disabled'])
+        .where('updated_at', '<', before)
+        .limit(limit),
+    ).execute()
     if (rows.length === 0) return 0
     const list = JSON.stringify(rows.map((r) => r.id))
     await sql`delete from webhook_attempts where event_id in (${this.ids(list)})`.execute(this.db)

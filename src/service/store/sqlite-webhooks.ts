@@ -146,9 +146,21 @@ const NEXT_DUE = prepared(
   WHERE e.state = 'pending' AND ${FIRST_OF_SUBJECT}`,
 )
 
-const CLAIM = prepared(`UPDATE webhook_events SET lease_until = ?, lease_owner = ?
+const CLAIM = prepared(
+  `UPDATE webhook_events SET lease_until = ?, lease_owner = ?
   WHERE id = ? AND state = 'pending' AND (lease_until IS NULL OR lease_until < ? OR lease_owner = ?)
-  RETURNING ${EVENT_COLUMNS}, ${ENDPOINT_DISABLED} AS endpoint_disabled`)
+  RETURNING ${EVENT_COLUMNS}, ${ENDPOINT_DISABLED} AS endpoint_disabled`,
+  false,
+  // Issue 21: instances sharing the database lease with FOR UPDATE SKIP LOCKED, so each event is delivered
+  // once and a claim never waits for a row another instance holds locked (it answers no row; a later scan
+  // retries). The lock re-checks the conditions on the newest row version, so one claimant wins.
+  `UPDATE webhook_events SET lease_until = $1, lease_owner = $2
+  WHERE id = (SELECT free.id FROM webhook_events free
+    WHERE free.id = $3 AND free.state = 'pending'
+      AND (free.lease_until IS NULL OR free.lease_until < $4 OR free.lease_owner = $5)
+    FOR UPDATE SKIP LOCKED)
+  RETURNING ${EVENT_COLUMNS}, ${ENDPOINT_DISABLED} AS endpoint_disabled`,
+)
 
 // The log row and a 410's disabled endpoint are written by the trigger of migration 0008, in this statement.
 // `log_count = attempt - 1`: an attempt another dispatcher logged first (a lease lost) changes nothing.
