@@ -4,7 +4,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import type { Envelope } from '@cucumber/messages'
 import { parse as parseTagExpression } from '@cucumber/tag-expressions'
-import { didYouMean, externalProblems } from '../harness/profile.ts'
+import { CHILD_INSTANCES_ENV, parseChildInstances, requireSharedDatabase } from '../harness/child-target.ts'
+import { didYouMean, externalProblems, TargetConfigError } from '../harness/profile.ts'
 import type { ProgressOptions } from '../harness/progress-formatter.ts'
 import {
   type ConformanceSummary,
@@ -50,6 +51,10 @@ Running:
                             profile, else embedded
   --profile FILE            JSON profile of an external deployment (URLs, tenant, keys); sets
                             VC_HARNESS_PROFILE; checked before the run, every problem at once
+  --instances N             child target: N serve instances on one database behind a round-robin proxy,
+                            so consecutive requests of a flow reach different instances; sets
+                            VC_HARNESS_CHILD_INSTANCES (default 1). N > 1 needs VC_HARNESS_DATABASE_URL
+                            (PostgreSQL): the children's SQLite files cannot be shared
   --parallel N              run scenarios in N worker processes, each with its own target
   --retry N                 run a failing scenario up to N more times; its last attempt counts
   --fail-fast               stop at the first failure; the scenarios after it are reported as not run
@@ -133,6 +138,24 @@ function positiveInteger(name: string, value: string | undefined): number | unde
   return n
 }
 
+/**
+ * The child target's instance count: --instances, else VC_HARNESS_CHILD_INSTANCES, else 1. More than one
+ * needs VC_HARNESS_DATABASE_URL when the run starts a target (`running`; not for --list or --dry-run).
+ */
+function childInstances(option: string | undefined, running: boolean): number {
+  const value = option ?? process.env[CHILD_INSTANCES_ENV]
+  const origin = option !== undefined ? `--instances ${option}` : `${CHILD_INSTANCES_ENV}=${value}`
+  try {
+    const instances = parseChildInstances(value, origin)
+    // Only a run starts instances: --list and --dry-run need no database.
+    if (running) requireSharedDatabase(instances, process.env, origin)
+    return instances
+  } catch (error) {
+    if (error instanceof TargetConfigError) throw usageError(error.message)
+    throw error
+  }
+}
+
 /** Report label for each cucumber formatter writing a file. */
 const FORMAT_LABEL: Record<string, string> = {
   html: 'html',
@@ -210,6 +233,7 @@ export async function conformance(argv: string[]): Promise<number> {
       tags: { type: 'string' },
       name: { type: 'string', multiple: true },
       parallel: { type: 'string' },
+      instances: { type: 'string' },
       shard: { type: 'string' },
       retry: { type: 'string' },
       'fail-fast': { type: 'boolean', default: false },
@@ -237,6 +261,7 @@ export async function conformance(argv: string[]): Promise<number> {
       'tags',
       'name',
       'parallel',
+      'instances',
       'shard',
       'retry',
       'fail-fast',
@@ -266,6 +291,12 @@ export async function conformance(argv: string[]): Promise<number> {
       `${profile ? '--profile' : 'VC_HARNESS_PROFILE'} describes an external deployment; it does not apply to the ${targetKind} target`,
     )
   const parallel = positiveInteger('--parallel', values.parallel)
+  if (values.instances !== undefined && targetKind !== 'child')
+    throw usageError(`--instances applies to the child target only, not to the ${targetKind} target`)
+  const instances =
+    targetKind === 'child'
+      ? childInstances(values.instances, !listOnly && !reportOnly && !values['dry-run'])
+      : 1
   const retry = values.retry === undefined ? undefined : wholeNumber('--retry', values.retry)
   const shard = values.shard !== undefined ? parseShard(values.shard) : undefined
   if (shard && positionals.length > 0 && !reportOnly)
@@ -356,6 +387,7 @@ export async function conformance(argv: string[]): Promise<number> {
 
   // The run: environment for the hooks (this process when serial, the workers when parallel).
   process.env.VC_HARNESS_TARGET = targetKind
+  if (values.instances !== undefined) process.env[CHILD_INSTANCES_ENV] = String(instances)
   if (profile) process.env.VC_HARNESS_PROFILE = profile
   // Harness errors (pre-flight checks) go to <reports>/harness-error.txt: see recordHarnessError.
   process.env[REPORTS_DIR_ENV] = reportsDir
@@ -388,7 +420,9 @@ export async function conformance(argv: string[]): Promise<number> {
     ...(dryRun ? { dryRun } : {}),
   }
 
-  const header = [`vc-harness conformance: ${targetKind} target`]
+  const header = [
+    `vc-harness conformance: ${targetKind} target${instances > 1 ? ` (${instances} instances behind a round-robin proxy)` : ''}`,
+  ]
   if (positionals.length) header.push(positionals.join(' '))
   if (values.tags) header.push(`tags ${values.tags}`)
   for (const name of names) header.push(`name /${name}/`)

@@ -55,6 +55,12 @@ export interface ReceiverSettings {
   publicUrl?: string
 }
 
+/** One `vc-harness serve` process of the child target. */
+export interface ChildInfo {
+  pid: number
+  dataDir: string
+}
+
 export interface Target {
   kind: TargetKind
   urls: ServiceUrls
@@ -67,8 +73,11 @@ export interface Target {
   clock?: ShiftedClock
   /** Where the webhook receiver listens and is reached; see ReceiverSettings. */
   receiver: ReceiverSettings
-  /** The service process and its data folder; present exactly when the kind is `child`. */
-  child?: { pid: number; dataDir: string }
+  /**
+   * The service process and its data folder; present exactly when the kind is `child`. With several
+   * instances (VC_HARNESS_CHILD_INSTANCES) pid and dataDir are the first one's, and `instances` lists all.
+   */
+  child?: ChildInfo & { instances: readonly ChildInfo[] }
   close(): Promise<void>
 }
 

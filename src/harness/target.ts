@@ -10,6 +10,7 @@
 // |--------------------------------|----------------|----------|------------------------|-----------------------------------------------------------|
 // | VC_HARNESS_TARGET              | all            | no       |                        | `embedded` (default; `external` when a profile is given), `child` or `external` |
 // | VC_HARNESS_CONFIG              | embedded/child | no       |                        | service configuration file; default config/demo.json      |
+// | VC_HARNESS_CHILD_INSTANCES     | child          | no       |                        | `serve` instances behind a round-robin proxy; default 1; more need VC_HARNESS_DATABASE_URL |
 // | VC_HARNESS_PROFILE             | external       | no       |                        | JSON profile with the keys of this table (config/profile.example.json) |
 // | VC_HARNESS_AUTH_URL            | external       | yes      | auth_url               | {auth_url}: login host and management portal              |
 // | VC_HARNESS_ISSUER_URL          | external       | no       | issuer_url             | {issuer_url}; default the auth URL                        |
@@ -76,7 +77,10 @@ export function missingCapability(target: Target, capability: Capability): strin
 
 /** One line per capability, for logs and reports: `portal: yes (…)` / `clock: no (…)`. */
 export function describeCapabilities(target: Target): string {
-  const lines = [`target: ${target.kind} at ${target.urls.authUrl}`]
+  const instances = target.child?.instances.length ?? 1
+  const lines = [
+    `target: ${target.kind} at ${target.urls.authUrl}${instances > 1 ? ` (${instances} instances behind a round-robin proxy)` : ''}`,
+  ]
   for (const capability of CAPABILITIES) {
     const missing = missingCapability(target, capability)
     lines.push(`  ${capability}: ${missing === undefined ? 'yes' : `no (${missing})`}`)

@@ -51,9 +51,11 @@ export async function loadServiceKey(store: Store, clock: Clock): Promise<Servic
     const kid = createHash('sha256')
       .update(JSON.stringify({ crv: publicJwk.crv, kty: publicJwk.kty, x: publicJwk.x }))
       .digest('base64url')
-    await store.serviceKeys.create({ kid, alg: ALG, privateJwk, publicJwk, createdAt: clock.now() })
+    const key = { kid, alg: ALG, privateJwk, publicJwk, createdAt: clock.now() }
+    // Written only if no other process wrote one meanwhile (instances starting together on PostgreSQL).
+    await store.transaction((repos) => repos.serviceKeys.createFirst(key))
   }
-  // Re-read and take the oldest, so processes that booted together on one database agree.
+  // Re-read and take the oldest: the one key written first, or the oldest of an older database's.
   const [chosen] = await store.serviceKeys.list()
   if (!chosen) throw new Error('service key missing after creation')
   return importKey(chosen.kid, chosen.privateJwk, chosen.publicJwk)

@@ -24,7 +24,7 @@ import type {
 } from './index.ts'
 import { Kysely, Migrator } from './kysely.ts'
 import { migrations } from './migrations.ts'
-import { first, flag, prepared } from './prepared.ts'
+import { first, flag, prepared, run } from './prepared.ts'
 import { groupCommit, guardStore } from './sqlite-commit.ts'
 import { LibsqlDialect, WalSync } from './sqlite-driver.ts'
 import { insertOrConflict } from './sqlite-errors.ts'
@@ -231,6 +231,20 @@ class SqliteApiKeys implements ApiKeyRepository {
   }
 }
 
+// The first service key of a fresh database (issue 21): instances that start together must agree on it. On
+// SQLite the transaction's BEGIN IMMEDIATE already serialises writers. On PostgreSQL (READ COMMITTED) two
+// transactions would both see no key and both insert; a transaction-scoped advisory lock taken in its own
+// statement makes the second wait, and its insert, a later statement, sees the first's committed key.
+const FIRST_KEY_LOCK = prepared('SELECT 1', true, 'SELECT pg_advisory_xact_lock(7021001)')
+const FIRST_KEY_INSERT = prepared(
+  `INSERT INTO service_keys (kid, alg, private_jwk, public_jwk, created_at)
+  SELECT ?, ?, ?, ?, CAST(? AS BIGINT) WHERE NOT EXISTS (SELECT 1 FROM service_keys)`,
+  false,
+  `INSERT INTO service_keys (kid, alg, private_jwk, public_jwk, created_at)
+  SELECT CAST($1 AS TEXT), CAST($2 AS TEXT), CAST($3 AS TEXT), CAST($4 AS TEXT), CAST($5 AS BIGINT)
+  WHERE NOT EXISTS (SELECT 1 FROM service_keys)`,
+)
+
 class SqliteServiceKeys implements ServiceKeyRepository {
   constructor(
     private readonly db: Db,
@@ -267,6 +281,18 @@ class SqliteServiceKeys implements ServiceKeyRepository {
         .execute(),
       `service key "${k.kid}"`,
     )
+  }
+  async createFirst(k: ServiceKeyRecord) {
+    await first(this.db, FIRST_KEY_LOCK, [])
+    const sealed = this.secrets.sealJson('service_keys.private_jwk', [k.kid], k.privateJwk)
+    const written = await run(this.db, FIRST_KEY_INSERT, [
+      k.kid,
+      k.alg,
+      sealed,
+      JSON.stringify(k.publicJwk),
+      k.createdAt,
+    ])
+    return written > 0
   }
 }
 
