@@ -638,6 +638,46 @@ describe('store transactions on PostgreSQL (the rest of the semantics: test/stor
     }
   })
 
+  test('three services starting together on a fresh database all start: the configuration seeded once (3 rounds)', async () => {
+    for (let round = 0; round < 3; round++) {
+      const url = server.database(`seed${round}`)
+      const dataKeys = DataKeyring.generate('shared')
+      const stores = await Promise.all([1, 2, 3].map(() => openPostgresStore(url, { dataKeys })))
+      const started = await Promise.allSettled(
+        stores.map((s) =>
+          startServer({
+            config: loadConfigFile(DEMO_CONFIG_PATH),
+            host: '127.0.0.1',
+            port: 0,
+            dataDir: ':memory:',
+            store: s,
+            logLevel: 'error',
+          }),
+        ),
+      )
+      try {
+        const failed = started.flatMap((r) => (r.status === 'rejected' ? [String(r.reason)] : []))
+        assert.deepEqual(failed, [], `round ${round}: every instance starts`)
+        for (const tenant of loadConfigFile(DEMO_CONFIG_PATH).tenants) {
+          assert.equal(
+            (await stores[0]?.tenants.get(tenant.id))?.id,
+            tenant.id,
+            `round ${round}: ${tenant.id}`,
+          )
+          const keys = (await stores[0]?.apiKeys.listByTenant(tenant.id)) ?? []
+          assert.deepEqual(
+            keys.map((k) => k.id).sort(),
+            tenant.apiKeys.map((k) => k.id).sort(),
+            `round ${round}: each of ${tenant.id}'s configured keys once`,
+          )
+        }
+      } finally {
+        for (const r of started) if (r.status === 'fulfilled') await r.value.close()
+        await Promise.all(stores.map((s) => s.close()))
+      }
+    }
+  })
+
   test('the root store refuses to be called from inside a transaction callback', async () => {
     await assert.rejects(
       store.transaction(() => store.tenants.get('a')),
