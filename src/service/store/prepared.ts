@@ -6,7 +6,8 @@ import type { CompiledQuery, Kysely, RootOperationNode } from 'kysely'
 // Placeholders are `?` (`$n` on PostgreSQL); the tests of each repository run every text.
 
 /**
- * A constant statement; `one`: at most one row is wanted (the driver fetches one instead of all).
+ * A constant statement; `one`: at most one row is wanted (the driver fetches one instead of all). That holds
+ * for a write with RETURNING of one row too: SQLite makes all of a statement's changes at its first step.
  * `postgres`: the same statement for PostgreSQL (issue 21): the text with `$1, $2, …` for its `?`, or a
  * text of its own where SQLite's has no portable form (`json_each`).
  */

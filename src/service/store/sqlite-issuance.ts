@@ -560,10 +560,13 @@ const STATUS_LIST_FOR_UPDATE = prepared(
 const STATUS_LIST_VERSION = prepared('SELECT tenant_id, version FROM status_lists WHERE id = ?', true)
 // The newest list of the tenant and algorithm counts one more entry if it has room, in one statement on the
 // counters' row (the bits, 32 KB by default, live in status_list_bits).
-const RESERVE_ENTRY = prepared(`UPDATE status_lists SET used = used + 1, updated_at = ?
+const RESERVE_ENTRY = prepared(
+  `UPDATE status_lists SET used = used + 1, updated_at = ?
   WHERE id = (SELECT id FROM status_lists WHERE tenant_id = ? AND alg = ? ORDER BY created_at DESC, id DESC LIMIT 1)
     AND used < size * CAST(? AS REAL)
-  RETURNING id, size`)
+  RETURNING id, size`,
+  true,
+)
 // A taken slot inserts nothing (no error): on PostgreSQL an error would abort the whole transaction, so the
 // allocation could not try another index. A taken id still fails (the primary key).
 const ISSUED_INSERT = prepared(`INSERT INTO issued_credentials

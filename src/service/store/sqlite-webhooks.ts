@@ -119,8 +119,8 @@ const EVENT_COLUMNS = `seq, id, tenant_id, template_id, template_kind, subject_i
 // The lease asked for is written only when no older event of the subject is pending: that one goes first,
 // and this one is left to the scan that finds it once the older one is settled. Numbers are cast: selected
 // values have no column type to take on PostgreSQL (BIGINT is an integer to SQLite).
-const ENQUEUE =
-  prepared(`INSERT INTO webhook_events (id, tenant_id, template_id, template_kind, subject_id, type,
+const ENQUEUE = prepared(
+  `INSERT INTO webhook_events (id, tenant_id, template_id, template_kind, subject_id, type,
     url, body, state, attempts, next_attempt_at, lease_until, lease_owner, last_status, last_error, created_at,
     updated_at, delivered_at)
   SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS BIGINT), CAST(? AS BIGINT),
@@ -128,7 +128,9 @@ const ENQUEUE =
     CAST(? AS BIGINT), ?, CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT)
   FROM (SELECT EXISTS (SELECT 1 FROM webhook_events o
     WHERE o.tenant_id = ? AND o.subject_id = ? AND o.state = 'pending') AS pending) AS older
-  RETURNING seq, lease_until, lease_owner, ${ENDPOINT_DISABLED} AS endpoint_disabled`)
+  RETURNING seq, lease_until, lease_owner, ${ENDPOINT_DISABLED} AS endpoint_disabled`,
+  true,
+)
 
 const DUE = prepared(`SELECT ${EVENT_COLUMNS} FROM webhook_events e
   WHERE e.state = 'pending' AND e.next_attempt_at <= ? AND (e.lease_until IS NULL OR e.lease_until < ?)
@@ -150,7 +152,7 @@ const CLAIM = prepared(
   `UPDATE webhook_events SET lease_until = ?, lease_owner = ?
   WHERE id = ? AND state = 'pending' AND (lease_until IS NULL OR lease_until < ? OR lease_owner = ?)
   RETURNING ${EVENT_COLUMNS}, ${ENDPOINT_DISABLED} AS endpoint_disabled`,
-  false,
+  true,
   // Issue 21: instances sharing the database lease with FOR UPDATE SKIP LOCKED, so each event is delivered
   // once and a claim never waits for a row another instance holds locked (it answers no row; a later scan
   // retries). The lock re-checks the conditions on the newest row version, so one claimant wins.
@@ -164,14 +166,17 @@ const CLAIM = prepared(
 
 // The log row and a 410's disabled endpoint are written by the trigger of migration 0008, in this statement.
 // `log_count = attempt - 1`: an attempt another dispatcher logged first (a lease lost) changes nothing.
-const RECORD_ATTEMPT = prepared(`UPDATE webhook_events SET state = ?, attempts = ?, next_attempt_at = ?,
+const RECORD_ATTEMPT = prepared(
+  `UPDATE webhook_events SET state = ?, attempts = ?, next_attempt_at = ?,
     lease_until = ?, lease_owner = ?, last_status = ?, last_error = ?, updated_at = ?, delivered_at = ?,
     log_count = ?, last_attempt = ?
   WHERE id = ? AND log_count = ?
   RETURNING ${ENDPOINT_DISABLED} AS endpoint_disabled,
     EXISTS (SELECT 1 FROM webhook_events later
       WHERE later.tenant_id = webhook_events.tenant_id AND later.subject_id = webhook_events.subject_id
-        AND later.seq > webhook_events.seq AND later.state = 'pending') AS successor_pending`)
+        AND later.seq > webhook_events.seq AND later.state = 'pending') AS successor_pending`,
+  true,
+)
 
 const RELEASE = prepared(
   `UPDATE webhook_events SET lease_until = NULL, lease_owner = NULL
