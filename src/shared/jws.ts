@@ -118,50 +118,6 @@ export function verifyJws(
   return { header, payload }
 }
 
-/**
- * verifyJws with the signature checked on libuv's thread pool: the same checks and errors, but the event
- * loop spends ~20 µs instead of ~70–90 µs per signature (issue 20: a service's hot paths verify three or
- * four per flow, and the loop, not the machine's other core, is what limits it).
- */
-export async function verifyJwsAsync(
-  jws: string,
-  publicKey: KeyObject,
-  options: { algorithms: readonly JwsAlg[] },
-): Promise<{ header: Record<string, unknown>; payload: Record<string, unknown> }> {
-  const { header, payload, signingInput, signature } = decodeJws(jws)
-  const alg = header.alg as string
-  if (!isJwsAlg(alg) || !options.algorithms.includes(alg)) {
-    throw new JwsError('alg_not_allowed', `alg ${alg} is not allowed`)
-  }
-  if (header.crit !== undefined)
-    throw new JwsError('malformed', 'JWS crit header parameters are not supported')
-  const keyType = keyAlg(publicKey)
-  if (keyType !== alg) throw new JwsError('alg_key_mismatch', `alg ${alg} does not match the ${keyType} key`)
-  if (!(await verifySignatureInPool(alg, signingInput, signature, publicKey))) {
-    throw new JwsError('bad_signature', 'JWS signature is invalid')
-  }
-  return { header, payload }
-}
-
-function verifySignatureInPool(
-  alg: JwsAlg,
-  signingInput: string,
-  signature: Buffer,
-  publicKey: KeyObject,
-): Promise<boolean> {
-  if (signature.length !== 64) return Promise.resolve(false)
-  const data = Buffer.from(signingInput, 'ascii')
-  return new Promise((resolve) => {
-    const done = (error: Error | null, ok: boolean) => resolve(!error && ok)
-    try {
-      if (alg === 'EdDSA') cryptoVerify(null, data, publicKey, signature, done)
-      else cryptoVerify('sha256', data, { key: publicKey, dsaEncoding: 'ieee-p1363' }, signature, done)
-    } catch {
-      resolve(false)
-    }
-  })
-}
-
 function verifySignature(
   alg: JwsAlg,
   signingInput: string,

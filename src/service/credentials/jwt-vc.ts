@@ -1,6 +1,6 @@
 import { type DidKey, isJwsAlg, resolveDidKey } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
-import { type DecodedJws, decodeJws, JwsError, verifyJwsAsync } from '../../shared/jws.ts'
+import { type DecodedJws, decodeJws, JwsError, verifyJws } from '../../shared/jws.ts'
 import type {
   CredentialFormat,
   FormatPolicy,
@@ -31,17 +31,17 @@ export function resolveKid(kid: unknown, keys: KeyResolver = resolveDidKey): Did
  * The issuer's signature over a JWT-based credential, by the did:key its `kid` names; `iss`, when present
  * (or when `issRequired`), must be that DID. One check for every JWT-secured format.
  */
-export async function verifyIssuerJws(
+export function verifyIssuerJws(
   jwt: string,
   kid: unknown,
   iss: unknown,
   keys: KeyResolver,
   policy: FormatPolicy,
   issRequired: boolean,
-): Promise<ProofResult> {
+): ProofResult {
   try {
     const issuerKey = resolveKid(kid, keys)
-    await verifyJwsAsync(jwt, issuerKey.publicKey, { algorithms: policy.algorithms })
+    verifyJws(jwt, issuerKey.publicKey, { algorithms: policy.algorithms })
     if ((issRequired || iss !== undefined) && iss !== issuerKey.did)
       return { ok: false, reason: 'iss is not the DID of the key that signed it' }
     return { ok: true, issuer: issuerKey.did }
@@ -198,7 +198,7 @@ function readJwtPresentation(token: unknown, policy: FormatPolicy): ReadPresenta
     async verifyProof() {
       const failures: string[] = []
       try {
-        await verifyJwsAsync(token, holderKey.publicKey, { algorithms: policy.algorithms })
+        verifyJws(token, holderKey.publicKey, { algorithms: policy.algorithms })
       } catch (error) {
         failures.push(
           error instanceof JwsError && error.reason === 'bad_signature'

@@ -3,7 +3,7 @@ import { digest } from '@sd-jwt/crypto-nodejs'
 import { decodeSdJwtSync, getClaimsSync } from '@sd-jwt/decode'
 import { type DidKey, didKeyFromPublicKey, isJwsAlg } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
-import { type DecodedJws, decodeJws, JwsError, verifyJwsAsync } from '../../shared/jws.ts'
+import { type DecodedJws, decodeJws, JwsError, verifyJws } from '../../shared/jws.ts'
 import { checkDisclosuresReferenced, splitSdJwt } from '../../shared/sd-jwt.ts'
 import { tokenStatusReference } from '../../shared/token-status-list.ts'
 import { KB_JWT_TYP, SD_JWT_VC_TYP, SD_JWT_VC_TYP_LEGACY } from '../../shared/wire.ts'
@@ -135,7 +135,7 @@ async function verifyX5cIssuer(
     return { ok: false, reason: `iss ${JSON.stringify(iss)} is not named by the x5c leaf certificate` }
   }
   try {
-    await verifyJwsAsync(jwt, chain.publicKey, { algorithms: policy.algorithms })
+    verifyJws(jwt, chain.publicKey, { algorithms: policy.algorithms })
   } catch (error) {
     return {
       ok: false,
@@ -264,7 +264,7 @@ function readSdJwtPresentation(token: unknown, policy: FormatPolicy): ReadPresen
       if (typeof cnf === 'string') failures.push(`the KB-JWT cannot be checked: ${cnf}`)
       else {
         try {
-          await verifyJwsAsync(kbJwt, cnf.key, { algorithms: policy.algorithms })
+          verifyJws(kbJwt, cnf.key, { algorithms: policy.algorithms })
           holder = didKeyFromPublicKey(cnf.key)
         } catch (error) {
           failures.push(

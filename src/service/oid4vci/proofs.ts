@@ -2,7 +2,7 @@ import { createPublicKey, type JsonWebKey as NodeJwk } from 'node:crypto'
 import { UNDEFINED_TERMS_CONTEXT, VC_V2_CONTEXT } from '../../shared/data-integrity.ts'
 import { type DidKey, didKeyFromPublicKey, JWS_ALGS, resolveDidKey } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
-import { decodeJws, JwsError, verifyJwsAsync } from '../../shared/jws.ts'
+import { decodeJws, JwsError, verifyJws } from '../../shared/jws.ts'
 import { PROOF_TYP } from '../../shared/wire.ts'
 import { ldpVp } from '../credentials/data-integrity.ts'
 import { jwtVcJson } from '../credentials/jwt-vc.ts'
@@ -68,7 +68,7 @@ function resolveKid(kid: unknown, field: string): DidKey {
 }
 
 /** Appendix F.1: the `jwt` proof type. */
-export async function verifyJwtProof(jwt: unknown, ctx: ProofContext): Promise<HolderProof> {
+export function verifyJwtProof(jwt: unknown, ctx: ProofContext): HolderProof {
   if (ctx.presentationDefinition) {
     throw invalid('this credential requires a di_vp proof carrying the credentials the offer asks for')
   }
@@ -109,7 +109,7 @@ export async function verifyJwtProof(jwt: unknown, ctx: ProofContext): Promise<H
   const holder = jwk === undefined ? resolveKid(header.kid, 'proof JWT header kid') : holderOfJwk(jwk)
   let payload: Record<string, unknown>
   try {
-    payload = (await verifyJwsAsync(jwt, holder.publicKey, { algorithms: JWS_ALGS })).payload
+    payload = verifyJws(jwt, holder.publicKey, { algorithms: JWS_ALGS }).payload
   } catch (error) {
     const reason = error instanceof JwsError ? error.reason : 'bad_signature'
     if (reason === 'bad_signature')

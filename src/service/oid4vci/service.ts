@@ -295,7 +295,7 @@ export class Oid4vciService {
     }
     const verified: HolderProof[] = []
     for (const { type, value } of proofs) {
-      if (type === 'jwt') verified.push(await verifyJwtProof(value, ctx))
+      if (type === 'jwt') verified.push(verifyJwtProof(value, ctx))
       else if (type === 'di_vp' || type === 'ldp_vp') verified.push(await verifyDiVpProof(value, ctx))
       else throw new OAuthError('invalid_proof', `proof type "${type}" is not supported; use jwt or di_vp`)
     }
