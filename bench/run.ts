@@ -311,9 +311,15 @@ export interface ExternalContext {
 
 const tsxLoader = () => import.meta.resolve('tsx')
 
+// Servers run as a deployment runs them: NODE_ENV=production turns off the service's development checks
+// (the transaction guard, store/sqlite-commit.ts); the baselines have none to turn off.
 function child(file: string, profileDir?: string, args: string[] = []): ChildProcess {
   const profile = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []
-  return fork(join(HERE, file), args, { execArgv: ['--import', tsxLoader(), ...profile], stdio: 'inherit' })
+  return fork(join(HERE, file), args, {
+    execArgv: ['--import', tsxLoader(), ...profile],
+    stdio: 'inherit',
+    env: { ...process.env, NODE_ENV: 'production' },
+  })
 }
 
 /** Waits for a child to exit (a fixed sink port must be free for the next run); kills it after `ms`. */

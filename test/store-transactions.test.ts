@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
 import { after, before, describe, test } from 'node:test'
 import { type Store, TransactionMisuseError } from '../src/service/store/index.ts'
 import { openSqliteStore } from '../src/service/store/sqlite.ts'
+import { TRANSACTION_GUARD } from '../src/service/store/sqlite-commit.ts'
 import { ManualClock } from '../src/service/util/clock.ts'
 import { STORE_KINDS, type TestDatabase } from './fixtures/stores.ts'
+
+const COMMIT_MODULE = new URL('../src/service/store/sqlite-commit.ts', import.meta.url).href
 
 // Group commit (src/service/store/sqlite.ts): transactions asked for in one turn of the event loop share
 // one BEGIN IMMEDIATE … COMMIT, each in its own savepoint. What must hold: a failing transaction rolls
@@ -151,6 +155,25 @@ describe('batches of one and of several (statements counted by store.stats)', ()
 })
 
 describe('calling the store from inside its own transaction callback', () => {
+  test('the guard is on here (the tests) and off under NODE_ENV=production only', () => {
+    assert.equal(TRANSACTION_GUARD, true, 'the tests run with the development check')
+    const probe = (env: string | undefined) =>
+      execFileSync(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          '--input-type=module',
+          '-e',
+          `import { TRANSACTION_GUARD } from '${COMMIT_MODULE}'; console.log(TRANSACTION_GUARD)`,
+        ],
+        { env: { ...process.env, NODE_ENV: env }, encoding: 'utf8' },
+      ).trim()
+    assert.equal(probe('production'), 'false')
+    assert.equal(probe('development'), 'true')
+    assert.equal(probe(''), 'true')
+  })
+
   let store: Store
   before(async () => {
     store = await openSqliteStore(':memory:')
