@@ -31,6 +31,7 @@ import { openSqliteStore } from '../src/service/store/sqlite.ts'
 import { systemClock } from '../src/service/util/clock.ts'
 import { explain, runCli, startServe } from './fixtures/cli.ts'
 import { demoKey, fullFlow } from './fixtures/full-flow.ts'
+import { auth, postOffer, tokenFor } from './helpers.ts'
 
 // The store's migrations on a real PostgreSQL server (issue 21): the same list as SQLite's, rewritten for
 // PostgreSQL (store/postgres-schema.ts). What must hold: the two schemas have the same tables and columns,
@@ -525,6 +526,30 @@ describe('two instances on one PostgreSQL database behind one address', { skip }
     const fetched = await fetch(`${b.url}${onB.pathname}`)
     assert.equal(fetched.status, 200)
     assert.match(await seen, /offer_retrieved/)
+  })
+
+  test('a key revoked through one instance ends its tokens at the other at once, though it verified them before', async () => {
+    const [a, b] = instances.map((instance) => instance.app) as [RunningServer['app'], RunningServer['app']]
+    const admin = demoKey(config, 'admin')
+    const adminToken = await tokenFor(a, { id: admin.keyId, secret: admin.secret, tenant: admin.tenant })
+    const portal = (app: typeof a, method: 'POST' | 'DELETE', url: string, payload?: object) =>
+      app.inject({ method, url: `/portal/v1${url}`, headers: auth(adminToken), ...(payload && { payload }) })
+    const created = await portal(a, 'POST', '/api-keys', {
+      role: 'app',
+      template: 'degree',
+      label: 'revoked',
+    })
+    assert.equal(created.statusCode, 201, created.body)
+    const key = created.json<{ id: string; secret: string }>()
+    const token = await tokenFor(b, { id: key.id, secret: key.secret, tenant: admin.tenant })
+    // Both instances verify the token and remember it (auth/tokens.ts keeps verified tokens).
+    for (const app of [a, b]) assert.equal((await postOffer(app, token, { group: 'degree' })).statusCode, 201)
+    assert.equal((await portal(b, 'DELETE', `/api-keys/${key.id}`)).statusCode, 204)
+    for (const app of [a, b]) {
+      const refused = await postOffer(app, token, { group: 'degree' })
+      assert.equal(refused.statusCode, 401, refused.body)
+      assert.match(refused.body, /revoked/)
+    }
   })
 
   test('a template changed through one instance is what the other uses next, within its cache’s second', async () => {
