@@ -157,6 +157,17 @@ async function keptThenPurged(
   assert.deepEqual(await purge(t), noPurgeCounts(), 'a second run finds nothing more')
 }
 
+/** keptThenPurged for a verification session, whose lifetime ends closedFlowDays after `endedAt`. */
+const sessionKeptThenPurged = (t: TestApp, id: string, expected: LightMyRequestResponse, endedAt: number) =>
+  keptThenPurged(t, {
+    lastInstant: endedAt + CLOSED,
+    read: (sessionId) => readSession(t, sessionId),
+    id,
+    expected,
+    counts: { sessions: 1 },
+    notFound: 'session_not_found',
+  })
+
 describe('retention: the policy', () => {
   test('the policy in force is the documented default', () => {
     assert.deepEqual(POLICY, { closedFlowDays: 30, issuedProcessDays: 400, purgeIntervalSeconds: 3600 })
@@ -325,14 +336,7 @@ for (const kind of STORE_KINDS) {
           moveTo(t, expiredAt)
           const expected = await readSession(t, s.id)
           assert.equal(expected.json<{ Status: string }>().Status, 'EXPIRED')
-          await keptThenPurged(t, {
-            lastInstant: expiredAt + CLOSED,
-            read: (id) => readSession(t, id),
-            id: s.id,
-            expected,
-            counts: { sessions: 1 },
-            notFound: 'session_not_found',
-          })
+          await sessionKeptThenPurged(t, s.id, expected, expiredAt)
         } finally {
           await t.close()
         }
@@ -349,14 +353,12 @@ for (const kind of STORE_KINDS) {
           assert.equal(answer.statusCode, 200, answer.body)
           const expected = await readSession(t, s.id)
           assert.equal(expected.json<{ Status: string }>().Status, 'REJECTED')
-          await keptThenPurged(t, {
-            lastInstant: Date.parse(expected.json<{ UpdatedAt: string }>().UpdatedAt) + CLOSED,
-            read: (id) => readSession(t, id),
-            id: s.id,
+          await sessionKeptThenPurged(
+            t,
+            s.id,
             expected,
-            counts: { sessions: 1 },
-            notFound: 'session_not_found',
-          })
+            Date.parse(expected.json<{ UpdatedAt: string }>().UpdatedAt),
+          )
         } finally {
           await t.close()
         }
@@ -377,14 +379,12 @@ for (const kind of STORE_KINDS) {
           assert.equal(answer.statusCode, 200, answer.body)
           const expected = await readSession(t, s.id)
           assert.equal(expected.json<{ Status: string }>().Status, 'VERIFIED')
-          await keptThenPurged(t, {
-            lastInstant: Date.parse(expected.json<{ UpdatedAt: string }>().UpdatedAt) + CLOSED,
-            read: (id) => readSession(t, id),
-            id: s.id,
+          await sessionKeptThenPurged(
+            t,
+            s.id,
             expected,
-            counts: { sessions: 1 },
-            notFound: 'session_not_found',
-          })
+            Date.parse(expected.json<{ UpdatedAt: string }>().UpdatedAt),
+          )
           // The process that issued the credential is ISSUED: it has its own, longer lifetime.
           assert.equal((await readProcess(t, issued.processId)).statusCode, 200)
         } finally {

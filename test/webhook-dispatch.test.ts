@@ -22,7 +22,7 @@ import { DATABASE_FILE, openSqliteStore } from '../src/service/store/sqlite.ts'
 import { ManualClock, ShiftedClock } from '../src/service/util/clock.ts'
 import { type AttemptReport, WebhookDispatcher } from '../src/service/webhooks/dispatcher.ts'
 import { type OutboxHandoff, WebhookOutbox } from '../src/service/webhooks/outbox.ts'
-import { STORE_KINDS, type TestDatabase } from './fixtures/stores.ts'
+import { STORE_KINDS, type TestDatabase, type TestDatabases } from './fixtures/stores.ts'
 
 const TENANT = 'hooks'
 /** Retries after 20 ms, then 80 ms. */
@@ -165,43 +165,47 @@ const settled = (nodes: Node[], id: string) =>
 const logOf = async (store: Store, id: string) =>
   (await store.webhooks.attempts(id)).map((a) => [a.attempt, a.status, a.outcome, a.trigger])
 
+/** A clock, a receiver on it and a node on a fresh database, made before a describe's tests and closed after. */
+function nodeWithReceiver(databases: TestDatabases, label: string) {
+  const env = {} as { clock: ShiftedClock; receiver: WebhookReceiver; n: Node }
+  before(async () => {
+    env.clock = new ShiftedClock()
+    env.receiver = await WebhookReceiver.start({ now: () => env.clock.now() })
+    env.n = await node(await databases.fresh(label), env.clock)
+  })
+  after(async () => {
+    await close(env.n)
+    await env.receiver.close()
+  })
+  return env
+}
+
 for (const kind of STORE_KINDS) {
   describe(`webhook dispatch (${kind.name})`, { skip: kind.skip }, () => {
     const databases = kind.use()
 
     describe('one statement per delivery attempt', () => {
-      let clock: ShiftedClock
-      let receiver: WebhookReceiver
-      let n: Node
-      before(async () => {
-        clock = new ShiftedClock()
-        receiver = await WebhookReceiver.start({ now: () => clock.now() })
-        n = await node(await databases.fresh('one statement'), clock)
-      })
-      after(async () => {
-        await close(n)
-        await receiver.close()
-      })
+      const env = nodeWithReceiver(databases, 'one statement')
 
       test(`the outbox row costs one statement in the change transaction, a successful attempt one more, nothing after (${kind.name})`, async () => {
-        const endpoint = receiver.endpoint('one statement')
-        const template = await hookTemplate(n.store, clock, endpoint)
+        const endpoint = env.receiver.endpoint('one statement')
+        const template = await hookTemplate(env.n.store, env.clock, endpoint)
         for (let i = 0; i < 5; i++) {
-          const { id, transaction } = await issue(n, template)
+          const { id, transaction } = await issue(env.n, template)
           // BEGIN (IMMEDIATE on SQLite), the INSERT of the row (leased, with the endpoint's state
           // returned), COMMIT.
           assert.equal(transaction, 3, 'the outbox write is one statement of its transaction')
-          const before = n.store.stats.statements
-          const done = await settled([n], id)
+          const before = env.n.store.stats.statements
+          const done = await settled([env.n], id)
           await sleep(QUIET_MS)
           assert.equal(
-            n.store.stats.statements - before,
+            env.n.store.stats.statements - before,
             1,
             'the attempt is recorded by one statement, and no scan follows',
           )
           assert.equal(done.event.state, 'delivered')
-          assert.deepEqual(await logOf(n.store, id), [[1, 204, 'delivered', 'automatic']])
-          const row = await n.store.webhooks.get(id)
+          assert.deepEqual(await logOf(env.n.store, id), [[1, 204, 'delivered', 'automatic']])
+          const row = await env.n.store.webhooks.get(id)
           assert.equal(row?.state, 'delivered')
           assert.equal(row?.attempts, 1)
           assert.equal(row?.leaseUntil, null)
@@ -212,57 +216,57 @@ for (const kind of STORE_KINDS) {
       })
 
       test(`many changes at once: one statement per attempt in all, no scan while they are delivered (${kind.name})`, async () => {
-        const endpoint = receiver.endpoint('many at once')
-        const template = await hookTemplate(n.store, clock, endpoint)
-        await n.store.templates.get(TENANT, template.id, 'issuance')
+        const endpoint = env.receiver.endpoint('many at once')
+        const template = await hookTemplate(env.n.store, env.clock, endpoint)
+        await env.n.store.templates.get(TENANT, template.id, 'issuance')
         const subjects = Array.from({ length: 40 }, () => `p-${randomUUID()}`)
         const ids: string[] = []
         // Written in one transaction each, in the same turn: the group commit puts them in one batch.
         const written = await Promise.all(
           subjects.map((subject) =>
-            n.store.transaction((repos) =>
-              n.outbox.enqueueIn(repos, template, subject, 'issuance.issued', body(subject)),
+            env.n.store.transaction((repos) =>
+              env.n.outbox.enqueueIn(repos, template, subject, 'issuance.issued', body(subject)),
             ),
           ),
         )
         for (const id of written) ids.push(id as string)
-        const before = n.store.stats.statements
+        const before = env.n.store.stats.statements
         for (const subject of subjects) {
-          n.events.emit({
+          env.n.events.emit({
             kind: 'issuance',
             tenantId: TENANT,
             templateId: template.id,
             processId: subject,
             status: 'ISSUED',
             step: 'issued',
-            at: clock.now(),
+            at: env.clock.now(),
           })
         }
-        for (const id of ids) assert.equal((await settled([n], id)).event.state, 'delivered')
+        for (const id of ids) assert.equal((await settled([env.n], id)).event.state, 'delivered')
         await sleep(QUIET_MS)
-        assert.equal(n.store.stats.statements - before, ids.length)
+        assert.equal(env.n.store.stats.statements - before, ids.length)
         assert.equal(new Set(endpoint.deliveries.map((d) => d.webhookId)).size, ids.length)
         assert.equal(endpoint.deliveries.length, ids.length)
       })
 
       test(`a retried attempt costs one statement each: 503, 503, then 204 (${kind.name})`, async () => {
-        const endpoint = receiver.endpoint('retried').respondWith({ status: 503 }, { status: 503 })
-        const template = await hookTemplate(n.store, clock, endpoint)
-        const { id } = await issue(n, template)
-        const before = n.store.stats.statements
-        const done = await settled([n], id)
+        const endpoint = env.receiver.endpoint('retried').respondWith({ status: 503 }, { status: 503 })
+        const template = await hookTemplate(env.n.store, env.clock, endpoint)
+        const { id } = await issue(env.n, template)
+        const before = env.n.store.stats.statements
+        const done = await settled([env.n], id)
         await sleep(QUIET_MS)
-        assert.equal(n.store.stats.statements - before, 3, 'three attempts, three statements')
+        assert.equal(env.n.store.stats.statements - before, 3, 'three attempts, three statements')
         assert.equal(done.event.state, 'delivered')
-        assert.deepEqual(await logOf(n.store, id), [
+        assert.deepEqual(await logOf(env.n.store, id), [
           [1, 503, 'retry', 'automatic'],
           [2, 503, 'retry', 'automatic'],
           [3, 204, 'delivered', 'automatic'],
         ])
-        const log = await n.store.webhooks.attempts(id)
+        const log = await env.n.store.webhooks.attempts(id)
         assert.equal(log[0]?.error, 'the receiver answered 503')
         assert.ok((log[0]?.nextAttemptAt ?? 0) <= (log[1]?.at ?? 0), 'not before its time')
-        const row = await n.store.webhooks.get(id)
+        const row = await env.n.store.webhooks.get(id)
         assert.deepEqual(
           [row?.state, row?.attempts, row?.lastStatus, row?.logCount, row?.leaseUntil],
           ['delivered', 3, 204, 3, null],
@@ -278,20 +282,20 @@ for (const kind of STORE_KINDS) {
       })
 
       test(`a 410 disables the endpoint in the same statement; the next event is disabled without a request (${kind.name})`, async () => {
-        const endpoint = receiver.endpoint('gone').respondWith({ status: 410 })
-        const template = await hookTemplate(n.store, clock, endpoint)
-        const { id } = await issue(n, template)
-        const before = n.store.stats.statements
-        assert.equal((await settled([n], id)).event.state, 'disabled')
+        const endpoint = env.receiver.endpoint('gone').respondWith({ status: 410 })
+        const template = await hookTemplate(env.n.store, env.clock, endpoint)
+        const { id } = await issue(env.n, template)
+        const before = env.n.store.stats.statements
+        assert.equal((await settled([env.n], id)).event.state, 'disabled')
         await sleep(QUIET_MS)
-        assert.equal(n.store.stats.statements - before, 1)
-        const disabled = await n.store.webhooks.endpoint(TENANT, template.id)
+        assert.equal(env.n.store.stats.statements - before, 1)
+        const disabled = await env.n.store.webhooks.endpoint(TENANT, template.id)
         assert.equal(disabled?.url, endpoint.url)
         assert.equal(disabled?.disabledReason, `${endpoint.url} answered 410 Gone to event ${id}`)
-        assert.deepEqual(await logOf(n.store, id), [[1, 410, 'disabled', 'automatic']])
+        assert.deepEqual(await logOf(env.n.store, id), [[1, 410, 'disabled', 'automatic']])
 
-        const next = await issue(n, template)
-        const skipped = await settled([n], next.id)
+        const next = await issue(env.n, template)
+        const skipped = await settled([env.n], next.id)
         assert.equal(skipped.event.state, 'disabled')
         assert.equal(skipped.attempt.status, null)
         assert.equal(skipped.attempt.error, `endpoint disabled: ${disabled?.disabledReason}`)
@@ -299,15 +303,15 @@ for (const kind of STORE_KINDS) {
       })
 
       test(`per-origin limit: held events of a slow origin wait for its slot, another origin is not held back (${kind.name})`, async () => {
-        const slowReceiver = await WebhookReceiver.start({ now: () => clock.now() })
-        const limited = await node(await databases.fresh('per origin'), clock, {
+        const slowReceiver = await WebhookReceiver.start({ now: () => env.clock.now() })
+        const limited = await node(await databases.fresh('per origin'), env.clock, {
           webhooks: { perEndpointConcurrency: 1, timeoutMs: 5000 },
         })
         try {
           const slow = slowReceiver.endpoint('slow').respondAlways({ delayMs: 3000 })
-          const fast = receiver.endpoint('fast')
-          const slowTemplate = await hookTemplate(limited.store, clock, slow)
-          const fastTemplate = await hookTemplate(limited.store, clock, fast)
+          const fast = env.receiver.endpoint('fast')
+          const slowTemplate = await hookTemplate(limited.store, env.clock, slow)
+          const fastTemplate = await hookTemplate(limited.store, env.clock, fast)
           for (let i = 0; i < 4; i++) await issue(limited, slowTemplate)
           await slow.waitFor(() => true, { description: 'the first slow delivery' })
           const { id } = await issue(limited, fastTemplate)
@@ -322,35 +326,24 @@ for (const kind of STORE_KINDS) {
     })
 
     describe('announcements', () => {
-      let clock: ShiftedClock
-      let receiver: WebhookReceiver
-      let n: Node
-      before(async () => {
-        clock = new ShiftedClock()
-        receiver = await WebhookReceiver.start({ now: () => clock.now() })
-        n = await node(await databases.fresh('announcements'), clock)
-      })
-      after(async () => {
-        await close(n)
-        await receiver.close()
-      })
+      const env = nodeWithReceiver(databases, 'announcements')
 
       const announce = (template: TemplateRecord, subject: string) =>
-        n.events.emit({
+        env.n.events.emit({
           kind: 'issuance',
           tenantId: template.tenantId,
           templateId: template.id,
           processId: subject,
           status: 'ISSUED',
           step: 'issued',
-          at: clock.now(),
+          at: env.clock.now(),
         })
 
       /** A transaction that writes the outbox row and then fails: the row rolls back with it. */
       async function rolledBack(template: TemplateRecord, subject: string) {
         await assert.rejects(
-          n.store.transaction(async (repos) => {
-            await n.outbox.enqueueIn(repos, template, subject, 'issuance.issued', body(subject))
+          env.n.store.transaction(async (repos) => {
+            await env.n.outbox.enqueueIn(repos, template, subject, 'issuance.issued', body(subject))
             throw new Error('injected failure after the outbox write')
           }),
           /injected failure/,
@@ -358,12 +351,12 @@ for (const kind of STORE_KINDS) {
       }
 
       test(`a write rolled back is never sent; the committed write of the same change is sent once (${kind.name})`, async () => {
-        const endpoint = receiver.endpoint('rolled back')
-        const template = await hookTemplate(n.store, clock, endpoint)
+        const endpoint = env.receiver.endpoint('rolled back')
+        const template = await hookTemplate(env.n.store, env.clock, endpoint)
         const subject = `p-${randomUUID()}`
         await rolledBack(template, subject)
-        const { id } = await issue(n, template, n.outbox, subject)
-        assert.equal((await settled([n], id)).event.state, 'delivered')
+        const { id } = await issue(env.n, template, env.n.outbox, subject)
+        assert.equal((await settled([env.n], id)).event.state, 'delivered')
         await sleep(QUIET_MS)
         assert.deepEqual(
           endpoint.deliveries.map((d) => d.webhookId),
@@ -372,17 +365,17 @@ for (const kind of STORE_KINDS) {
       })
 
       test(`an announcement long after a write that rolled back (another worker's, relayed) sends nothing (${kind.name})`, async () => {
-        const endpoint = receiver.endpoint('relayed')
-        const template = await hookTemplate(n.store, clock, endpoint)
+        const endpoint = env.receiver.endpoint('relayed')
+        const template = await hookTemplate(env.n.store, env.clock, endpoint)
         const subject = `p-${randomUUID()}`
         await rolledBack(template, subject)
-        clock.advance(11_000)
-        const before = n.store.stats.statements
+        env.clock.advance(11_000)
+        const before = env.n.store.stats.statements
         announce(template, subject)
         await sleep(QUIET_MS)
         assert.equal(endpoint.deliveries.length, 0)
-        assert.equal(n.store.stats.statements, before, 'nothing was attempted')
-        assert.deepEqual(await n.store.webhooks.listByTemplate(TENANT, template.id, { limit: 10 }), [])
+        assert.equal(env.n.store.stats.statements, before, 'nothing was attempted')
+        assert.deepEqual(await env.n.store.webhooks.listByTemplate(TENANT, template.id, { limit: 10 }), [])
       })
     })
 
