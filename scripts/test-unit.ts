@@ -19,6 +19,8 @@ const result = spawnSync(
     '--test',
     '--test-concurrency=2',
     '--test-reporter=spec',
+    // A test that hangs fails after 4 minutes, named, instead of holding CI until its own limit.
+    '--test-timeout=240000',
     ...process.argv.slice(2),
     ...[1, 2, 3, 4].map((k) => `test/groups/shared-${k}.ts`),
     ...own,

@@ -109,6 +109,18 @@ const body = (subject: string): WebhookBody => ({
   verificationResult: { checks: [], warnings: [], errors: [] },
 })
 
+/** What the service announces once an issuance change committed: the dispatcher's cue to send its events. */
+const announceIssued = (n: Node, template: TemplateRecord, subject: string, at: number) =>
+  n.events.emit({
+    kind: 'issuance',
+    tenantId: template.tenantId,
+    templateId: template.id,
+    processId: subject,
+    status: 'ISSUED',
+    step: 'issued',
+    at,
+  })
+
 /**
  * A process becomes ISSUED as IssuanceService does it: the template read, the outbox row written in the
  * change's transaction, the change announced after the commit. Answers the event id and the statements
@@ -121,15 +133,7 @@ async function issue(n: Node, template: TemplateRecord, outbox = n.outbox, subje
     outbox.enqueueIn(repos, template, subject, 'issuance.issued', body(subject)),
   )
   const transaction = n.store.stats.statements - before
-  n.events.emit({
-    kind: 'issuance',
-    tenantId: template.tenantId,
-    templateId: template.id,
-    processId: subject,
-    status: 'ISSUED',
-    step: 'issued',
-    at: Date.now(),
-  })
+  announceIssued(n, template, subject, Date.now())
   return { id: id as string, transaction }
 }
 
@@ -329,15 +333,7 @@ for (const kind of STORE_KINDS) {
       const env = nodeWithReceiver(databases, 'announcements')
 
       const announce = (template: TemplateRecord, subject: string) =>
-        env.n.events.emit({
-          kind: 'issuance',
-          tenantId: template.tenantId,
-          templateId: template.id,
-          processId: subject,
-          status: 'ISSUED',
-          step: 'issued',
-          at: env.clock.now(),
-        })
+        announceIssued(env.n, template, subject, env.clock.now())
 
       /** A transaction that writes the outbox row and then fails: the row rolls back with it. */
       async function rolledBack(template: TemplateRecord, subject: string) {
