@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import Database from 'libsql'
-import type { Store } from '../src/service/store/index.ts'
+import type { Store, StoreStats } from '../src/service/store/index.ts'
 import { DATABASE_FILE, openSqliteStore } from '../src/service/store/sqlite.ts'
+import { BACKSTOP_PAGES, Checkpointer } from '../src/service/store/sqlite-checkpoint.ts'
 
 // The SQLite store's connection mechanics (src/service/store/sqlite-driver.ts): a write is acknowledged only
 // once the WAL is synced, off the event loop, one sync covering many writes; and another process's write lock
@@ -119,5 +120,56 @@ describe("another process's write lock is waited for without blocking the event 
     } finally {
       other.exec('COMMIT')
     }
+  })
+})
+
+describe('WAL checkpoints on a thread of their own (store/sqlite-checkpoint.ts)', () => {
+  const size = (file: string) => statSync(file).size
+
+  test('writes are copied into the database file by the worker, not by a COMMIT on the event loop', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vc-harness-checkpoint-'))
+    let store = await openSqliteStore(dir)
+    try {
+      const file = join(dir, DATABASE_FILE)
+      // What was copied so far (the schema may still be in the log, under the backstop).
+      const before = size(file)
+      const checkpointsBefore = store.stats.checkpoints ?? 0
+      // ~2000 pages of rows: far below the backstop (BACKSTOP_PAGES), so SQLite never checkpoints by itself.
+      for (let batch = 0; batch < 20; batch++) {
+        await Promise.all(
+          Array.from({ length: 50 }, (_, i) =>
+            store.transaction((repos) =>
+              repos.tenants.create({ ...tenant(`c${batch}-${i}-${'x'.repeat(3000)}`), createdAt: batch }),
+            ),
+          ),
+        )
+      }
+      assert.ok(2000 < BACKSTOP_PAGES)
+      for (let waited = 0; size(file) <= before && waited < 3000; waited += 50) {
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      assert.ok(size(file) > before + 1_000_000, `the database file grew: ${before} → ${size(file)} bytes`)
+      assert.ok((store.stats.checkpoints ?? 0) > checkpointsBefore, 'the worker ran checkpoints')
+      await store.close()
+      store = await openSqliteStore(dir)
+      assert.equal((await store.tenants.get(`c19-49-${'x'.repeat(3000)}`))?.createdAt, 19)
+    } finally {
+      await store.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  test('a worker that cannot open the database is reported once, and closing still resolves', async () => {
+    const failures: Error[] = []
+    const stats: StoreStats = { statements: 0, syncs: 0, busyWaits: 0 }
+    const checkpointer = new Checkpointer(join(tmpdir(), 'no-such-dir', 'vc.db'), stats, (e) =>
+      failures.push(e),
+    )
+    checkpointer.poke()
+    await checkpointer.next()
+    assert.equal(failures.length, 1, 'reported once')
+    assert.match(String(failures[0]?.message), /./)
+    assert.equal(stats.checkpoints, undefined, 'no checkpoint counted')
+    await checkpointer.close()
   })
 })

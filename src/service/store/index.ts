@@ -355,6 +355,8 @@ export interface StoreStats {
   syncs: number
   /** Pauses taken because another process held the write lock (SQLITE_BUSY, waited for with timers). */
   busyWaits: number
+  /** WAL checkpoints run off the event loop (SQLite file stores; store/sqlite-checkpoint.ts). */
+  checkpoints?: number
 }
 
 /** The store was called from inside one of its own transaction callbacks (which would wait forever). */

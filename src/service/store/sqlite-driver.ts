@@ -42,6 +42,8 @@ export class WalSync {
   private synced = 0
   private inFlight: Promise<void> | undefined
   private handle: FileHandle | undefined
+  /** Told after each sync that covered writes (the checkpointer, store/sqlite-checkpoint.ts). */
+  onSynced: (() => void) | undefined
 
   constructor(
     /** The `-wal` file; undefined for ':memory:' (nothing to make durable). */
@@ -79,6 +81,7 @@ export class WalSync {
         await this.handle.datasync()
         this.stats.syncs++
         this.synced = Math.max(this.synced, covers)
+        this.onSynced?.()
       } catch (error) {
         // A WAL that SQLite removed and made again (it does when the last connection closes) is reopened.
         await this.handle?.close().catch(() => {})

@@ -25,6 +25,7 @@ import type {
 import { Kysely, Migrator } from './kysely.ts'
 import { migrations } from './migrations.ts'
 import { first, flag, prepared, run } from './prepared.ts'
+import { BACKSTOP_PAGES, Checkpointer } from './sqlite-checkpoint.ts'
 import { groupCommit, guardStore } from './sqlite-commit.ts'
 import { LibsqlDialect, WalSync } from './sqlite-driver.ts'
 import { insertOrConflict } from './sqlite-errors.ts'
@@ -382,6 +383,7 @@ export async function openSqliteStore(dataDir: string, options: SqliteStoreOptio
   let db: Kysely<Schema> | undefined
   let stats: StoreStats
   let sync: WalSync | undefined
+  let checkpointer: Checkpointer | undefined
   let secrets: StoreSecrets
   try {
     let path = ':memory:'
@@ -411,11 +413,28 @@ export async function openSqliteStore(dataDir: string, options: SqliteStoreOptio
     keys.resealed += await resealSecrets(database, secrets)
     sync.wrote() // the migrations and the re-sealing, on disk before the store serves
     await sync.settle()
+    if (path !== ':memory:') {
+      // Checkpoints on a thread of their own; SQLite's own, in a COMMIT on the event loop, only as a backstop.
+      const started = new Checkpointer(path, stats, (error) => {
+        process.emitWarning(
+          `vc-harness: the WAL checkpoint thread failed (${error.message}); SQLite checkpoints in COMMIT again`,
+        )
+        try {
+          database.pragma('wal_autocheckpoint = 1000')
+        } catch {
+          // closed meanwhile: nothing left to checkpoint for
+        }
+      })
+      checkpointer = started
+      database.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`)
+      sync.onSynced = () => started.poke()
+    }
     // Belt and braces for a -wal or -shm file left by an earlier version with a looser mode.
     if (path !== ':memory:' && sharedBits(fileStatus(path)?.mode ?? 0) === 0) {
       for (const suffix of ['-wal', '-shm']) tightenIfExists(`${path}${suffix}`)
     }
   } catch (error) {
+    await checkpointer?.close()
     await db?.destroy()
     await sync?.close()
     // A data key problem is the operator's to fix, as it is: not a database that cannot be opened.
@@ -439,6 +458,8 @@ export async function openSqliteStore(dataDir: string, options: SqliteStoreOptio
     stats,
     close: async () => {
       await synced.settle().catch(() => {})
+      // The checkpoint thread's connection first: nothing of it may outlive the store.
+      await checkpointer?.close()
       await db.destroy()
       await synced.close()
     },
