@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -15,6 +14,7 @@ import {
 } from '../bench/host-guard.ts'
 import { type BenchOptions, parseBenchArgs, planRuns } from '../bench/run.ts'
 import { startChild } from '../src/harness/child-target.ts'
+import { freePort } from '../src/harness/free-port.ts'
 import type { Target } from '../src/harness/target-types.ts'
 import { type RunningServer, startServer } from '../src/service/server.ts'
 import { runCli } from './fixtures/cli.ts'
@@ -137,14 +137,6 @@ describe('bench --target external: the host guard', () => {
 async function cli(argv: string[]): Promise<{ code: number | null; out: string; err: string }> {
   const run = await runCli(['bench', ...argv])
   return { code: run.code, out: run.stdout, err: run.stderr }
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolvePromise) => server.listen(0, '127.0.0.1', resolvePromise))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolvePromise) => server.close(resolvePromise))
-  return port
 }
 
 const profileOf = (url: string, receiverPort?: number) => ({

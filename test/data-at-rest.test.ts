@@ -571,13 +571,15 @@ describe('data at rest: vc-harness serve', { concurrency: true }, () => {
     const dir = join(tempDir(), 'data')
     const k1 = newKey()
     const store = await openSqliteStore(dir, { dataKeys: DataKeyring.parse(k1, 'k1') })
-    await store.serviceKeys.create({
-      kid: 'k',
-      alg: 'EdDSA',
-      privateJwk: { kty: 'OKP', crv: 'Ed25519', x: 'x', d: 'd' },
-      publicJwk: { kty: 'OKP', crv: 'Ed25519', x: 'x' },
-      createdAt: 0,
-    })
+    await store.transaction((repos) =>
+      repos.serviceKeys.createFirst({
+        kid: 'k',
+        alg: 'EdDSA',
+        privateJwk: { kty: 'OKP', crv: 'Ed25519', x: 'x', d: 'd' },
+        publicJwk: { kty: 'OKP', crv: 'Ed25519', x: 'x' },
+        createdAt: 0,
+      }),
+    )
     await store.close()
     const run = await runCli(['serve', '--port', '0', '--no-demo', '--data', dir], { env: DATA_KEY_VARS })
     assert.equal(run.code, 2, explain(run))

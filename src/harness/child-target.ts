@@ -107,9 +107,7 @@ export async function startChild(env: Env = process.env, options: ChildOptions =
     await Promise.all(instances.map((instance) => instance.close()))
   }
   try {
-    // One after the other: the first start migrates and seeds the shared database and creates its service
-    // key; instances booting at the same moment on a fresh database may each create and keep their own key
-    // (issue 21 report), so their tokens and codes would not verify on one another.
+    // One after the other: a child that fails to start is then named alone, its stderr not mixed with others'.
     for (let i = 0; i < count; i++) {
       const label = count > 1 ? `vc-harness serve (instance ${i + 1} of ${count})` : 'vc-harness serve'
       instances.push(await startInstance(configPath, extraArgs, childEnv, label, options))

@@ -257,12 +257,11 @@ export interface WebhookRepository {
 
 export interface ServiceKeyRepository {
   list(): Promise<ServiceKeyRecord[]>
-  create(key: ServiceKeyRecord): Promise<void>
   /**
    * In a transaction: writes `key` only when there is no service key yet, so that instances starting
-   * together on a fresh database all end up with the one that was written first; answers whether it wrote.
+   * together on a fresh database all end up with the one that was written first.
    */
-  createFirst(key: ServiceKeyRecord): Promise<boolean>
+  createFirst(key: ServiceKeyRecord): Promise<void>
 }
 
 /** How long closed flows are kept (config `retention`; docs/security.md, "Retention"). */

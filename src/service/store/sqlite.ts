@@ -268,32 +268,15 @@ class SqliteServiceKeys implements ServiceKeyRepository {
       }),
     )
   }
-  async create(k: ServiceKeyRecord) {
-    await insertOrConflict(
-      this.db
-        .insertInto('service_keys')
-        .values({
-          kid: k.kid,
-          alg: k.alg,
-          private_jwk: this.secrets.sealJson('service_keys.private_jwk', [k.kid], k.privateJwk),
-          public_jwk: JSON.stringify(k.publicJwk),
-          created_at: k.createdAt,
-        })
-        .execute(),
-      `service key "${k.kid}"`,
-    )
-  }
   async createFirst(k: ServiceKeyRecord) {
     await first(this.db, FIRST_KEY_LOCK, [])
-    const sealed = this.secrets.sealJson('service_keys.private_jwk', [k.kid], k.privateJwk)
-    const written = await run(this.db, FIRST_KEY_INSERT, [
+    await run(this.db, FIRST_KEY_INSERT, [
       k.kid,
       k.alg,
-      sealed,
+      this.secrets.sealJson('service_keys.private_jwk', [k.kid], k.privateJwk),
       JSON.stringify(k.publicJwk),
       k.createdAt,
     ])
-    return written > 0
   }
 }
 
