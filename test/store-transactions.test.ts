@@ -10,8 +10,9 @@ import { STORE_KINDS, type TestDatabase } from './fixtures/stores.ts'
 const COMMIT_MODULE = new URL('../src/service/store/sqlite-commit.ts', import.meta.url).href
 
 // Group commit (src/service/store/sqlite.ts): transactions asked for in one turn of the event loop share
-// one BEGIN IMMEDIATE … COMMIT, each in its own savepoint. What must hold: a failing transaction rolls
-// back alone, the others of its batch commit, results reach each caller, and everything is on disk.
+// one BEGIN IMMEDIATE … COMMIT; when one fails, the batch runs again with a savepoint each. What must hold:
+// a failing transaction rolls back alone, the others of its batch commit, results reach each caller, and
+// everything is on disk.
 
 const tenant = (id: string) => ({ id, source: 'portal' as const, createdAt: 1 })
 
@@ -112,23 +113,53 @@ describe('batches of one and of several (statements counted by store.stats)', ()
     assert.equal(await store.tenants.get('lonely'), undefined)
   })
 
-  test('two transactions in one batch each get a savepoint, and the failing one rolls back alone', async () => {
-    let results: PromiseSettledResult<void>[] = []
+  test('transactions of one batch that all succeed share BEGIN and COMMIT, with no savepoint', async () => {
+    let values: string[] = []
+    const n = await statementsOf(async () => {
+      values = await Promise.all(
+        ['shared-a', 'shared-b', 'shared-c'].map((id) =>
+          store.transaction(async (repos) => {
+            await repos.tenants.create(tenant(id))
+            return id
+          }),
+        ),
+      )
+    })
+    assert.deepEqual(values, ['shared-a', 'shared-b', 'shared-c'])
+    assert.equal(n, 5, 'BEGIN, three INSERTs, COMMIT')
+    for (const id of values) assert.equal((await store.tenants.get(id))?.id, id)
+  })
+
+  test('a failure in a batch runs the batch again with a savepoint each, and the failing one rolls back alone', async () => {
+    let results: PromiseSettledResult<string>[] = []
+    const runs = { kept: 0, dropped: 0, after: 0 }
     const n = await statementsOf(async () => {
       results = await Promise.allSettled([
-        store.transaction((repos) => repos.tenants.create(tenant('kept'))),
         store.transaction(async (repos) => {
+          runs.kept++
+          await repos.tenants.create(tenant('kept'))
+          return `kept, run ${runs.kept}`
+        }),
+        store.transaction(async (repos) => {
+          runs.dropped++
           await repos.tenants.create(tenant('dropped'))
-          throw new Error('no')
+          throw new Error(`no, run ${runs.dropped}`)
+        }),
+        store.transaction(async (repos) => {
+          runs.after++
+          // Sees the batch's earlier, committed-to-be write, whichever run this is.
+          return `after sees ${(await repos.tenants.get('kept'))?.id}, run ${runs.after}`
         }),
       ])
     })
     assert.deepEqual(
-      results.map((r) => r.status),
-      ['fulfilled', 'rejected'],
+      results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message)),
+      ['kept, run 2', 'no, run 2', 'after sees kept, run 1'],
+      'each caller gets the outcome of the run that counted; the one after the failure ran once',
     )
-    // BEGIN; SAVEPOINT, INSERT; SAVEPOINT, INSERT, ROLLBACK TO; COMMIT. No RELEASE: COMMIT ends them all.
-    assert.equal(n, 7)
+    // BEGIN, INSERT, INSERT, ROLLBACK; then BEGIN; SAVEPOINT, INSERT; SAVEPOINT, INSERT, ROLLBACK TO;
+    // SAVEPOINT, SELECT; COMMIT. No RELEASE: COMMIT ends them all.
+    assert.equal(n, 4 + 9)
     assert.equal((await store.tenants.get('kept'))?.id, 'kept')
     assert.equal(await store.tenants.get('dropped'), undefined)
   })

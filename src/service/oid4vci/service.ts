@@ -35,6 +35,7 @@ import {
 import { requestedConfiguration } from './requests.ts'
 
 const MAX_PROOFS = 10
+const BEARER = /^Bearer +([A-Za-z0-9._~+/-]+=*)$/i
 const NOTIFICATION_EVENTS = new Set(['credential_accepted', 'credential_failure', 'credential_deleted'])
 
 export interface Oid4vciDeps {
@@ -165,7 +166,7 @@ export class Oid4vciService {
 
   /** Token endpoint, pre-authorized code grant (OpenID4VCI section 6). */
   async token(tenantId: string, form: Form) {
-    const { store, clock, options, grants } = this.deps
+    const { store, clock, options } = this.deps
     const grantType = form.grant_type
     if (typeof grantType !== 'string') throw new OAuthError('invalid_request', 'grant_type is required')
     if (grantType !== PRE_AUTHORIZED_GRANT) {
@@ -178,12 +179,52 @@ export class Oid4vciService {
     if (typeof code !== 'string' || code.length === 0) {
       throw new OAuthError('invalid_request', 'pre-authorized_code is required')
     }
-    const found = await store.grants.withProcess({ codeHash: sha256(code) })
+    const now = clock.now()
+    const codeHash = sha256(code)
+    const txCode = form.tx_code ?? form.user_pin
+    const accessToken = randomBytes(32).toString('base64url')
+    const expiresIn = options.accessTokenLifetimeSeconds
+    const tokenHash = sha256(accessToken)
+    const tokenExpiresAt = now + expiresIn * 1000
+    // The common case in one statement: a live code of this tenant asking no tx_code, of a PENDING process
+    // (issue 20). Anything else takes the checks below, which name what is wrong; a tx_code is checked
+    // there (its HMAC needs the process id, and the comparison stays timing-safe).
+    const redeemed =
+      (txCode === undefined || txCode === '') &&
+      (await store.grants.consumeCodeByHash({ codeHash, tenantId, now, tokenHash, tokenExpiresAt }))
+    if (!redeemed) await this.judgeCode(tenantId, codeHash, txCode, now, tokenHash, tokenExpiresAt)
+    // token-without-c-nonce (draft 15 §6.2: a token answer of an issuer that wants proofs carries c_nonce):
+    // left out; the nonce endpoint stays announced and the credential endpoint still wants a nonce.
+    const withoutNonce = this.deps.faults?.registry.is(tenantId, 'token-without-c-nonce')
+    return {
+      access_token: accessToken,
+      token_type: 'Bearer',
+      expires_in: expiresIn,
+      ...(!withoutNonce && {
+        c_nonce: this.newNonce(tenantId),
+        c_nonce_expires_in: options.cNonceLifetimeSeconds,
+      }),
+    }
+  }
+
+  /**
+   * The token request's checks on the grant read with its process: throws the OAuth error of the first that
+   * fails (a wrong tx_code is counted), else consumes the code, binding the access token.
+   */
+  private async judgeCode(
+    tenantId: string,
+    codeHash: string,
+    txCode: unknown,
+    now: number,
+    tokenHash: string,
+    tokenExpiresAt: number,
+  ) {
+    const { store, options, grants } = this.deps
+    const found = await store.grants.withProcess({ codeHash })
     if (!found || found.grant.tenantId !== tenantId) {
       throw new OAuthError('invalid_grant', 'pre-authorized_code is unknown to this credential issuer')
     }
     const { grant, process } = found
-    const now = clock.now()
     if (grant.codeState === 'burnt') {
       throw new OAuthError(
         'invalid_grant',
@@ -197,7 +238,6 @@ export class Oid4vciService {
       const reason = process.rejectedReason ? `: ${process.rejectedReason}` : ''
       throw new OAuthError('invalid_grant', `the issuance process is ${process.status}${reason}`)
     }
-    const txCode = form.tx_code ?? form.user_pin
     if (grant.txCodeHash) {
       if (typeof txCode !== 'string' || txCode.length === 0) {
         throw new OAuthError('invalid_request', 'tx_code is required: the offer announced one')
@@ -218,22 +258,8 @@ export class Oid4vciService {
     } else if (txCode !== undefined && txCode !== '') {
       throw new OAuthError('invalid_request', 'tx_code was sent but the offer did not announce one')
     }
-    const accessToken = randomBytes(32).toString('base64url')
-    const expiresIn = options.accessTokenLifetimeSeconds
-    if (!(await store.grants.consumeCode(grant.processId, sha256(accessToken), now + expiresIn * 1000))) {
+    if (!(await store.grants.consumeCode(grant.processId, tokenHash, tokenExpiresAt))) {
       throw new OAuthError('invalid_grant', 'pre-authorized_code was already used')
-    }
-    // token-without-c-nonce (draft 15 §6.2: a token answer of an issuer that wants proofs carries c_nonce):
-    // left out; the nonce endpoint stays announced and the credential endpoint still wants a nonce.
-    const withoutNonce = this.deps.faults?.registry.is(tenantId, 'token-without-c-nonce')
-    return {
-      access_token: accessToken,
-      token_type: 'Bearer',
-      expires_in: expiresIn,
-      ...(!withoutNonce && {
-        c_nonce: this.newNonce(tenantId),
-        c_nonce_expires_in: options.cNonceLifetimeSeconds,
-      }),
     }
   }
 
@@ -243,7 +269,7 @@ export class Oid4vciService {
     authorization: string | undefined,
   ): Promise<{ grant: GrantRecord; process: ProcessRecord }> {
     if (!authorization) throw tokenError('an access token is required (Authorization: Bearer …)', false)
-    const match = /^Bearer +([A-Za-z0-9._~+/-]+=*)$/i.exec(authorization)
+    const match = BEARER.exec(authorization)
     if (!match?.[1]) throw tokenError('Authorization must be "Bearer <access token>"', true)
     const found = await this.deps.store.grants.withProcess({ tokenHash: sha256(match[1]) })
     if (!found || found.grant.tenantId !== tenantId)
@@ -455,8 +481,23 @@ export class Oid4vciService {
 
   /** Deferred credential endpoint (OpenID4VCI section 9). */
   async deferred(tenantId: string, authorization: string | undefined, body: unknown) {
-    const { grant, process } = await this.authenticate(tenantId, authorization)
+    const { store, clock } = this.deps
+    // The successful download in one statement (issue 20): a live token of this tenant, its transaction,
+    // not yet redeemed, of an ISSUED process. Anything else takes the checks below, which name what is wrong.
+    const token = authorization && BEARER.exec(authorization)?.[1]
     const transactionId = isObject(body) ? body.transaction_id : undefined
+    if (token && typeof transactionId === 'string') {
+      const notificationId = randomUUID()
+      const redeemed = await store.grants.markRedeemedByToken({
+        tokenHash: sha256(token),
+        tenantId,
+        transactionId,
+        now: clock.now(),
+        notificationId,
+      })
+      if (redeemed) return this.retrieved(tenantId, redeemed.process, notificationId)
+    }
+    const { grant, process } = await this.authenticate(tenantId, authorization)
     if (typeof transactionId !== 'string')
       throw new OAuthError('invalid_request', 'transaction_id is required')
     if (grant.transactionId === null || grant.transactionId !== transactionId) {
@@ -465,10 +506,10 @@ export class Oid4vciService {
     if (grant.redeemedAt !== null) {
       throw new OAuthError('invalid_transaction_id', 'transaction_id was already redeemed')
     }
-    const outcome = transition(process, grant, 'retrieve_credential', this.deps.clock.now())
+    const outcome = transition(process, grant, 'retrieve_credential', clock.now())
     if (!outcome.ok && outcome.refusal === 'pending') {
       const interval = this.deps.options.deferredIntervalSeconds
-      const template = await this.deps.store.templates.get(tenantId, process.templateId, 'issuance')
+      const template = await store.templates.get(tenantId, process.templateId, 'issuance')
       // 1.0 §9.2: still pending is a 202 with the same transaction_id; draft 15 answered an error.
       if (template?.body.deferredResponse !== 'draft15') {
         return { status: 202, body: { transaction_id: transactionId, interval } }
@@ -484,12 +525,13 @@ export class Oid4vciService {
     if (!outcome.ok) throw this.refusal(process, 'retrieve_credential', outcome, 'invalid_transaction_id')
     const notificationId = randomUUID()
     // One conditional statement: a second redemption changes nothing.
-    const redeemed = await this.deps.store.grants.markRedeemed(
-      process.id,
-      this.deps.clock.now(),
-      notificationId,
-    )
+    const redeemed = await store.grants.markRedeemed(process.id, clock.now(), notificationId)
     if (!redeemed) throw new OAuthError('invalid_transaction_id', 'transaction_id was already redeemed')
+    return this.retrieved(tenantId, process, notificationId)
+  }
+
+  /** The deferred credential handed out, its transaction redeemed under `notificationId`. */
+  private async retrieved(tenantId: string, process: ProcessRecord, notificationId: string) {
     this.deps.events.emit(processChanged(process, 'credential_retrieved'))
     // Only a wallet test's faulty tenant needs the template (its format and signing key) to hand out.
     const template = this.deps.faults?.registry.fault(tenantId)
@@ -508,7 +550,7 @@ export class Oid4vciService {
   async notification(tenantId: string, authorization: string | undefined, body: unknown) {
     // The common case in one statement: a well-formed first notification with a live token of this tenant.
     // Anything else takes the checks below, which name what is wrong.
-    const token = authorization && /^Bearer +([A-Za-z0-9._~+/-]+=*)$/i.exec(authorization)?.[1]
+    const token = authorization && BEARER.exec(authorization)?.[1]
     const first = isObject(body) ? body : {}
     if (
       token &&

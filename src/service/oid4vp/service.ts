@@ -63,8 +63,12 @@ export class Oid4vpService {
   }
 
   /** The lifecycle's answer for a wallet step; an expired session is 410, a closed one 409. */
-  private allow(session: SessionRecord, event: 'retrieve_request' | 'verify' | 'reject') {
-    const outcome = transition(session, event, this.deps.clock.now())
+  private allow(
+    session: SessionRecord,
+    event: 'retrieve_request' | 'verify' | 'reject',
+    now = this.deps.clock.now(),
+  ) {
+    const outcome = transition(session, event, now)
     if (outcome.ok) return outcome
     throw new OAuthError(
       outcome.refusal === 'expired' ? 'session_expired' : 'session_closed',
@@ -72,17 +76,30 @@ export class Oid4vpService {
     )
   }
 
-  /** The signed request object at request_uri; it may be fetched again while the session lives. */
+  /**
+   * The signed request object at request_uri; it may be fetched again while the session lives. The first
+   * fetch is one statement: the conditional write of requestedAt, which holds the checks below in its WHERE
+   * and answers the row. Only when it writes nothing (unknown, another tenant's, expired, closed, by value,
+   * or fetched before) is the session read, and the checks decide the answer as for any wallet step.
+   */
   async requestObject(tenantId: string, id: string): Promise<string> {
+    const now = this.deps.clock.now()
+    const requested = await this.deps.store.sessions.markRequestedReturning(id, tenantId, now)
+    if (requested) {
+      const { step } = this.allow(requested, 'retrieve_request', now)
+      this.deps.events.emit(sessionChanged({ ...requested, updatedAt: now }, step))
+      return requested.requestJwt
+    }
     const session = await this.session(tenantId, id)
-    const { step } = this.allow(session, 'retrieve_request')
+    const { step } = this.allow(session, 'retrieve_request', now)
     if (session.requestJwt === '') {
       throw new OAuthError(
         'not_found',
         `verification session "${id}" sends its request by value (client identifier prefix redirect_uri, OpenID4VP 1.0 §5.9.3): it has no request object`,
       )
     }
-    await this.markRequested(session, step)
+    // Fetched before (the common case here): nothing to write. Null only if the row changed in between.
+    if (session.requestedAt === null) await this.markRequested(session, step)
     return session.requestJwt
   }
 

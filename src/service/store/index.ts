@@ -103,8 +103,6 @@ export interface IssuerCertificateRepository {
 export interface GrantRepository {
   create(grant: GrantRecord): Promise<void>
   get(processId: string): Promise<GrantRecord | undefined>
-  byCodeHash(codeHash: string): Promise<GrantRecord | undefined>
-  byTokenHash(tokenHash: string): Promise<GrantRecord | undefined>
   /** The grant and its process, read together (one statement on the wallet's hot paths). */
   withProcess(
     key: { processId: string } | { codeHash: string } | { tokenHash: string },
@@ -113,6 +111,18 @@ export interface GrantRepository {
   recordTxFailure(processId: string, maxAttempts: number): Promise<{ failures: number; burnt: boolean }>
   /** live → used, binding the access token. False when the code was no longer live. */
   consumeCode(processId: string, tokenHash: string, tokenExpiresAt: number): Promise<boolean>
+  /**
+   * The token endpoint's common case in one statement: the code of `codeHash` of the tenant, live and
+   * unexpired at `now`, asking no tx_code, of a PENDING process → used, binding the access token. False
+   * (nothing changed) when any of that does not hold: the caller reads the grant and names what is wrong.
+   */
+  consumeCodeByHash(redemption: {
+    codeHash: string
+    tenantId: string
+    now: number
+    tokenHash: string
+    tokenExpiresAt: number
+  }): Promise<boolean>
   /** Records the (single) credential request. False when one was already recorded. */
   recordCredentialRequest(
     processId: string,
@@ -123,6 +133,19 @@ export interface GrantRepository {
    * false (nothing changed) when it already was.
    */
   markRedeemed(processId: string, at: number, notificationId: string): Promise<boolean>
+  /**
+   * The deferred endpoint's successful download in one statement: markRedeemed (at `now`) for the grant of
+   * a live access token (unexpired at `now`, of the tenant) whose transaction is `transactionId`, not yet
+   * redeemed, of an ISSUED process; answers the grant as changed and its process. Undefined (nothing
+   * changed) when any of that does not hold: the caller reads the grant and names what is wrong.
+   */
+  markRedeemedByToken(redemption: {
+    tokenHash: string
+    tenantId: string
+    transactionId: string
+    now: number
+    notificationId: string
+  }): Promise<{ grant: GrantRecord; process: ProcessRecord } | undefined>
   /**
    * recordNotification for the grant of a live access token (unexpired at `now`, of the tenant) whose
    * notification id is `notificationId`: one statement. False when any of that does not hold.
@@ -181,6 +204,12 @@ export interface SessionRepository {
   get(id: string): Promise<SessionRecord | undefined>
   /** Sets requestedAt on the first fetch of the request object; true only for that first fetch. */
   markRequested(id: string, at: number): Promise<boolean>
+  /**
+   * The first fetch of the request object in one statement: sets requestedAt to `at` only while the session
+   * is `tenantId`'s, PENDING, unexpired at `at`, has a request object (requestJwt not '') and was not
+   * requested before; answers the session as stored after that write, or undefined when nothing was written.
+   */
+  markRequestedReturning(id: string, tenantId: string, at: number): Promise<SessionRecord | undefined>
   /**
    * Records the outcome (status, submission, validations, subject, sourceWallet, updatedAt) only while the
    * session is still PENDING and unexpired at `now`: false means another response came first or it expired.

@@ -14,5 +14,6 @@ export const {
   PostgresAdapter,
   OperationNodeTransformer,
   sql,
+  CompiledQuery,
 } = kysely
 export type Kysely<DB> = KyselyModule.Kysely<DB>

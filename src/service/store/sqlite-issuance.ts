@@ -390,11 +390,31 @@ const GRANT_INSERT = prepared(
 const CONSUME_CODE =
   prepared(`UPDATE oid4vci_grants SET code_state = 'used', token_hash = ?, token_expires_at = ?
   WHERE process_id = ? AND code_state = 'live'`)
+// The token endpoint's common case in one statement (issue 20): every check of the read-and-judge path the
+// row can answer, in the WHERE. The code is found by its hash, as the read finds it (a unique index).
+const CONSUME_CODE_BY_HASH =
+  prepared(`UPDATE oid4vci_grants SET code_state = 'used', token_hash = ?, token_expires_at = ?
+  WHERE code_hash = ? AND tenant_id = ? AND code_state = 'live' AND code_expires_at > ? AND tx_code_hash IS NULL
+    AND EXISTS (SELECT 1 FROM issuance_processes p WHERE p.id = oid4vci_grants.process_id AND p.status = 'PENDING')`)
 const RECORD_CREDENTIAL_REQUEST = prepared(`UPDATE oid4vci_grants
   SET holder_did = ?, credential_requested_at = ?, transaction_id = ?, notification_id = ?
   WHERE process_id = ? AND credential_requested_at IS NULL`)
 const MARK_REDEEMED = prepared(`UPDATE oid4vci_grants SET redeemed_at = ?, notification_id = ?
   WHERE process_id = ? AND redeemed_at IS NULL`)
+// The deferred endpoint's successful download in one statement (issue 20): the grant's columns and its
+// process's (scalar subqueries: SQLite's RETURNING names only the changed table, PostgreSQL's allows them too).
+const processColumn = (column: string) =>
+  `(SELECT p.${column} FROM issuance_processes p WHERE p.id = oid4vci_grants.process_id) AS ${column}`
+const MARK_REDEEMED_BY_TOKEN = prepared(
+  `UPDATE oid4vci_grants SET redeemed_at = ?, notification_id = ?
+  WHERE token_hash = ? AND tenant_id = ? AND token_expires_at > ? AND transaction_id = ? AND redeemed_at IS NULL
+    AND EXISTS (SELECT 1 FROM issuance_processes p WHERE p.id = oid4vci_grants.process_id AND p.status = 'ISSUED')
+  RETURNING ${GRANT_COLUMNS}, ${PROCESS_COLUMNS.split(', ')
+    .filter((c) => c !== 'id' && c !== 'tenant_id')
+    .map(processColumn)
+    .join(', ')}`,
+  true,
+)
 const RECORD_NOTIFICATION = prepared(`UPDATE oid4vci_grants SET notification_event = ?
   WHERE process_id = ? AND notification_event IS NULL`)
 
@@ -436,12 +456,6 @@ export class SqliteGrants implements GrantRepository {
   get(processId: string) {
     return this.by({ processId })
   }
-  byCodeHash(codeHash: string) {
-    return this.by({ codeHash })
-  }
-  byTokenHash(tokenHash: string) {
-    return this.by({ tokenHash })
-  }
   async withProcess(key: GrantKey) {
     const [name, value] = grantKey(key)
     const row = await first<GrantWithProcessRow>(this.db, WITH_PROCESS_BY[name], [value])
@@ -471,6 +485,18 @@ export class SqliteGrants implements GrantRepository {
   async consumeCode(processId: string, tokenHash: string, tokenExpiresAt: number) {
     return (await run(this.db, CONSUME_CODE, [tokenHash, tokenExpiresAt, processId])) > 0
   }
+  async consumeCodeByHash(r: {
+    codeHash: string
+    tenantId: string
+    now: number
+    tokenHash: string
+    tokenExpiresAt: number
+  }) {
+    const { codeHash, tenantId, now, tokenHash, tokenExpiresAt } = r
+    return (
+      (await run(this.db, CONSUME_CODE_BY_HASH, [tokenHash, tokenExpiresAt, codeHash, tenantId, now])) > 0
+    )
+  }
   async recordCredentialRequest(
     processId: string,
     request: { holderDid: string; at: number; transactionId: string | null; notificationId: string | null },
@@ -488,6 +514,24 @@ export class SqliteGrants implements GrantRepository {
   }
   async markRedeemed(processId: string, at: number, notificationId: string) {
     return (await run(this.db, MARK_REDEEMED, [at, notificationId, processId])) > 0
+  }
+  async markRedeemedByToken(r: {
+    tokenHash: string
+    tenantId: string
+    transactionId: string
+    now: number
+    notificationId: string
+  }) {
+    const { tokenHash, tenantId, transactionId, now, notificationId } = r
+    const row = await first<GrantWithProcessRow>(this.db, MARK_REDEEMED_BY_TOKEN, [
+      now,
+      notificationId,
+      tokenHash,
+      tenantId,
+      now,
+      transactionId,
+    ])
+    return row && { grant: toGrant(row), process: toProcess({ ...row, id: row.process_id }) }
   }
   async recordNotificationByToken(n: {
     tokenHash: string

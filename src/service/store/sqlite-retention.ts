@@ -189,7 +189,8 @@ export class SqliteRetention implements RetentionRepository {
       this.db
         .selectFrom('webhook_events')
         .select('id')
-        .where('state', 'in', ['delivered', 'failed', 'disabled'])
+        // A literal, so both databases use the partial index of settled events (migration 0010).
+        .where(sql<boolean>`state <> 'pending'`)
         .where('updated_at', '<', before)
         .limit(limit),
     ).execute()

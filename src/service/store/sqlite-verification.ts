@@ -86,6 +86,16 @@ const SESSION_INSERT = prepared(
 const MARK_REQUESTED = prepared(
   'UPDATE verification_sessions SET requested_at = ? WHERE id = ? AND requested_at IS NULL',
 )
+// The first fetch of the request object in one statement: the row as the update left it, only when the
+// session is the tenant's, PENDING, unexpired at `now` and has a request object (the wallet-facing checks of
+// oid4vp/service.ts, so a fetch they would refuse writes nothing), and was not requested before.
+const MARK_REQUESTED_RETURNING = prepared(
+  `UPDATE verification_sessions SET requested_at = ?
+   WHERE id = ? AND tenant_id = ? AND requested_at IS NULL AND status = 'PENDING' AND expires_at > ?
+     AND request_jwt <> ''
+   RETURNING ${SESSION_COLUMNS}`,
+  true,
+)
 const COMPLETE = prepared(`UPDATE verification_sessions
   SET status = ?, submission = ?, submission_format = ?, validations = ?, subject = ?, source_wallet = ?, updated_at = ?
   WHERE id = ? AND status = 'PENDING' AND expires_at > ?`)
@@ -134,6 +144,16 @@ export class SqliteSessions implements SessionRepository {
 
   async markRequested(id: string, at: number) {
     return (await run(this.db, MARK_REQUESTED, [at, id])) > 0
+  }
+
+  async markRequestedReturning(id: string, tenantId: string, at: number) {
+    const row = await first<Selectable<SessionsTable>>(this.db, MARK_REQUESTED_RETURNING, [
+      at,
+      id,
+      tenantId,
+      at,
+    ])
+    return row && toSession(row, this.secrets)
   }
 
   async complete(s: SessionRecord, now: number) {
