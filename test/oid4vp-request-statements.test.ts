@@ -1,15 +1,22 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
+import { HandedOutSessions } from '../src/service/oid4vp/handed-out.ts'
 import type { SessionRecord } from '../src/service/store/index.ts'
 import { isoTime } from '../src/service/util/clock.ts'
 import { STORE_KINDS } from './fixtures/stores.ts'
 import { makeApp, type TestApp, tokenFor } from './helpers.ts'
+import { DEGREE, expectOAuth, type Holder, issueTo, newHolder } from './oid4vci-helpers.ts'
 import {
   createSession,
   getRequest,
+  type OpenSession,
   OTHER_WIDE,
+  openSession,
   recordSessionEvents,
+  respond,
+  submission,
   verificationConfig,
+  vpJwt,
   WIDE_APP,
 } from './verification-helpers.ts'
 
@@ -198,3 +205,124 @@ for (const kind of STORE_KINDS) {
     })
   })
 }
+
+// The wallet's response after the request object was handed out (oid4vp/handed-out.ts): judged on the session
+// as handed out, without reading it again; its state is judged by the conditional write of the outcome. The
+// counts are SQLite's (BEGIN/COMMIT are statements there).
+describe('the response to a session whose request object this process handed out', () => {
+  const DEGREE_ID = 'UniversityDegreeCredential'
+  let t: TestApp
+  let holder: Holder
+  let jwt: string
+  before(async () => {
+    t = await makeApp(verificationConfig())
+    await t.app.services.webhookDispatcher.stop()
+    holder = newHolder('EdDSA')
+    jwt = (await issueTo(t.app, t.clock, holder, 'degree', DEGREE)).jwts[0] as string
+  })
+  after(() => t?.close())
+
+  const store = () => t.app.services.store
+  const good = (s: OpenSession) =>
+    respond(
+      t.app,
+      s,
+      vpJwt(holder, t.clock, s.request, [jwt]),
+      submission(s.id, [{ id: DEGREE_ID, index: 0 }]),
+    )
+  async function counted<T>(work: () => Promise<T>): Promise<{ value: T; statements: number }> {
+    const before = store().stats.statements
+    const value = await work()
+    return { value, statements: store().stats.statements - before }
+  }
+
+  test('a good response reads nothing: BEGIN, the outcome, COMMIT', async () => {
+    // The first presentation reads the credential's status list (kept for the next ones).
+    assert.equal((await good(await openSession(t, 'degree-check'))).statusCode, 200)
+    const s = await openSession(t, 'degree-check')
+    const { value: response, statements } = await counted(() => good(s))
+    assert.equal(response.statusCode, 200, response.body)
+    assert.equal(statements, 3, 'no read of the session (this template sends no webhook)')
+    assert.equal((await store().sessions.get(s.id))?.status, 'VERIFIED')
+  })
+
+  test('a second response reads the session anew: 409 session_closed, the outcome kept', async () => {
+    const s = await openSession(t, 'degree-check')
+    assert.equal((await good(s)).statusCode, 200)
+    const stored = await store().sessions.get(s.id)
+    const { value: again, statements } = await counted(() =>
+      respond(t.app, s, 'not-even-a-jwt', {}, { state: 'wrong state' }),
+    )
+    expectOAuth(again, 409, 'session_closed')
+    assert.equal(statements, 1, 'the read that decides the answer')
+    assert.deepEqual(await store().sessions.get(s.id), stored)
+  })
+
+  test('closed meanwhile by someone else (another instance): nothing written, 409 session_closed', async () => {
+    const s = await openSession(t, 'degree-check')
+    const now = t.clock.now()
+    const stored = await store().sessions.get(s.id)
+    assert.ok(stored)
+    assert.equal(
+      await store().sessions.complete({ ...stored, status: 'REJECTED', updatedAt: now }, now),
+      true,
+    )
+    const closed = await store().sessions.get(s.id)
+    const response = await good(s)
+    expectOAuth(response, 409, 'session_closed')
+    assert.deepEqual(await store().sessions.get(s.id), closed, 'the other outcome stays')
+    const events = await store().webhooks.listByTemplate('demo', 'degree-check', { limit: 50 })
+    assert.equal(events.filter((e) => e.subjectId === s.id).length, 0, 'no webhook event for it')
+  })
+
+  test('expired while held: 410 session_expired, nothing written', async () => {
+    const s = await openSession(t, 'vid-check')
+    const stored = await store().sessions.get(s.id)
+    assert.ok(stored)
+    t.clock.advance(stored.expiresAt - t.clock.now())
+    const response = await respond(t.app, s, 'x', {})
+    expectOAuth(response, 410, 'session_expired')
+    assert.deepEqual(await store().sessions.get(s.id), stored)
+  })
+
+  test('another tenant’s response path is 404 although the session is held', async () => {
+    const s = await openSession(t, 'degree-check')
+    const response = await respond(
+      t.app,
+      { ...s, responsePath: s.responsePath.replace('/demo/', '/other/') },
+      'x',
+      {},
+    )
+    expectOAuth(response, 404, 'not_found')
+    assert.equal((await store().sessions.get(s.id))?.status, 'PENDING')
+  })
+})
+
+describe('HandedOutSessions: bounded in count and time', () => {
+  const session = (id: string, expiresAt = 10_000, tenantId = 'demo') =>
+    ({ id, tenantId, status: 'PENDING', expiresAt }) as SessionRecord
+
+  test('the oldest goes first beyond the bound; only PENDING sessions are held', () => {
+    const held = new HandedOutSessions(60_000, 2)
+    held.remember(session('a'), 0)
+    held.remember(session('b'), 0)
+    held.remember(session('c'), 0)
+    held.remember({ ...session('d'), status: 'VERIFIED' }, 0)
+    assert.equal(held.size, 2)
+    assert.equal(held.recall('demo', 'a', 1), undefined)
+    assert.equal(held.recall('demo', 'b', 1)?.id, 'b')
+    assert.equal(held.recall('demo', 'd', 1), undefined)
+  })
+
+  test('held until the window or the expiry, whichever is first; another tenant never gets it', () => {
+    const held = new HandedOutSessions(1_000, 10)
+    held.remember(session('short', 500), 0)
+    held.remember(session('long', 99_000), 0)
+    assert.equal(held.recall('other', 'long', 1), undefined)
+    assert.equal(held.recall('demo', 'short', 499)?.id, 'short')
+    assert.equal(held.recall('demo', 'short', 500), undefined, 'expired: read anew')
+    assert.equal(held.recall('demo', 'long', 999)?.id, 'long')
+    assert.equal(held.recall('demo', 'long', 1_000), undefined, 'the window passed')
+    assert.equal(held.size, 0)
+  })
+})

@@ -14,6 +14,7 @@ import { type Verdict, verifyDcqlResponse, verifyResponse } from '../verificatio
 import { sessionChanged, transition } from '../verification/lifecycle.ts'
 import type { AuthorizationRequests } from '../verification/service.ts'
 import type { WebhookOutbox } from '../webhooks/outbox.ts'
+import { HandedOutSessions } from './handed-out.ts'
 import { RESPONSE_ALG, RESPONSE_ENC_VALUES } from './request-v1.ts'
 
 /** jose decrypts direct_post.jwt responses only: loaded at the first one. */
@@ -51,6 +52,9 @@ export interface Oid4vpDeps {
 export type ResponseFacts = Pick<Exchange, 'vpToken' | 'walletError' | 'walletErrorDescription'>
 
 export class Oid4vpService {
+  /** Sessions whose request object was just handed out: their response needs no second read (handed-out.ts). */
+  private readonly handedOut = new HandedOutSessions()
+
   constructor(private readonly deps: Oid4vpDeps) {}
 
   /** The session a wallet names: unknown and other tenants' sessions are 404s like any unknown path. */
@@ -88,6 +92,7 @@ export class Oid4vpService {
     if (requested) {
       const { step } = this.allow(requested, 'retrieve_request', now)
       this.deps.events.emit(sessionChanged({ ...requested, updatedAt: now }, step))
+      this.handedOut.remember(requested, now)
       return requested.requestJwt
     }
     const session = await this.session(tenantId, id)
@@ -100,6 +105,7 @@ export class Oid4vpService {
     }
     // Fetched before (the common case here): nothing to write. Null only if the row changed in between.
     if (session.requestedAt === null) await this.markRequested(session, step)
+    else this.handedOut.remember(session, now)
     return session.requestJwt
   }
 
@@ -201,7 +207,8 @@ export class Oid4vpService {
     /** Wallet test plans: told what the response carried, also when it is refused below. */
     observe?: (facts: ResponseFacts) => void,
   ): Promise<Record<string, never>> {
-    const session = await this.session(tenantId, id)
+    const session =
+      this.handedOut.recall(tenantId, id, this.deps.clock.now()) ?? (await this.session(tenantId, id))
     this.allow(session, 'verify')
     const encryptedMode = session.request.response_mode === 'direct_post.jwt'
     const encrypted = encryptedMode && body.response !== undefined
@@ -307,6 +314,8 @@ export class Oid4vpService {
     }
     const { store, clock } = this.deps
     const template = await store.templates.get(session.tenantId, session.templateId, 'verification')
+    // Recorded or closed meanwhile: either way a later response must read the session as it now is.
+    this.handedOut.forget(session.id)
     const completed = await store.transaction(async (repos) => {
       // Expiry is judged when the outcome is written, not when the checks began.
       if (!(await repos.sessions.complete(session, clock.now()))) return false
