@@ -3,7 +3,10 @@
  * time by function and by package, and inclusive time of our own source files, so a hot spot can be
  * named without opening a flame graph.
  *
- *   node --import tsx bench/profile-summary.ts DIR_OR_FILE [--top 30]
+ *   node --import tsx bench/profile-summary.ts DIR_OR_FILE [--top 30] [--from 6]
+ *
+ * `--from S` drops the samples of the first S seconds (start-up, module loading, warm-up), so the shares are
+ * those of the steady state the bench measures.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
@@ -22,12 +25,13 @@ interface Profile {
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { top: { type: 'string', default: '30' } },
+  options: { top: { type: 'string', default: '30' }, from: { type: 'string', default: '0' } },
 })
 const top = Number(values.top)
+const fromUs = Number(values.from) * 1e6
 const target = positionals[0]
 if (!target) {
-  console.error('usage: bench/profile-summary.ts DIR_OR_FILE [--top N]')
+  console.error('usage: bench/profile-summary.ts DIR_OR_FILE [--top N] [--from SECONDS]')
   process.exit(2)
 }
 const files = statSync(target).isDirectory()
@@ -53,8 +57,11 @@ for (const file of files) {
   for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
   const self = new Map<number, number>()
   let total = 0
+  let elapsed = 0
   profile.samples.forEach((id, i) => {
     const dt = profile.timeDeltas[i] ?? 0
+    elapsed += dt
+    if (elapsed < fromUs) return
     self.set(id, (self.get(id) ?? 0) + dt)
     total += dt
   })
