@@ -289,6 +289,14 @@ export interface RunSummary {
    */
   cores: { wallet: number; server: number | null; other: number | null }
   walletEventLoopBusy: number
+  /**
+   * The server's event loop, where one process serves (ours on one worker, bare, peer): milliseconds it was
+   * busy per completed flow, and its busy share of the run (performance.eventLoopUtilization: wall time out of
+   * the poll phase, so a loop waiting for a core counts). A loop busy ~100 % of the time is what limits
+   * flows/s; the CPU of the thread pool, the JIT and GC threads beside it is in cpuMsPerFlow. Null for a
+   * cluster, several instances and an external deployment.
+   */
+  serverLoop: { msPerFlow: number; busy: number } | null
   peakRssMb: { wallet: number; server: number | null }
   /**
    * SQL statements the service ran during the measured run per completed flow (webhook deliveries and
@@ -476,6 +484,13 @@ async function runOne(
         other,
       },
       walletEventLoopBusy: r2(result.eventLoopBusy),
+      serverLoop:
+        endUsage?.loopActiveMs !== undefined && startUsage?.loopActiveMs !== undefined
+          ? {
+              msPerFlow: r2((endUsage.loopActiveMs - startUsage.loopActiveMs) / flows),
+              busy: r2((endUsage.loopActiveMs - startUsage.loopActiveMs) / 1000 / wall),
+            }
+          : null,
       peakRssMb: { wallet: result.peakRssMb, server: endUsage ? endUsage.peakRssMb : null },
       sqlStatementsPerFlow:
         endUsage?.statements !== undefined && startUsage?.statements !== undefined && result.flows > 0
@@ -643,7 +658,7 @@ function header(options: BenchOptions, runs: number, machine: ReturnType<typeof 
 }
 
 function runLine(s: RunSummary): string {
-  return `  ${s.name} · ${s.flow} · ${s.wallet} ×${s.wallets}: ${s.flowsPerSec} flows/s, p50 ${s.flowMs.p50} ms, CPU ms/flow wallet ${s.cpuMsPerFlow.wallet} server ${dash(s.cpuMsPerFlow.server)}${s.sqlStatementsPerFlow !== null ? `, SQL statements/flow ${s.sqlStatementsPerFlow}` : ''}, errors ${s.errors}`
+  return `  ${s.name} · ${s.flow} · ${s.wallet} ×${s.wallets}: ${s.flowsPerSec} flows/s, p50 ${s.flowMs.p50} ms, CPU ms/flow wallet ${s.cpuMsPerFlow.wallet} server ${dash(s.cpuMsPerFlow.server)}${s.serverLoop ? ` (event loop ${s.serverLoop.msPerFlow} ms/flow, busy ${Math.round(s.serverLoop.busy * 100)} %)` : ''}${s.sqlStatementsPerFlow !== null ? `, SQL statements/flow ${s.sqlStatementsPerFlow}` : ''}, errors ${s.errors}`
 }
 
 /** Prints the tables, writes the JSON report; 1 when a run had failed flows or none. */

@@ -10,6 +10,7 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
 import { cpuUsage as processCpu } from 'node:process'
 import type { ServiceConfig } from '../src/service/config/index.ts'
 import { DEMO_KEYS, type FromTarget, type TargetInfo, type TargetSpec, type ToTarget } from './protocol.ts'
@@ -260,11 +261,15 @@ process.on('message', (message: ToTarget) => {
             peakRssMb(pid) ?? (pid === process.pid ? Math.round(process.resourceUsage().maxRSS / 1024) : 0),
         )
         const statements = started?.statements?.()
+        // One process serves: its one event loop is what limits flows/s (the thread pool, the JIT's and GC's
+        // threads run beside it, counted in cpuUs).
+        const oneLoop = started !== undefined && started.info.pids.length === 1
         send({
           kind: 'usage',
           cpuUs: own.user + own.system + workers,
           peakRssMb: peaks.reduce((a, b) => a + b, 0),
           ...(statements !== undefined ? { statements } : {}),
+          ...(oneLoop ? { loopActiveMs: performance.eventLoopUtilization().active } : {}),
         })
       } else if (message.kind === 'stop') {
         await started?.close()

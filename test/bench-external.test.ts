@@ -223,18 +223,19 @@ describe('bench --target external against our service in a child process', () =>
         flows: number
         errors: number
         cpuMsPerFlow: { server: unknown }
+        serverLoop: unknown
         webhooks: boolean
       }[]
       ratios: unknown[]
       target: { kind: string; webhooks: boolean }
     }
     assert.deepEqual(
-      report.runs.map((r) => [r.flow, r.flows, r.errors, r.cpuMsPerFlow.server]),
+      report.runs.map((r) => [r.flow, r.flows, r.errors, r.cpuMsPerFlow.server, r.serverLoop]),
       [
-        ['full', 4, 0, null],
-        ['issuance-ready', 4, 0, null],
-        ['issuance', 4, 0, null],
-        ['verification', 4, 0, null],
+        ['full', 4, 0, null, null],
+        ['issuance-ready', 4, 0, null, null],
+        ['issuance', 4, 0, null, null],
+        ['verification', 4, 0, null, null],
       ],
     )
     assert.equal(report.runs[0]?.webhooks, true)

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { Agent, request } from 'undici'
 import { BenchRelyingParty, processIdOf, StepError } from '../bench/relying-party.ts'
@@ -110,6 +113,41 @@ describe('bench arguments and plan', () => {
       run.stderr,
       /vc-harness bench: --flow must be one of full, issuance, issuance-ready, verification/,
     )
+  })
+})
+
+describe('server event loop figure', () => {
+  test('one-process servers report their loop busy time per flow; the line and the JSON say it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vc-harness-bench-loop-'))
+    try {
+      const out = join(dir, 'bench.json')
+      const run = spawnSync(
+        process.execPath,
+        ['bin/vc-harness.mjs', 'bench', '--smoke', '--flow', 'issuance-ready', '--no-postgres', '--out', out],
+        { encoding: 'utf8', timeout: 180_000 },
+      )
+      assert.equal(run.status, 0, `exit ${run.status}\n${run.stdout}\n${run.stderr}`)
+      const report = JSON.parse(readFileSync(out, 'utf8')) as { runs: RunSummary[] }
+      assert.deepEqual(
+        report.runs.map((r) => r.name),
+        ['service', 'peer'],
+      )
+      for (const r of report.runs) {
+        assert.ok(r.serverLoop, `${r.name}: a loop figure`)
+        assert.ok(r.serverLoop.msPerFlow > 0, `${r.name}: ${r.serverLoop.msPerFlow} ms per flow`)
+        // Busy is wall time (a loop waiting for a core counts), over the measured window: positive, finite.
+        assert.ok(
+          r.serverLoop.busy > 0 && Number.isFinite(r.serverLoop.busy),
+          `${r.name}: busy ${r.serverLoop.busy}`,
+        )
+      }
+      assert.match(
+        run.stdout,
+        /service · issuance-ready · lean ×2: .*\(event loop [\d.]+ ms\/flow, busy \d+ %\)/,
+      )
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
 
