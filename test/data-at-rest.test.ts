@@ -15,7 +15,7 @@ import {
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
-import Database from 'libsql'
+import Database from 'better-sqlite3'
 import { checkDataDir } from '../src/cli/serve.ts'
 import { RelyingPartyClient } from '../src/client/index.ts'
 import { TOKEN_AUDIENCE, TOKEN_ISSUER, TOKEN_TYPE } from '../src/service/auth/tokens.ts'

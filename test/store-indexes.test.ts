@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import Database from 'libsql'
+import Database from 'better-sqlite3'
 import type { Store } from '../src/service/store/index.ts'
 import { openSqliteStore } from '../src/service/store/sqlite.ts'
 

@@ -537,7 +537,7 @@ async function main(): Promise<number> {
         loadGenerator:
           'autocannon 8 in a forked child process (bench/http/loadgen.ts); servers in the parent',
         coresShared: true,
-        database: { engine: 'SQLite via libsql', journal: 'WAL', synchronous: 'FULL', filesystem },
+        database: { engine: 'SQLite via better-sqlite3', journal: 'WAL', synchronous: 'FULL', filesystem },
       },
       scenarios: summaries,
     }

@@ -1,4 +1,12 @@
-import { After, AfterAll, Before, BeforeAll, Status, setDefinitionFunctionWrapper } from '@cucumber/cucumber'
+import {
+  After,
+  AfterAll,
+  Before,
+  BeforeAll,
+  Status,
+  setDefaultTimeout,
+  setDefinitionFunctionWrapper,
+} from '@cucumber/cucumber'
 import {
   describeProblems,
   HarnessError,
@@ -67,6 +75,12 @@ function registerTargetSecrets(target: Target) {
   for (const key of [appKey, adminKey, unlinkedAppKey]) runSecrets.add(key?.secret, 'api-key-secret')
   runSecrets.add(target.operator?.secret, 'api-key-secret')
 }
+
+// A step's time limit: cucumber's default of 5 s was met by a whole wallet flow against a `serve` child that
+// was still loading what its first requests need, on a 2-core machine that also ran the unit tests (a
+// timeout, not a failed requirement). 20 s still ends a hung step well inside a run; steps that wait for
+// something on purpose (a webhook, an expiry) carry their own, tighter limits.
+setDefaultTimeout(20_000)
 
 const cleanup = new CleanupTally()
 

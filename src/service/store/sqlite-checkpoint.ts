@@ -18,7 +18,7 @@ const INTERVAL_MS = 50
 // Plain CommonJS, evaluated in the worker: it needs neither our loader nor our modules.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads')
-const Database = require(workerData.libsql)
+const Database = require(workerData.driver)
 const db = new Database(workerData.path)
 // A checkpoint that meets another one's lock is skipped, never waited for: the next request catches up.
 db.pragma('busy_timeout = 0')
@@ -56,8 +56,8 @@ export class Checkpointer {
     /** Told once if the worker fails; the backstop checkpoints from then on. */
     private readonly onFailure: (error: Error) => void,
   ) {
-    const libsql = createRequire(import.meta.url).resolve('libsql')
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, libsql } })
+    const driver = createRequire(import.meta.url).resolve('better-sqlite3')
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, driver } })
     // Never what keeps the process alive.
     this.worker.unref()
     this.worker.on('message', (m: { error?: string }) => {

@@ -1,4 +1,5 @@
 import { type FileHandle, open } from 'node:fs/promises'
+import type Database from 'better-sqlite3'
 import type {
   CompiledQuery,
   DatabaseConnection,
@@ -7,7 +8,6 @@ import type {
   SqliteDatabase,
   SqliteDialectConfig,
 } from 'kysely'
-import type Database from 'libsql'
 import type { StoreStats } from './index.ts'
 import { SqliteDialect } from './kysely.ts'
 import type { OneRowQuery } from './prepared.ts'
@@ -110,9 +110,9 @@ interface CachedStatement {
 }
 
 /**
- * One libsql connection behind Kysely's DatabaseConnection. Compared with Kysely's own SqliteConnection:
+ * One better-sqlite3 connection behind Kysely's DatabaseConnection. Compared with Kysely's own SqliteConnection:
  * - a statement is prepared once per SQL text (Kysely prepares per execution; preparing cost ~9 % of
- *   server time on login and reads), and libsql's `reader` flag, a native call, is read once with it;
+ *   server time on login and reads), and its `reader` flag is read once with it;
  * - every statement is counted (`stats.statements`, BEGIN / SAVEPOINT / COMMIT included) and every write
  *   reported to the WalSync;
  * - SQLITE_BUSY outside a transaction (another process holds the write lock: a cluster worker) is waited
@@ -121,7 +121,7 @@ interface CachedStatement {
  *   nothing, so running it again is safe; `BEGIN IMMEDIATE`, where group commit takes the lock, is such a
  *   statement. Inside a transaction the lock is already held.
  */
-class LibsqlConnection implements DatabaseConnection {
+class NativeConnection implements DatabaseConnection {
   private readonly cache = new Map<string, CachedStatement>()
   constructor(
     private readonly database: Database.Database,
@@ -148,7 +148,7 @@ class LibsqlConnection implements DatabaseConnection {
     const parameters = compiled.parameters as unknown[]
     if (reader) {
       if (!(compiled as OneRowQuery).one) return { rows: statement.all(parameters) as R[] }
-      // One native call instead of libsql's iterator (an array of 100 per query) for a single row.
+      // A single row in one native call (`get`), without an array around it.
       const row = statement.get(parameters) as R | undefined
       return { rows: row === undefined ? [] : [row] }
     }
@@ -203,15 +203,15 @@ class ConnectionMutex {
   }
 }
 
-class LibsqlDriver implements Driver {
+class NativeDriver implements Driver {
   private readonly mutex = new ConnectionMutex()
-  private readonly connection: LibsqlConnection
+  private readonly connection: NativeConnection
   constructor(
     private readonly database: Database.Database,
     stats: StoreStats,
     sync: WalSync,
   ) {
-    this.connection = new LibsqlConnection(database, stats, sync)
+    this.connection = new NativeConnection(database, stats, sync)
   }
   async init() {}
   async acquireConnection() {
@@ -235,8 +235,8 @@ class LibsqlDriver implements Driver {
   }
 }
 
-/** Kysely's SQLite dialect (query compiler, adapter, introspector) over LibsqlDriver. */
-export class LibsqlDialect extends SqliteDialect {
+/** Kysely's SQLite dialect (query compiler, adapter, introspector) over NativeDriver. */
+export class NativeSqliteDialect extends SqliteDialect {
   constructor(
     private readonly database: Database.Database,
     private readonly stats: StoreStats,
@@ -246,6 +246,6 @@ export class LibsqlDialect extends SqliteDialect {
     super({ database: database as unknown as SqliteDatabase } satisfies SqliteDialectConfig)
   }
   override createDriver(): Driver {
-    return new LibsqlDriver(this.database, this.stats, this.sync)
+    return new NativeDriver(this.database, this.stats, this.sync)
   }
 }

@@ -1,5 +1,5 @@
+import type Database from 'better-sqlite3'
 import type { Kysely } from 'kysely'
-import type Database from 'libsql'
 import { DataKeyring } from '../crypto/data-key.ts'
 import { prepared, rows, run } from './prepared.ts'
 
@@ -147,8 +147,8 @@ async function pending(db: SecretsDb, secrets: StoreSecrets): Promise<(() => Pro
   return work
 }
 
-/** libsql's synchronous statements as a SecretsDb. */
-const onLibsql = (database: Database.Database): SecretsDb => ({
+/** better-sqlite3's synchronous statements as a SecretsDb. */
+const onNative = (database: Database.Database): SecretsDb => ({
   all: async (sql, parameters) => database.prepare(sql).all(...parameters) as Row[],
   run: async (sql, parameters) => {
     database.prepare(sql).run(...parameters)
@@ -187,7 +187,7 @@ export async function resealSecretsOnPostgres(
  * The common case, nothing pending, only reads: cluster workers opening together do not contend.
  */
 export async function resealSecrets(database: Database.Database, secrets: StoreSecrets): Promise<number> {
-  if ((await pending(onLibsql(database), secrets)).length === 0) return 0
+  if ((await pending(onNative(database), secrets)).length === 0) return 0
   // secure_delete: the bytes a clear value (or an old key's ciphertext) leaves behind in its page are zeroed,
   // not left in the file's free space. Only for this transaction: it costs I/O on every other delete.
   const secureDelete = database.pragma('secure_delete', { simple: true })
@@ -197,7 +197,7 @@ export async function resealSecrets(database: Database.Database, secrets: StoreS
     // BEGIN IMMEDIATE: the write lock first, then the list again (another process may have re-sealed meanwhile).
     database.exec('BEGIN IMMEDIATE')
     try {
-      work = await pending(onLibsql(database), secrets)
+      work = await pending(onNative(database), secrets)
       for (const reseal of work) await reseal()
       database.exec('COMMIT')
     } catch (error) {

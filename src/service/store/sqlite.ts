@@ -1,6 +1,6 @@
 import { join } from 'node:path'
+import Database from 'better-sqlite3'
 import type { Insertable, Selectable } from 'kysely'
-import Database from 'libsql'
 import { DataKeyError, DataKeyring, localDataKeys } from '../crypto/data-key.ts'
 import {
   createPrivateFile,
@@ -27,7 +27,7 @@ import { migrations } from './migrations.ts'
 import { first, flag, prepared, run } from './prepared.ts'
 import { BACKSTOP_PAGES, Checkpointer } from './sqlite-checkpoint.ts'
 import { groupCommit, guardStore } from './sqlite-commit.ts'
-import { LibsqlDialect, WalSync } from './sqlite-driver.ts'
+import { NativeSqliteDialect, WalSync } from './sqlite-driver.ts'
 import { insertOrConflict } from './sqlite-errors.ts'
 import {
   type IssuanceProtocolSchema,
@@ -389,7 +389,7 @@ export async function openSqliteStore(dataDir: string, options: SqliteStoreOptio
     database.pragma('busy_timeout = 0')
     stats = { statements: 0, syncs: 0, busyWaits: 0 }
     sync = new WalSync(path === ':memory:' ? undefined : `${path}-wal`, stats)
-    db = new Kysely<Schema>({ dialect: new LibsqlDialect(database, stats, sync) })
+    db = new Kysely<Schema>({ dialect: new NativeSqliteDialect(database, stats, sync) })
     const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
     const { error } = await migrator.migrateToLatest()
     if (error) throw error
