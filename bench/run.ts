@@ -453,6 +453,10 @@ async function runOne(
     const wall = result.wallSec || 1
     const flows = result.flows || 1
     const start = machineStart as ReturnType<typeof readProcStat>
+    const loopMs =
+      endUsage?.loopActiveMs !== undefined && startUsage?.loopActiveMs !== undefined
+        ? endUsage.loopActiveMs - startUsage.loopActiveMs
+        : null
     const other =
       start && machineEnd
         ? r2(Math.max(0, machineEnd.busy - start.busy - (serverCpuSec ?? 0) - walletCpuSec) / wall)
@@ -484,13 +488,7 @@ async function runOne(
         other,
       },
       walletEventLoopBusy: r2(result.eventLoopBusy),
-      serverLoop:
-        endUsage?.loopActiveMs !== undefined && startUsage?.loopActiveMs !== undefined
-          ? {
-              msPerFlow: r2((endUsage.loopActiveMs - startUsage.loopActiveMs) / flows),
-              busy: r2((endUsage.loopActiveMs - startUsage.loopActiveMs) / 1000 / wall),
-            }
-          : null,
+      serverLoop: loopMs === null ? null : { msPerFlow: r2(loopMs / flows), busy: r2(loopMs / 1000 / wall) },
       peakRssMb: { wallet: result.peakRssMb, server: endUsage ? endUsage.peakRssMb : null },
       sqlStatementsPerFlow:
         endUsage?.statements !== undefined && startUsage?.statements !== undefined && result.flows > 0

@@ -17,48 +17,26 @@
 // valid UTF-8 would be mangled). test/webhook-receiver.test.ts cross-checks this verifier against the
 // package on the same deliveries.
 
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { randomBytes, timingSafeEqual } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { WEBHOOK_SECRET_PREFIX, webhookSignature } from '../shared/webhook-signature.ts'
 
 /** The body limit of a delivery: 1 MiB. Larger bodies are answered 413. */
 export const MAX_BODY_BYTES = 1024 * 1024
 /** The timestamp tolerance Standard Webhooks recommends (and the `standardwebhooks` package uses). */
 export const DEFAULT_TOLERANCE_SECONDS = 5 * 60
-const SECRET_PREFIX = 'whsec_'
 
 // --- signatures ------------------------------------------------------------------------------------------
 
 /** A fresh Standard Webhooks secret: `whsec_` and 32 random bytes in base64. */
 export function generateWebhookSecret(): string {
-  return SECRET_PREFIX + randomBytes(32).toString('base64')
+  return WEBHOOK_SECRET_PREFIX + randomBytes(32).toString('base64')
 }
 
-function secretKey(secret: string): Buffer {
-  const key = Buffer.from(
-    secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret,
-    'base64',
-  )
-  if (key.length === 0) throw new Error('webhook secret is empty')
-  return key
-}
-
-/**
- * The `v1,<base64>` signature of a message: HMAC-SHA256, keyed with the base64-decoded secret (after
- * `whsec_`), over `${id}.${timestamp}.${body}`. The body is hashed as the raw bytes received.
- */
-export function webhookSignature(
-  secret: string,
-  id: string,
-  timestamp: string,
-  body: Buffer | string,
-): string {
-  const hmac = createHmac('sha256', secretKey(secret))
-  hmac.update(`${id}.${timestamp}.`)
-  hmac.update(body)
-  return `v1,${hmac.digest('base64')}`
-}
+// The signature of one message with one secret, as the service computes it (one implementation).
+export { webhookSignature }
 
 export interface SignatureInput {
   /** Current secrets of the endpoint: a signature made with any of them is accepted. */
