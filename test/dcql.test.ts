@@ -12,6 +12,7 @@ import {
   type DcqlQueryInput,
   dcqlQueryProblems,
 } from '../src/service/verification/dcql-query.ts'
+import { resolveDidKey } from '../src/shared/did-key.ts'
 import { signJws } from '../src/shared/jws.ts'
 import { issueSdJwtVc, presentSdJwtVc } from '../src/shared/sd-jwt.ts'
 import { newHolder } from './oid4vci-helpers.ts'
@@ -53,7 +54,11 @@ async function sdJwt(
     audience: 'x509_san_dns:verifier.example',
     iat: seconds,
   })
-  return sdJwtVcCredential.read(presented, policy)
+  // The disclosures are applied once the issuer's signature verified (issue 30: nothing before trust).
+  const credential = sdJwtVcCredential.read(presented, policy)
+  const proof = await credential.verifyProof(resolveDidKey)
+  assert.ok(proof.ok, proof.ok ? '' : proof.reason)
+  return credential
 }
 
 function jwtVc(type: string, subject: Record<string, unknown> = { familyName: 'Doe' }) {

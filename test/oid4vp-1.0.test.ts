@@ -4,10 +4,12 @@ import { after, before, describe, test } from 'node:test'
 import { CompactEncrypt, importJWK } from 'jose'
 import { type DcqlSessionCreated, ok, type SessionRead } from '../src/client/index.ts'
 import { verificationTemplateProblem } from '../src/service/config/index.ts'
+import { didKeyFromPublicKey, generateKeyPair } from '../src/shared/did-key.ts'
 import { decodeJws } from '../src/shared/jws.ts'
 import { certificatePem, generateTestCa } from '../src/shared/x509.ts'
 import { type DcqlService, startDcqlService, VERIFIABLE_ID } from './fixtures/dcql-service.ts'
 import { type OwfHolder, owfHolder, sdJwtPresentation } from './fixtures/owf-holder.ts'
+import { fanOutSdJwt, withKeyBinding } from './fixtures/sd-jwt-attacks.ts'
 
 // The dcql profile's protocol edges, by hand over HTTP (the happy paths with an independent wallet are in
 // owf-openid4vp.test.ts): request_uri_method=post (OpenID4VP 1.0 §5.10), direct_post.jwt (§8.3), the
@@ -95,6 +97,18 @@ describe('request_uri_method=post (OpenID4VP 1.0 §5.10)', () => {
     assert.ok(Array.isArray(header.x5c), 'x509_hash signs with an x5c chain')
     assert.equal(o.request.wallet_nonce, undefined)
     assert.equal((await read(o.id)).RequestedAt !== null, true)
+  })
+
+  test('a wallet_nonce over 512 characters is a 400; one of 512 is echoed (issue 30: bounded echoes)', async () => {
+    const o = await open('pid-x509-hash')
+    const long = await form(o.params.request_uri as string, { wallet_nonce: 'n'.repeat(300_000) })
+    assert.equal(long.status, 400)
+    const body = await long.json()
+    assert.equal(body.error, 'invalid_request')
+    assert.match(body.error_description, /wallet_nonce is 300000 characters long; at most 512 are accepted/)
+    const fits = await form(o.params.request_uri as string, { wallet_nonce: 'n'.repeat(512) })
+    assert.equal(fits.status, 200)
+    assert.equal(decodeJws(await fits.text()).payload.wallet_nonce, 'n'.repeat(512))
   })
 
   test('a wallet that cannot verify our algorithm, or sends unreadable metadata, gets a 400 naming it', async () => {
@@ -204,6 +218,26 @@ describe('the vp_token object (§8.1) and SD-JWT VC presentations that break one
     assert.match(errors(session), /vp_token has no entry for required credential query "VerifiableId"/)
   })
 
+  test('a vp_token of 4,500 unknown keys (9,000 members): the description, the stored errors and the webhook stay bounded', async () => {
+    const o = await open('pid-dcql')
+    const keys = Object.fromEntries(
+      Array.from({ length: 4500 }, (_, i) => [`key-${i}-${'x'.repeat(40)}`, ['x']]),
+    )
+    const response = await form(o.request.response_uri, {
+      state: o.request.state,
+      vp_token: JSON.stringify(keys),
+    })
+    assert.equal(response.status, 400)
+    const body = await response.json()
+    assert.equal(body.error, 'invalid_presentation')
+    assert.ok(body.error_description.length <= 2000, `error_description of ${body.error_description.length}`)
+    const session = await read(o.id)
+    assert.equal(session.Status, 'REJECTED')
+    const failed = session.Validations?.checks.find((c) => c.result === 'failed')
+    assert.match(failed?.message ?? '', /; … and 4\d{3} more$/)
+    assert.ok(JSON.stringify(session.Validations).length < 20_000, 'stored (and sent by webhook) bounded')
+  })
+
   test('a bare string instead of an array of presentations is read but named (§8.1)', async () => {
     const o = await open('pid-dcql')
     const { session } = await answer(o, { VerifiableId: await present(o) })
@@ -258,6 +292,30 @@ describe('the vp_token object (§8.1) and SD-JWT VC presentations that break one
       const { session } = await answer(o, { VerifiableId: [await present(o, ['familyName'], binding)] })
       assert.deepEqual(failedChecks(session), ['sessionBinding'])
       assert.match(errors(session), reason)
+    })
+  }
+
+  // Issue 30: a 4 KB token whose disclosures reference each other 4 times over 12 levels unpacked to 16.7
+  // million claims and froze every tenant; RFC 9901 §7.1 refuses its first repeated digest. No login needed:
+  // whoever sees the QR code can post it. Without the rule this test never ends (bench/attacks.ts times it).
+  for (const levels of [8, 12]) {
+    test(`a 4×${levels} fan-out SD-JWT is a 400 REJECTED under credentialProof, naming the rule`, async () => {
+      const o = await open('pid-dcql')
+      const pair = generateKeyPair('EdDSA')
+      const key = didKeyFromPublicKey(pair.publicKey)
+      const issuer = { alg: 'EdDSA' as const, privateKey: pair.privateKey, kid: key.kid, iss: key.did }
+      const token = withKeyBinding(
+        fanOutSdJwt(issuer, 4, levels, { cnf: { jwk: holder.holder.publicJwk } }),
+        { alg: holder.alg, privateKey: holder.privateKey },
+        { nonce: o.request.nonce, aud: o.request.client_id },
+      )
+      const { status, session } = await answer(o, { VerifiableId: [token] })
+      assert.equal(status, 400)
+      assert.equal(session.Status, 'REJECTED')
+      assert.ok(failedChecks(session)?.includes('credentialProof'), JSON.stringify(session.Validations))
+      assert.match(errors(session), /disclosures: a digest is listed more than once \(RFC 9901 §7\.1\)/)
+      const matching = session.Validations?.checks.find((c) => c.check === 'matchingIds')
+      assert.equal(matching?.result, 'not_run', 'no query runs on a credential whose proof failed')
     })
   }
 

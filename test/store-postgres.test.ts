@@ -642,6 +642,29 @@ describe('store transactions on PostgreSQL (the rest of the semantics: test/stor
     server?.stop()
   })
 
+  // Issue 30: NOTIFY's limit is 8000 bytes, and 5,000 'ü' are 5,000 characters but 10,000 bytes: judged in
+  // characters, the event overflowed, pg_notify failed, and the other instances never heard of it.
+  test('an event with multi-byte claims reaches the other instance, its webhook body left out', async () => {
+    const url = server.database('feed')
+    const dataKeys = DataKeyring.generate('shared')
+    const [a, b] = await Promise.all([1, 2].map(() => openPostgresStore(url, { dataKeys })))
+    try {
+      const received: unknown[] = []
+      const arrived = new Promise<void>((resolve) => {
+        b?.feed?.onEvent((event) => {
+          received.push(event)
+          if (received.length === 2) resolve()
+        })
+      })
+      await a?.feed?.publishEvent({ id: 'small', webhook: { claims: 'ü'.repeat(100) } })
+      await a?.feed?.publishEvent({ id: 'large', webhook: { claims: 'ü'.repeat(5000) } })
+      await arrived
+      assert.deepEqual(received, [{ id: 'small', webhook: { claims: 'ü'.repeat(100) } }, { id: 'large' }])
+    } finally {
+      await Promise.all([a?.close(), b?.close()])
+    }
+  })
+
   // Found with two instances behind one address: each created a key when it saw none, and kept its own, so
   // a token or code one signed failed at the other. Now the first key written is the only one.
   test('instances starting together on a fresh database agree on the service key (12 rounds)', async () => {

@@ -1,5 +1,4 @@
 import { createHash, createPublicKey, type KeyObject, type JsonWebKey as NodeJwk } from 'node:crypto'
-import type { SDJwtInstance } from '@sd-jwt/core'
 import { digest, generateSalt } from '@sd-jwt/crypto-nodejs'
 import type { DisclosureFrame, PresentationFrame } from '@sd-jwt/types'
 import { isJwsAlg, type JwsAlg } from './did-key.ts'
@@ -114,12 +113,15 @@ export interface VerifiedSdJwtVc {
 }
 
 /**
- * Verifies an SD-JWT VC (issued, or presented with a KB-JWT): the issuer's signature with an allowed alg and
- * `typ dc+sd-jwt`, every disclosure's digest, iat/nbf/exp, and with `keyBinding` the KB-JWT's signature by
- * `cnf.jwk`, nonce, audience, iat window and sd_hash. Status is the caller's check (it knows its lists).
+ * Verifies an SD-JWT VC (issued, or presented with a KB-JWT), bounded before it is trusted: the issuer's
+ * signature with an allowed alg and `typ dc+sd-jwt` first, then the disclosures (readDisclosures: RFC 9901
+ * §7.1 and SD_JWT_LIMITS), iat/nbf/exp, and with `keyBinding` the KB-JWT's signature by `cnf.jwk`, nonce,
+ * audience, iat window and sd_hash (§7.3). Status is the caller's check (it knows its lists). Nothing of a
+ * disclosure is decoded before the signature verified, so an unsigned fan-out token costs one signature.
  */
 export async function verifySdJwtVc(compact: string, options: SdJwtVerifyOptions): Promise<VerifiedSdJwtVc> {
-  const { jwt } = splitSdJwt(compact)
+  const { jwt, disclosures, kbJwt } = splitSdJwt(compact)
+  if (disclosures.length > SD_JWT_LIMITS.maxDisclosures) throw tooManyDisclosures(disclosures.length)
   let decoded: ReturnType<typeof decodeJws>
   try {
     decoded = decodeJws(jwt)
@@ -128,65 +130,79 @@ export async function verifySdJwtVc(compact: string, options: SdJwtVerifyOptions
   }
   const { header, payload } = decoded
   if (header.typ !== SD_JWT_VC_TYP && header.typ !== SD_JWT_VC_TYP_LEGACY) {
-    throw new SdJwtError(`typ ${JSON.stringify(header.typ)} is not ${SD_JWT_VC_TYP}`)
+    throw new SdJwtError(`typ ${shortJson(header.typ)} is not ${SD_JWT_VC_TYP}`)
   }
   const alg = header.alg
   if (!isJwsAlg(alg) || !options.algorithms.includes(alg)) {
-    throw new SdJwtError(`alg ${JSON.stringify(alg)} is not one of ${options.algorithms.join(', ')}`)
+    throw new SdJwtError(`alg ${shortJson(alg)} is not one of ${options.algorithms.join(', ')}`)
   }
-  checkDisclosuresReferenced(payload, splitSdJwt(compact).disclosures)
+  if (header.crit !== undefined) throw new SdJwtError('crit header parameters are not supported')
   const issuerKey = await options.issuerKey(header, payload)
+  if (!verifyInput(alg, decoded.signingInput, decoded.signature.toString('base64url'), issuerKey)) {
+    throw new SdJwtError('the issuer signature does not verify (was the SD-JWT altered?)')
+  }
+  const nowSeconds = Math.floor(options.now / 1000)
+  checkTimes(payload, nowSeconds)
+  const { claims } = readDisclosures(payload, disclosures)
   const cnf = isObject(payload.cnf) && isObject(payload.cnf.jwk) ? (payload.cnf.jwk as JsonWebKey) : undefined
-  let kbKey: KeyObject | undefined
-  const core = await sdJwtCore()
-  const instance = new core.SDJwtInstance({
-    hasher: digest,
-    hashAlg: 'sha-256',
-    verifier: (data, signature) => verifyInput(alg, data, signature, issuerKey),
-    kbVerifier: (data, signature) => {
-      const kbAlg = decodeJws(`${data}.${signature}`).header.alg
-      if (!cnf || !isJwsAlg(kbAlg) || !options.algorithms.includes(kbAlg)) return false
-      kbKey ??= publicKeyOfJwk(cnf)
-      return verifyInput(kbAlg, data, signature, kbKey)
-    },
-  })
-  let result: Awaited<ReturnType<SDJwtInstance<Record<string, unknown>>['verify']>>
-  try {
-    result = await instance.verify(compact, {
-      currentDate: Math.floor(options.now / 1000),
-      skewSeconds: FUTURE_SKEW_SECONDS,
-      ...(options.keyBinding ? { keyBindingNonce: options.keyBinding.nonce } : {}),
-    })
-  } catch (error) {
-    throw new SdJwtError((error as Error).message)
-  }
-  const kb = result.kb
+  let keyBinding: VerifiedSdJwtVc['keyBinding']
   if (options.keyBinding) {
-    if (!kb) throw new SdJwtError('the presentation has no key-binding JWT')
-    const { audience, maxAgeSeconds } = options.keyBinding
-    if (kb.payload.aud !== audience) {
-      throw new SdJwtError(`KB-JWT aud ${JSON.stringify(kb.payload.aud)} is not ${audience}`)
-    }
-    const nowSeconds = Math.floor(options.now / 1000)
-    if (typeof kb.payload.iat !== 'number') throw new SdJwtError('KB-JWT iat is missing')
-    if (kb.payload.iat > nowSeconds + FUTURE_SKEW_SECONDS) throw new SdJwtError('KB-JWT iat is in the future')
-    if (kb.payload.iat < nowSeconds - maxAgeSeconds) {
-      throw new SdJwtError(`KB-JWT iat is ${nowSeconds - kb.payload.iat} s old; at most ${maxAgeSeconds} s`)
-    }
-    if (kb.header.typ !== KB_JWT_TYP) throw new SdJwtError(`KB-JWT typ is not ${KB_JWT_TYP}`)
+    if (kbJwt === undefined) throw new SdJwtError('the presentation has no Key Binding JWT (KB-JWT)')
+    if (!cnf) throw new SdJwtError('the credential has no cnf.jwk to check the KB-JWT with')
+    keyBinding = checkKeyBinding(compact, kbJwt, cnf, options.algorithms, options.keyBinding, nowSeconds)
   }
-  const claims = { ...(result.payload as Record<string, unknown>) }
-  delete claims._sd
-  delete claims._sd_alg
-  return {
-    header: result.header ?? header,
-    claims,
-    holderJwk: cnf,
-    disclosures: splitSdJwt(compact).disclosures.length,
-    keyBinding: kb
-      ? { header: kb.header as Record<string, unknown>, payload: kb.payload as Record<string, unknown> }
-      : undefined,
+  return { header, claims, holderJwk: cnf, disclosures: disclosures.length, keyBinding }
+}
+
+/** RFC 7519 §4.1.4-6 as the SD-JWT library applied them: a 60 s allowance for clocks either way. */
+function checkTimes(payload: Record<string, unknown>, nowSeconds: number) {
+  const { iat, nbf, exp } = payload
+  if (typeof iat === 'number' && iat - FUTURE_SKEW_SECONDS > nowSeconds)
+    throw new SdJwtError('iat is in the future')
+  if (typeof nbf === 'number' && nbf - FUTURE_SKEW_SECONDS > nowSeconds)
+    throw new SdJwtError('the credential is not yet valid (nbf)')
+  if (typeof exp === 'number' && exp + FUTURE_SKEW_SECONDS < nowSeconds)
+    throw new SdJwtError('the credential has expired (exp)')
+}
+
+/** RFC 9901 §7.3: the KB-JWT signed by cnf.jwk, its typ, nonce, aud, iat window and sd_hash. */
+function checkKeyBinding(
+  compact: string,
+  kbJwt: string,
+  cnf: JsonWebKey,
+  algorithms: readonly JwsAlg[],
+  expected: KeyBindingExpectation,
+  nowSeconds: number,
+) {
+  let kb: ReturnType<typeof decodeJws>
+  try {
+    kb = decodeJws(kbJwt)
+  } catch (error) {
+    throw new SdJwtError(`the Key Binding JWT is malformed: ${(error as Error).message}`)
   }
+  const kbAlg = kb.header.alg
+  if (!isJwsAlg(kbAlg) || !algorithms.includes(kbAlg)) {
+    throw new SdJwtError(`KB-JWT alg ${shortJson(kbAlg)} is not one of ${algorithms.join(', ')}`)
+  }
+  if (kb.header.typ !== KB_JWT_TYP) throw new SdJwtError(`KB-JWT typ is not ${KB_JWT_TYP}`)
+  if (!verifyInput(kbAlg, kb.signingInput, kb.signature.toString('base64url'), publicKeyOfJwk(cnf))) {
+    throw new SdJwtError('the Key Binding JWT signature does not verify with cnf.jwk')
+  }
+  const { audience, maxAgeSeconds, nonce } = expected
+  const p = kb.payload
+  if (p.nonce !== nonce)
+    throw new SdJwtError(`KB-JWT nonce ${shortJson(p.nonce)} is not ${nonce} (Nonce mismatch)`)
+  if (p.aud !== audience) throw new SdJwtError(`KB-JWT aud ${shortJson(p.aud)} is not ${audience}`)
+  if (typeof p.iat !== 'number') throw new SdJwtError('KB-JWT iat is missing')
+  if (p.iat > nowSeconds + FUTURE_SKEW_SECONDS) throw new SdJwtError('KB-JWT iat is in the future')
+  if (p.iat < nowSeconds - maxAgeSeconds) {
+    throw new SdJwtError(`KB-JWT iat is ${nowSeconds - p.iat} s old; at most ${maxAgeSeconds} s`)
+  }
+  const presented = compact.slice(0, compact.length - kbJwt.length)
+  if (p.sd_hash !== createHash('sha256').update(presented, 'ascii').digest('base64url')) {
+    throw new SdJwtError('KB-JWT sd_hash is not the digest of the presented SD-JWT')
+  }
+  return { header: kb.header, payload: p }
 }
 
 /** The holder's presentation: only the claims in `disclose` (paths as in disclosureFrame), with a KB-JWT. */
@@ -210,62 +226,193 @@ export async function presentSdJwtVc(
   })
 }
 
-/** The claims an SD-JWT carries with all its disclosures applied, without verifying anything (display). */
+/**
+ * The claims an SD-JWT carries with all its disclosures applied, without verifying anything (display of a
+ * stored credential, the careless wallet). Bounded and checked like a verified one (readDisclosures).
+ */
 export async function sdJwtClaims(compact: string): Promise<Record<string, unknown>> {
-  const core = await sdJwtCore()
-  const instance = new core.SDJwtInstance({ hasher: digest, hashAlg: 'sha-256' })
-  const claims = { ...((await instance.getClaims(compact)) as Record<string, unknown>) }
-  delete claims._sd
-  delete claims._sd_alg
-  return claims
+  const { jwt, disclosures } = splitSdJwt(compact)
+  if (disclosures.length > SD_JWT_LIMITS.maxDisclosures) throw tooManyDisclosures(disclosures.length)
+  let payload: Record<string, unknown>
+  try {
+    payload = decodeJws(jwt).payload
+  } catch (error) {
+    throw new SdJwtError(`the issuer-signed JWT is malformed: ${(error as Error).message}`)
+  }
+  return readDisclosures(payload, disclosures).claims
 }
 
 /**
- * RFC 9901 §7.1: every disclosure must be referenced by a digest in the issuer-signed payload or in another
- * disclosure, once. The library silently drops an unreferenced one (a tampered or foreign disclosure).
+ * What one SD-JWT may make a reader do, checked before the work is done (issue 30: 4 references × 8 levels of
+ * array disclosures in 3 KB unpacked to 65,536 claims and froze the verifier for 27 s). Every disclosure is
+ * referenced once (RFC 9901 §7.1, below), so the unpacked claims grow with the input, never faster; these
+ * caps bound that input too. They match the service's JSON limits (util/json-limits.ts: depth 32, 10,000
+ * members) so a credential the service issues or accepts as JSON fits: an EUDI PID with every claim
+ * disclosable and decoys has about 60 disclosures and 150 digests.
  */
-export function checkDisclosuresReferenced(payload: Record<string, unknown>, disclosures: readonly string[]) {
+export const SD_JWT_LIMITS = Object.freeze({
+  /** Disclosures after the issuer-signed JWT. */
+  maxDisclosures: 1024,
+  /** Digests in `_sd` arrays and `{"...": digest}` elements, decoys included. */
+  maxDigests: 4096,
+  /** Nesting of the unpacked claims: `{}` and `[]` are level 1. */
+  maxDepth: 32,
+  /** Object members plus array elements of the unpacked claims. */
+  maxClaims: 10_000,
+})
+
+const tooManyDisclosures = (n: number) =>
+  new SdJwtError(`${n} disclosures; at most ${SD_JWT_LIMITS.maxDisclosures} are read (limit maxDisclosures)`)
+
+/** An attacker's value in a message: JSON, at most 80 characters. */
+function shortJson(value: unknown): string {
+  let text: string
+  try {
+    text = JSON.stringify(value) ?? String(value)
+  } catch {
+    text = String(value)
+  }
+  return text.length > 80 ? `${text.slice(0, 77)}…` : text
+}
+
+/** A claim path of the unpacked claims: member names, and array positions as numbers. */
+export type ClaimPath = (string | number)[]
+
+export interface ReadDisclosures {
+  /** The payload with every disclosure applied; `_sd`, `_sd_alg` and decoy digests removed. */
+  claims: Record<string, unknown>
+  /** Where each disclosure's value landed: the selectively disclosed claims. */
+  disclosed: ClaimPath[]
+}
+
+interface Disclosure {
+  /** 3 elements (an object property) or 2 (an array element), RFC 9901 §4.2.1 / §4.2.2 */
+  name: string | undefined
+  value: unknown
+  used: boolean
+}
+
+/** Sets an own property, even one named `__proto__` (a plain assignment would replace the prototype). */
+function define(target: Record<string, unknown>, name: string, value: unknown) {
+  Object.defineProperty(target, name, { value, enumerable: true, writable: true, configurable: true })
+}
+
+/**
+ * Applies the disclosures to an issuer-signed payload, with every rule of RFC 9901 §7.1 and SD_JWT_LIMITS:
+ * each disclosure is base64url JSON `[salt, name, value]` or `[salt, value]`, named neither `_sd` nor `...`;
+ * each digest appears once (§7.1 step 3.a: "If any digest value is encountered more than once … MUST be
+ * rejected"), which is what keeps one disclosure from being unpacked many times; an object disclosure is
+ * referenced from an `_sd` array, an array disclosure from a `{"...": digest}` element; a name already at its
+ * level is refused; every disclosure is referenced (§7.1 step 5); `_sd_alg` is sha-256. Throws SdJwtError
+ * naming the rule. A verifier calls it after the issuer's signature verified, never before.
+ */
+export function readDisclosures(
+  payload: Record<string, unknown>,
+  disclosures: readonly string[],
+): ReadDisclosures {
+  if (disclosures.length > SD_JWT_LIMITS.maxDisclosures) throw tooManyDisclosures(disclosures.length)
   if (payload._sd_alg !== undefined && payload._sd_alg !== 'sha-256') {
-    throw new SdJwtError(`_sd_alg ${JSON.stringify(payload._sd_alg)} is not sha-256`)
+    throw new SdJwtError(`_sd_alg ${shortJson(payload._sd_alg)} is not sha-256`)
   }
-  const referenced = new Set<string>()
-  const collect = (value: unknown) => {
-    if (Array.isArray(value)) {
-      for (const item of value) {
-        if (isObject(item) && typeof item['...'] === 'string' && Object.keys(item).length === 1) {
-          referenced.add(item['...'])
-        } else collect(item)
-      }
-    } else if (isObject(value)) {
-      for (const [key, item] of Object.entries(value)) {
-        if (key === '_sd' && Array.isArray(item)) for (const d of item) referenced.add(String(d))
-        else collect(item)
-      }
-    }
-  }
-  collect(payload)
-  const decoded: unknown[] = []
-  for (const disclosure of disclosures) {
+  const byDigest = new Map<string, Disclosure>()
+  for (const [i, text] of disclosures.entries()) {
+    const digest = createHash('sha256').update(text, 'ascii').digest('base64url')
+    if (byDigest.has(digest)) throw new SdJwtError(`disclosure ${i} is presented twice (RFC 9901 §7.1)`)
+    let value: unknown
     try {
-      decoded.push(JSON.parse(Buffer.from(disclosure, 'base64url').toString('utf8')))
+      value = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'))
     } catch {
-      throw new SdJwtError('a disclosure is not base64url-encoded JSON')
+      throw new SdJwtError(`disclosure ${i} is not base64url-encoded JSON`)
     }
-  }
-  for (const value of decoded) {
-    if (!Array.isArray(value) || value.length < 2 || value.length > 3) {
-      throw new SdJwtError('a disclosure is not a [salt, (name,) value] array')
+    if (!Array.isArray(value) || value.length < 2 || value.length > 3 || typeof value[0] !== 'string') {
+      throw new SdJwtError(`disclosure ${i} is not a [salt, (name,) value] array (RFC 9901 §4.2)`)
     }
-    collect(value.at(-1))
+    const name = value.length === 3 ? value[1] : undefined
+    if (value.length === 3 && typeof name !== 'string')
+      throw new SdJwtError(`disclosure ${i} has a claim name that is not a string`)
+    if (name === '_sd' || name === '...')
+      throw new SdJwtError(`disclosure ${i} names the claim ${shortJson(name)} (RFC 9901 §7.1)`)
+    byDigest.set(digest, { name, value: value.at(-1), used: false })
   }
+
   const seen = new Set<string>()
-  for (const disclosure of disclosures) {
-    const hash = createHash('sha256').update(disclosure, 'ascii').digest('base64url')
-    if (!referenced.has(hash))
-      throw new SdJwtError('a disclosure is not referenced by the issuer-signed JWT (altered?)')
-    if (seen.has(hash)) throw new SdJwtError('a disclosure is presented twice')
-    seen.add(hash)
+  let claims = 0
+  const disclosed: ClaimPath[] = []
+  const reference = (digest: unknown): Disclosure | undefined => {
+    if (typeof digest !== 'string') throw new SdJwtError('a digest in _sd or "..." is not a string')
+    if (seen.has(digest)) throw new SdJwtError('a digest is listed more than once (RFC 9901 §7.1)')
+    seen.add(digest)
+    if (seen.size > SD_JWT_LIMITS.maxDigests) {
+      throw new SdJwtError(`more than ${SD_JWT_LIMITS.maxDigests} digests (limit maxDigests)`)
+    }
+    const disclosure = byDigest.get(digest)
+    if (disclosure) disclosure.used = true // once: its digest cannot be seen again
+    return disclosure // undefined: a decoy, or a disclosure the holder did not present
   }
+  const count = () => {
+    if (++claims > SD_JWT_LIMITS.maxClaims) {
+      throw new SdJwtError(`more than ${SD_JWT_LIMITS.maxClaims} claims unpacked (limit maxClaims)`)
+    }
+  }
+  // Recursion is bounded by maxDepth (checked on entry), so the stack cannot overflow.
+  const unpack = (value: unknown, path: ClaimPath, depth: number): unknown => {
+    if (typeof value !== 'object' || value === null) return value
+    if (depth >= SD_JWT_LIMITS.maxDepth) {
+      throw new SdJwtError(`claims nest deeper than ${SD_JWT_LIMITS.maxDepth} levels (limit maxDepth)`)
+    }
+    if (Array.isArray(value)) {
+      const out: unknown[] = []
+      for (const item of value) {
+        if (isObject(item) && Object.keys(item).length === 1 && '...' in item) {
+          const disclosure = reference(item['...'])
+          if (!disclosure) continue
+          if (disclosure.name !== undefined)
+            throw new SdJwtError('an object-property disclosure is referenced as an array element')
+          count()
+          disclosed.push([...path, out.length])
+          out.push(unpack(disclosure.value, [...path, out.length], depth + 1))
+        } else {
+          count()
+          out.push(unpack(item, [...path, out.length], depth + 1))
+        }
+      }
+      return out
+    }
+    const object = value as Record<string, unknown>
+    const out: Record<string, unknown> = {}
+    for (const [name, item] of Object.entries(object)) {
+      if (name === '_sd' || (name === '_sd_alg' && depth === 0)) continue
+      count()
+      define(out, name, unpack(item, [...path, name], depth + 1))
+    }
+    if (object._sd !== undefined) {
+      if (!Array.isArray(object._sd)) throw new SdJwtError('_sd is not an array')
+      for (const digest of object._sd) {
+        const disclosure = reference(digest)
+        if (!disclosure) continue
+        if (disclosure.name === undefined)
+          throw new SdJwtError('an array-element disclosure is referenced from _sd')
+        if (Object.hasOwn(out, disclosure.name)) {
+          throw new SdJwtError(
+            `disclosed claim ${shortJson(disclosure.name)} is already present at its level (RFC 9901 §7.1)`,
+          )
+        }
+        count()
+        disclosed.push([...path, disclosure.name])
+        define(out, disclosure.name, unpack(disclosure.value, [...path, disclosure.name], depth + 1))
+      }
+    }
+    return out
+  }
+  const result = unpack(payload, [], 0) as Record<string, unknown>
+  for (const disclosure of byDigest.values()) {
+    if (!disclosure.used) {
+      throw new SdJwtError(
+        'a disclosure is not referenced by the issuer-signed JWT or another disclosure (RFC 9901 §7.1; altered?)',
+      )
+    }
+  }
+  return { claims: result, disclosed }
 }
 
 function publicKeyOfJwk(jwk: JsonWebKey): KeyObject {

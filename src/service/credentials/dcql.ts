@@ -1,5 +1,3 @@
-import { digest } from '@sd-jwt/crypto-nodejs'
-import { decodeSdJwtSync, unpackSync } from '@sd-jwt/decode'
 import {
   type DcqlCredential,
   type DcqlCredentialPresentation,
@@ -198,23 +196,12 @@ function failureReasons(cq: CredentialQuery, credential: DcqlCredential, failed:
 // were not selected) ----
 
 /**
- * The claim paths an SD-JWT VC disclosed, from the compact SD-JWT kept in its shared view's `proof`
- * (sd-jwt-vc.ts). Without it, every claim outside the SD-JWT VC registered ones counts as disclosed:
- * `ReadCredential.claims` cannot tell a disclosed claim from an always-visible one.
+ * The claim paths an SD-JWT VC disclosed, as its format read them after its proof verified
+ * (`ReadCredential.disclosed`). Without them, every claim outside the SD-JWT VC registered ones counts as
+ * disclosed: `ReadCredential.claims` cannot tell a disclosed claim from an always-visible one.
  */
 function disclosedPaths(credential: ReadCredential): string[][] {
-  const proof = credential.sharedView.proof
-  const compact = isObject(proof) && typeof proof.sdJwt === 'string' ? proof.sdJwt : undefined
-  if (compact) {
-    try {
-      const sd = decodeSdJwtSync(compact, digest)
-      const { disclosureKeymap } = unpackSync(sd.jwt.payload, sd.disclosures, digest)
-      // keys are dotted paths, array elements by index: `address.street`, `nationalities.0`
-      return Object.keys(disclosureKeymap).map((key) => key.split('.'))
-    } catch {
-      // unreadable here means unreadable for the format too, which reports it; fall through
-    }
-  }
+  if (credential.disclosed) return credential.disclosed.map((path) => path.map(String))
   return Object.keys(credential.claims).map((name) => [name])
 }
 
@@ -234,9 +221,12 @@ function overDisclosure(cq: CredentialQuery, credential: ReadCredential): string
   // §6.4.1: without `claims` the verifier asks for no selectively disclosable claim at all.
   const wanted = (cq.claims ?? []).map(pathOf)
   const extra = disclosedPaths(credential).filter((d) => !wanted.some((q) => asks(q, d)))
-  // Name a disclosed object once, not each of its disclosed members as well.
+  // Name a disclosed object once, not each of its disclosed members as well: a path is dropped when one of
+  // its prefixes is also extra (a set lookup per prefix: linear in the claims, not quadratic).
+  const key = (path: readonly string[]) => JSON.stringify(path)
+  const extraKeys = new Set(extra.map(key))
   const shown = extra
-    .filter((d) => !extra.some((e) => e.length < d.length && e.every((s, i) => s === d[i])))
+    .filter((d) => !d.some((_, i) => i > 0 && extraKeys.has(key(d.slice(0, i)))))
     .map((d) => d.join('.'))
   return [...new Set(shown)].sort() // disclosure order is the digests' order: random
 }

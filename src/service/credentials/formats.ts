@@ -76,6 +76,11 @@ export interface ReadCredential {
   readonly sharedView: Record<string, unknown>
   /** What query languages evaluate: the form `@sphereon/pex` and `dcql` accept (a JWT string for jwt_vc). */
   readonly queryInput: unknown
+  /**
+   * Selective disclosure: the paths of the claims the holder disclosed (array positions as numbers), once the
+   * proof verified; undefined for formats that disclose everything.
+   */
+  readonly disclosed?: readonly (readonly (string | number)[])[]
 }
 
 export interface CredentialFormat {

@@ -1,4 +1,5 @@
 import type { CheckOutcome, Validations } from '../store/index.ts'
+import { boundedList, clip } from '../util/echo.ts'
 
 // The named checks of the credential pipeline. Each name is used as is in `Validations.checks`, in the
 // webhook's `verificationResult` and in the `invalid_proof` descriptions of issuance, so a relying party,
@@ -17,7 +18,10 @@ export const CHECKS = [
 ] as const
 export type CheckName = (typeof CHECKS)[number]
 
-/** The outcomes of one run of the pipeline, in the order they were recorded. */
+/**
+ * The outcomes of one run of the pipeline, in the order they were recorded. Messages quote what the holder
+ * sent, so each is clipped and each check lists at most ECHO_LIMITS.maxItems failures (util/echo.ts).
+ */
 export class Outcomes {
   readonly list: CheckOutcome[] = []
   readonly warnings: string[] = []
@@ -25,13 +29,13 @@ export class Outcomes {
   record(check: CheckName, failures: readonly string[], passed: string) {
     this.list.push(
       failures.length > 0
-        ? { check, result: 'failed', message: failures.join('; ') }
-        : { check, result: 'passed', message: passed },
+        ? { check, result: 'failed', message: boundedList(failures).join('; ') }
+        : { check, result: 'passed', message: clip(passed) },
     )
   }
 
   notRun(check: CheckName, why: string) {
-    this.list.push({ check, result: 'not_run', message: why })
+    this.list.push({ check, result: 'not_run', message: clip(why) })
   }
 
   failed(): CheckOutcome[] {
@@ -51,7 +55,7 @@ export class Outcomes {
       checks: this.list,
       verificationResult: {
         checks: this.list.filter((c) => c.result !== 'not_run').map((c) => c.check),
-        warnings: this.warnings,
+        warnings: boundedList(this.warnings),
         errors: this.errors(),
       },
     }

@@ -1,10 +1,8 @@
 import { createHash, createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto'
-import { digest } from '@sd-jwt/crypto-nodejs'
-import { decodeSdJwtSync, getClaimsSync } from '@sd-jwt/decode'
 import { type DidKey, didKeyFromPublicKey, isJwsAlg } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { type DecodedJws, decodeJws, JwsError, verifyJws } from '../../shared/jws.ts'
-import { checkDisclosuresReferenced, splitSdJwt } from '../../shared/sd-jwt.ts'
+import { type ClaimPath, readDisclosures, SD_JWT_LIMITS, splitSdJwt } from '../../shared/sd-jwt.ts'
 import { tokenStatusReference } from '../../shared/token-status-list.ts'
 import { KB_JWT_TYP, SD_JWT_VC_TYP, SD_JWT_VC_TYP_LEGACY } from '../../shared/wire.ts'
 import { verifyX5c } from '../../shared/x509.ts'
@@ -24,9 +22,10 @@ import { verifyIssuerJws } from './jwt-vc.ts'
 // SD-JWT VC (`dc+sd-jwt`; draft-ietf-oauth-sd-jwt-vc, SD-JWT RFC 9901) for the pipeline. A presentation
 // is `<issuer-signed JWT>~<disclosures>~<KB-JWT>`: the same string is the credential (read by
 // `sdJwtVcCredential`) and its own presentation (`sdJwtVcPresentation`, whose proof is the KB-JWT).
-// The issuer names its key by a did:key `kid`, or by an `x5c` chain to one of the verifier's trust anchors. The checks are
-// synchronous (the pipeline's interface), so the disclosures are digested here, with the same rule as
-// shared/sd-jwt.ts: every disclosure referenced once by the issuer-signed payload or another disclosure.
+// The issuer names its key by a did:key `kid`, or by an `x5c` chain to one of the verifier's trust anchors.
+// Work is bounded before anything is trusted (issue 30): reading decodes the issuer-signed JWT only; the
+// disclosures are decoded, digested and applied by shared/sd-jwt.ts's readDisclosures (RFC 9901 §7.1, its
+// limits) once the issuer's signature verified. Until then the claims are the payload's plain ones.
 
 /** SD-JWT VC registered claims (draft §3.2.2) and SD-JWT internals: not the subject's claims. */
 const REGISTERED = new Set([
@@ -85,6 +84,11 @@ interface Parsed {
 function parse(raw: unknown, policy: FormatPolicy, what: string): Parsed {
   if (typeof raw !== 'string' || !raw.includes('~')) throw new Error(`is not an SD-JWT (${what})`)
   const { jwt, disclosures, kbJwt } = splitSdJwt(raw)
+  if (disclosures.length > SD_JWT_LIMITS.maxDisclosures) {
+    throw new Error(
+      `has ${disclosures.length} disclosures; at most ${SD_JWT_LIMITS.maxDisclosures} are read (limit maxDisclosures)`,
+    )
+  }
   let decoded: DecodedJws
   try {
     decoded = decodeJws(jwt)
@@ -149,58 +153,84 @@ async function verifyX5cIssuer(
 }
 
 function readSdJwtCredential(raw: unknown, policy: FormatPolicy): ReadCredential {
-  const { compact, issuerJwt, decoded, disclosures } = parse(raw, policy, SD_JWT_VC_TYP)
+  const { issuerJwt, decoded, disclosures } = parse(raw, policy, SD_JWT_VC_TYP)
   const { header, payload } = decoded
   if (typeof payload.vct !== 'string') throw new Error('has no vct')
-  let all: Record<string, unknown>
-  try {
-    const sd = decodeSdJwtSync(compact, digest)
-    all = getClaimsSync<Record<string, unknown>>(
-      sd.jwt.payload as Record<string, unknown>,
-      sd.disclosures,
-      digest,
-    )
-  } catch (error) {
-    throw new Error(`disclosures cannot be applied: ${(error as Error).message}`)
-  }
-  const claims: Record<string, unknown> = {}
-  for (const [k, v] of Object.entries(all)) if (!REGISTERED.has(k)) claims[k] = v
+  const vct = payload.vct
   const cnf = cnfKey(payload)
   const status = statusOf(payload)
   const withoutKb = `${[issuerJwt, ...disclosures].join('~')}~`
+  /** The payload with the disclosures applied, once the issuer's signature verified; the plain claims until then. */
+  let all: Record<string, unknown> = plainClaims(payload)
+  let disclosed: ClaimPath[] = []
+  let view: { claims: Record<string, unknown>; sharedView: Record<string, unknown>; queryInput: unknown }
+  const refresh = () => {
+    const claims: Record<string, unknown> = {}
+    for (const [k, v] of Object.entries(all)) if (!REGISTERED.has(k)) claims[k] = v
+    view = {
+      claims,
+      sharedView: {
+        '@context': ['https://www.w3.org/2018/credentials/v1'],
+        type: ['VerifiableCredential', vct],
+        issuer: payload.iss,
+        issuanceDate: typeof payload.iat === 'number' ? isoOf(payload.iat) : undefined,
+        ...(typeof payload.exp === 'number' ? { expirationDate: isoOf(payload.exp) } : {}),
+        credentialSubject: { ...(typeof payload.sub === 'string' ? { id: payload.sub } : {}), ...claims },
+        ...(status.length > 0 ? { credentialStatus: payload.status } : {}),
+        proof: { type: 'SdJwtVc', format: SD_JWT_VC_TYP, sdJwt: withoutKb },
+      },
+      // DCQL evaluates dc+sd-jwt credentials on their disclosed claims with vct (dcql's own model).
+      queryInput: { credential_format: SD_JWT_VC_TYP, vct, claims: { ...all } },
+    }
+  }
+  refresh()
+  /** RFC 9901 §7.1 on a payload whose signature verified: the disclosures applied, or why they cannot be. */
+  const applyDisclosures = (result: ProofResult): ProofResult => {
+    if (!result.ok) return result
+    try {
+      const read = readDisclosures(payload, disclosures)
+      all = read.claims
+      disclosed = read.disclosed
+    } catch (error) {
+      return { ok: false, reason: `disclosures: ${(error as Error).message}` }
+    }
+    refresh()
+    return result
+  }
   return {
     format: SD_JWT_VC_TYP,
     alg: header.alg as string,
-    types: [payload.vct],
+    types: [vct],
     verifyProof(keys, context) {
-      try {
-        // every disclosure's digest is committed to by the issuer-signed payload (RFC 9901 §7.1)
-        checkDisclosuresReferenced(payload, disclosures)
-      } catch (error) {
-        return { ok: false, reason: (error as Error).message }
+      // the issuer's signature first: nothing of a disclosure is decoded for an unsigned token
+      if (header.x5c !== undefined) {
+        return verifyX5cIssuer(issuerJwt, header.x5c, payload.iss, policy, context).then(applyDisclosures)
       }
-      if (header.x5c !== undefined)
-        return verifyX5cIssuer(issuerJwt, header.x5c, payload.iss, policy, context)
-      return verifyIssuerJws(issuerJwt, header.kid, payload.iss, keys, policy, false)
+      return applyDisclosures(verifyIssuerJws(issuerJwt, header.kid, payload.iss, keys, policy, false))
     },
     // An unusable or missing cnf binds nobody: an empty JWK never equals the presenter's key.
     holderBinding: { kind: 'key', jwk: typeof cnf === 'string' ? {} : cnf.jwk },
     validity: validityOf(payload),
     status,
-    claims,
-    sharedView: {
-      '@context': ['https://www.w3.org/2018/credentials/v1'],
-      type: ['VerifiableCredential', payload.vct],
-      issuer: payload.iss,
-      issuanceDate: typeof payload.iat === 'number' ? isoOf(payload.iat) : undefined,
-      ...(typeof payload.exp === 'number' ? { expirationDate: isoOf(payload.exp) } : {}),
-      credentialSubject: { ...(typeof payload.sub === 'string' ? { id: payload.sub } : {}), ...claims },
-      ...(status.length > 0 ? { credentialStatus: payload.status } : {}),
-      proof: { type: 'SdJwtVc', format: SD_JWT_VC_TYP, sdJwt: withoutKb },
+    get claims() {
+      return view.claims
     },
-    // DCQL evaluates dc+sd-jwt credentials on their disclosed claims with vct (dcql's own model).
-    queryInput: { credential_format: SD_JWT_VC_TYP, vct: payload.vct, claims: { ...all } },
+    get sharedView() {
+      return view.sharedView
+    },
+    get queryInput() {
+      return view.queryInput
+    },
+    get disclosed() {
+      return disclosed
+    },
   }
+}
+
+/** The issuer-signed payload's own claims, without SD-JWT internals (what is visible without disclosures). */
+function plainClaims(payload: Record<string, unknown>): Record<string, unknown> {
+  const { _sd: _digests, _sd_alg: _alg, ...plain } = payload
+  return plain
 }
 
 export const sdJwtVcCredential: CredentialFormat = {

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance } from 'fastify'
 import { FORM_MEDIA_TYPE } from '../../shared/wire.ts'
+import { clip, ECHO_LIMITS } from '../util/echo.ts'
 import { JsonLimitError } from '../util/json-limits.ts'
 
 // Wallet-facing errors: `{error, error_description}` with the OAuth 2.0 / OpenID4VCI / OpenID4VP codes,
@@ -36,12 +37,16 @@ export type OAuthErrorCode = keyof typeof OAUTH_ERRORS
 export class OAuthError extends Error {
   override name = 'OAuthError'
   readonly status: number
+  /** What the wallet is told: bounded, since descriptions quote what it sent (util/echo.ts). */
+  readonly description: string
   constructor(
     readonly error: OAuthErrorCode,
-    readonly description: string,
+    description: string,
     readonly extra: { headers?: Record<string, string>; body?: Record<string, unknown> } = {},
   ) {
-    super(`${error}: ${description}`)
+    const bounded = clip(description, ECHO_LIMITS.maxDescription)
+    super(`${error}: ${bounded}`)
+    this.description = bounded
     this.status = OAUTH_ERRORS[error]
   }
 

@@ -26,6 +26,8 @@ const jose = lazyImport(() => import('jose'))
 // lifecycle (verification/lifecycle.ts), writes conditionally, then announces.
 
 const MAX_DESCRIPTION = 300
+/** OpenID4VP 1.0 §5.10 sets no length; a nonce needs far less (ours are 22 characters). */
+const MAX_WALLET_NONCE = 512
 const clip = (text: string) => (text.length > MAX_DESCRIPTION ? `${text.slice(0, MAX_DESCRIPTION)}…` : text)
 /**
  * A wallet's parameter as text. A form gives strings (or arrays of them), a decrypted direct_post.jwt payload
@@ -128,6 +130,13 @@ export class Oid4vpService {
     const walletNonce = body.wallet_nonce
     if (walletNonce !== undefined && (typeof walletNonce !== 'string' || walletNonce.length === 0)) {
       throw new OAuthError('invalid_request', 'wallet_nonce must be a non-empty string')
+    }
+    // Echoed in a signed request object: bounded, or 300,000 characters came back as a 402 KB JWT (issue 30).
+    if (walletNonce !== undefined && walletNonce.length > MAX_WALLET_NONCE) {
+      throw new OAuthError(
+        'invalid_request',
+        `wallet_nonce is ${walletNonce.length} characters long; at most ${MAX_WALLET_NONCE} are accepted`,
+      )
     }
     if (body.wallet_metadata !== undefined) {
       let metadata: unknown

@@ -88,7 +88,8 @@ export class PostgresFeed implements ChangeFeed {
 
   async publishEvent(event: unknown): Promise<void> {
     let payload = JSON.stringify({ from: this.instance, topic: 'event', event } satisfies Message)
-    if (payload.length > MAX_PAYLOAD) {
+    // The limit is in bytes: a claim of multi-byte characters is twice or more its length (issue 30).
+    if (Buffer.byteLength(payload, 'utf8') > MAX_PAYLOAD) {
       const { webhook: _left, ...lean } = event as Record<string, unknown>
       payload = JSON.stringify({ from: this.instance, topic: 'event', event: lean } satisfies Message)
     }
