@@ -141,7 +141,10 @@ describe('RFC 9901 §7.1, rule by rule', () => {
       verifySdJwtVc(token, verifyOptions(other)),
       refusedWith(/the issuer signature does not verify/),
     )
-    await assert.rejects(verifySdJwtVc(token, verifyOptions(issuer)), refusedWith(/disclosure 0 is not base64url-encoded JSON/))
+    await assert.rejects(
+      verifySdJwtVc(token, verifyOptions(issuer)),
+      refusedWith(/disclosure 0 is not base64url-encoded JSON/),
+    )
   })
 })
 
