@@ -1,8 +1,9 @@
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
-// `npm run fuzz:nightly [-- --runs N] [--seed S] [--routes REGEX]`: test/fuzz-openapi.test.ts with many more
-// runs per route than `npm test` gives it (default 1,000 instead of 10). The seed is printed first, so a
+// `npm run fuzz:nightly [-- --runs N] [--seed S] [--routes REGEX]`: test/fuzz-openapi.test.ts and
+// test/fuzz-sd-jwt.test.ts (hostile SD-JWTs, issue 30) with many more runs per route and property than
+// `npm test` gives them (default 1,000 instead of 10). The seed is printed first, so a
 // failing night is replayed with `--seed S` (or VC_HARNESS_FUZZ_SEED=S and the same VC_HARNESS_FUZZ_RUNS
 // on the test file); fast-check prints each shrunk counterexample with its own seed and path as well.
 
@@ -28,7 +29,14 @@ console.log(
 const started = Date.now()
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-reporter=spec', 'test/fuzz-openapi.test.ts'],
+  [
+    '--import',
+    'tsx',
+    '--test',
+    '--test-reporter=spec',
+    'test/fuzz-openapi.test.ts',
+    'test/fuzz-sd-jwt.test.ts',
+  ],
   {
     cwd: ROOT,
     stdio: 'inherit',
