@@ -10,7 +10,7 @@ import { AuthService } from './auth/service.ts'
 import { AccessTokens } from './auth/tokens.ts'
 import type { ServiceConfig } from './config/index.ts'
 import type { CheckMetrics } from './credentials/pipeline.ts'
-import { httpStatusListSource, StatusChecker, type StatusListSource } from './credentials/status.ts'
+import { RemoteStatusLists, StatusChecker, type StatusListSource } from './credentials/status.ts'
 import type { DataKeyring } from './crypto/data-key.ts'
 import { configuredVerifier, IssuerCertificates } from './crypto/issuer-certificates.ts'
 import { IssuerKeys } from './crypto/issuer-keys.ts'
@@ -268,11 +268,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     cursorSecret: key.deriveSecret('list cursor'),
     ...(faults && { faults }),
   })
-  // Lists this service publishes are read in-process; any other issuer's over HTTP. One checker serves
-  // issuance-time (di_vp) and verification-time checks alike.
+  // Lists this service publishes are read in-process; any other issuer's over HTTP under the outbound
+  // policy of webhooks.mode, through one shared cache. One checker serves issuance-time (di_vp) and
+  // verification-time checks alike.
+  const remoteLists = new RemoteStatusLists({ policy: config.webhooks.mode, clock })
   const statusSource: StatusListSource = async (url) => {
     const own = urls.ownStatusList(url)
-    if (!own) return httpStatusListSource(url)
+    if (!own) return remoteLists.source(url)
     const jwt =
       own.form === 'bitstring'
         ? await statusLists.credential(own.tenantId, own.listId)

@@ -577,7 +577,8 @@ export const WebhookOptions = Type.Object(
         description:
           'production: webhook URLs must reach public addresses (no private, loopback or link-local ranges; checked when a ' +
           'template is saved and again on every connection). test: loopback is allowed too, for receivers on the same ' +
-          'machine (the conformance harness). Default: production.',
+          "machine (the conformance harness). The same policy governs every URL the service fetches on someone else's " +
+          'say-so (status lists named by presented credentials; docs/security.md). Default: production.',
       }),
     ),
     timeoutMs: integer(

@@ -3,7 +3,6 @@ import { getStatus, readStatusList, type StatusList } from '../../shared/bitstri
 import { type DidKey, JWS_ALGS, resolveDidKey } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { decodeJws, verifyJws } from '../../shared/jws.ts'
-import { lazyRequire } from '../../shared/lazy.ts'
 import { readTokenStatusList, type TokenStatusList, tokenStatusAt } from '../../shared/token-status-list.ts'
 import {
   JWT_MEDIA_TYPE,
@@ -11,46 +10,231 @@ import {
   STATUS_LIST_JWT_TYP,
   VC_JWT_MEDIA_TYPE,
 } from '../../shared/wire.ts'
+import { type Clock, systemClock } from '../util/clock.ts'
+import type { Resolver, TargetPolicy } from '../util/net-targets.ts'
+import { fetchOutbound, OUTBOUND_DEADLINE_MS, OutboundError, originOf } from '../util/outbound.ts'
 
-// Credential status by Bitstring Status List v1.0, as a verifier checks it: fetch the list credential,
-// verify that the credential's own issuer signed it, read the entry. A list this service publishes is read
-// in-process (same code as its HTTP route); any other is fetched over HTTP(S) with tight limits. Lists are
-// fetched only for credentials already found signed by a trusted issuer, so the URL is the issuer's word.
+// Credential status by Bitstring Status List v1.0 and IETF Token Status List, as a verifier checks it:
+// fetch the list, verify that the credential's own issuer signed it, read the entry. A list this service
+// publishes is read in-process (same code as its HTTP route, always fresh); any other is fetched through
+// the outbound policy (util/outbound.ts: public addresses only outside webhooks.mode "test", no redirects,
+// one deadline, a body cap) and kept in a shared, bounded cache for as long as the list and its HTTP
+// answer allow. Lists are fetched only for credentials already found signed by a trusted issuer, so the
+// URL is the issuer's word — but whoever presents the credential chooses which one is checked.
 
-const FETCH_TIMEOUT_MS = 5000
-const MAX_LIST_JWT_BYTES = 1024 * 1024
-/** The HTTP client, loaded at the first list fetched from another issuer (this service's own are read in-process). */
-const undici = lazyRequire<typeof import('undici')>('undici')
+/**
+ * Largest status list read: decodeJws (shared/jws.ts) refuses a JWS over 256 KiB, so reading more would
+ * be work for nothing. A 131,072-entry list of 2 bits is 32 KiB before compression.
+ */
+export const STATUS_LIST_MAX_BYTES = 256 * 1024
+/** What a status list may be served as: Token Status List §8.1, VC-JOSE-COSE §6.1, RFC 7519 §10.3.1. */
+const STATUS_LIST_MEDIA_TYPES = [STATUS_LIST_JWT_MEDIA_TYPE, VC_JWT_MEDIA_TYPE, JWT_MEDIA_TYPE] as const
 
 /** Returns the status-list credential (a JWT) at `url`; throws with a reason when it cannot. */
 export type StatusListSource = (url: string) => Promise<string>
 
 export type StatusVerdict = { ok: true; status: string } | { ok: false; reason: string }
 
-/** Fetches a status list over HTTP(S): 200 only, no redirects, 5 s, 1 MiB. */
-export const httpStatusListSource: StatusListSource = async (url) => {
-  if (!/^https?:\/\//.test(url)) throw new Error('statusListCredential must be an http(s) URL')
-  const response = await undici().request(url, {
-    method: 'GET',
-    headers: { accept: `${VC_JWT_MEDIA_TYPE}, ${JWT_MEDIA_TYPE}, ${STATUS_LIST_JWT_MEDIA_TYPE}` },
-    headersTimeout: FETCH_TIMEOUT_MS,
-    bodyTimeout: FETCH_TIMEOUT_MS,
-  })
-  if (response.statusCode !== 200) {
-    await response.body.dump()
-    throw new Error(`GET ${url} answered ${response.statusCode}`)
+/** Bounds of the shared status-list cache. */
+export interface StatusListCacheLimits {
+  /** Lists kept at most (least recently used evicted first). */
+  maxEntries: number
+  /** Characters of list JWTs kept at most, all entries together. */
+  maxBytes: number
+  /** Longest a list is kept, whatever its ttl or max-age say (ms). */
+  maxLifetimeMs: number
+  /** Shortest a cacheable list is kept, however small its ttl or max-age (ms); never past its exp. */
+  minLifetimeMs: number
+}
+
+export const STATUS_LIST_CACHE_DEFAULTS: StatusListCacheLimits = {
+  maxEntries: 256,
+  maxBytes: 8 * 1024 * 1024,
+  // Bitstring Status List v1.0 §2.2: a list without ttl may be cached for 300000 ms.
+  maxLifetimeMs: 300_000,
+  minLifetimeMs: 1000,
+}
+
+/** Cache-Control directives (RFC 9111 §5.2), names lower case; a directive without a value maps to ''. */
+function cacheDirectives(header: string | undefined): Map<string, string> {
+  const directives = new Map<string, string>()
+  for (const part of (header ?? '').split(',')) {
+    const [name, value = ''] = part.split('=', 2)
+    const key = name?.trim().toLowerCase()
+    if (key) directives.set(key, value.trim().replace(/^"|"$/g, ''))
   }
-  let size = 0
-  const chunks: Buffer[] = []
-  for await (const chunk of response.body) {
-    size += (chunk as Buffer).length
-    if (size > MAX_LIST_JWT_BYTES) {
-      response.body.destroy()
-      throw new Error(`status list at ${url} is larger than ${MAX_LIST_JWT_BYTES} bytes`)
+  return directives
+}
+
+/**
+ * Until when (ms since the epoch) a list fetched at `fetchedAt` may be served from the cache, or undefined
+ * when it must not be kept. The shortest bound wins: the cache's maximum, HTTP max-age (s-maxage first:
+ * this cache is shared between tenants, RFC 9111 §5.2.2.10), the list's own ttl (Token Status List §5.1
+ * `ttl` in seconds, §13.7 on caching; Bitstring Status List v1.0 §2.2 `ttl` in milliseconds), raised to
+ * the floor; then never past the list's `exp` (RFC 7519 §4.1.4) or its `validUntil` / `expirationDate`.
+ * `no-store`, `no-cache` (we do not revalidate, RFC 9111 §5.2.2.4) and `private` (a shared cache must not
+ * store it, §5.2.2.7) keep it out. The claims are read before the signature is checked: they can only
+ * shorten the time, and a list that does not verify fails every use anyway.
+ */
+export function statusListCacheUntil(
+  jwt: string,
+  cacheControl: string | undefined,
+  fetchedAt: number,
+  limits: StatusListCacheLimits = STATUS_LIST_CACHE_DEFAULTS,
+): number | undefined {
+  const directives = cacheDirectives(cacheControl)
+  if (directives.has('no-store') || directives.has('no-cache') || directives.has('private')) return undefined
+  let payload: Record<string, unknown>
+  try {
+    payload = decodeJws(jwt).payload
+  } catch {
+    return undefined
+  }
+  const bounds = [limits.maxLifetimeMs]
+  const maxAge = directives.get('s-maxage') ?? directives.get('max-age')
+  // an unreadable max-age counts as 0 (RFC 9111 §4.2.1: invalid freshness information means stale)
+  if (maxAge !== undefined) bounds.push(/^\d+$/.test(maxAge) ? Number(maxAge) * 1000 : 0)
+  if (payload.status_list !== undefined && typeof payload.ttl === 'number') bounds.push(payload.ttl * 1000)
+  const vc = isObject(payload.vc) ? payload.vc : payload
+  const subject = isObject(vc.credentialSubject) ? vc.credentialSubject : undefined
+  if (typeof subject?.ttl === 'number') bounds.push(subject.ttl)
+  let until = fetchedAt + Math.max(limits.minLifetimeMs, Math.min(...bounds.map((b) => (b > 0 ? b : 0))))
+  if (typeof payload.exp === 'number') until = Math.min(until, payload.exp * 1000)
+  for (const end of [vc.validUntil, vc.expirationDate]) {
+    const at = typeof end === 'string' ? Date.parse(end) : Number.NaN
+    if (!Number.isNaN(at)) until = Math.min(until, at)
+  }
+  return until > fetchedAt ? until : undefined
+}
+
+/** Fetched list JWTs by URL, bounded in entries and characters, least recently used evicted first. */
+export class StatusListCache {
+  private readonly entries = new Map<string, { jwt: string; until: number; at: number }>()
+  private chars = 0
+  constructor(readonly limits: StatusListCacheLimits = STATUS_LIST_CACHE_DEFAULTS) {}
+
+  get size() {
+    return this.entries.size
+  }
+  get bytes() {
+    return this.chars
+  }
+
+  get(url: string, now: number): string | undefined {
+    const entry = this.entries.get(url)
+    if (!entry) return undefined
+    this.entries.delete(url)
+    // past its time, or a clock set back before the fetch (the harness's ShiftedClock resets): stale
+    if (entry.until <= now || now < entry.at) {
+      this.chars -= url.length + entry.jwt.length
+      return undefined
     }
-    chunks.push(chunk as Buffer)
+    this.entries.set(url, entry) // most recently used last
+    return entry.jwt
   }
-  return Buffer.concat(chunks).toString('utf8').trim()
+
+  set(url: string, jwt: string, until: number, now: number) {
+    const cost = url.length + jwt.length
+    const old = this.entries.get(url)
+    if (old) {
+      this.entries.delete(url)
+      this.chars -= url.length + old.jwt.length
+    }
+    if (cost > this.limits.maxBytes || this.limits.maxEntries < 1) return
+    if (this.entries.size >= this.limits.maxEntries || this.chars + cost > this.limits.maxBytes) {
+      for (const [key, entry] of this.entries) {
+        if (entry.until > now) continue
+        this.entries.delete(key)
+        this.chars -= key.length + entry.jwt.length
+      }
+    }
+    for (const [key, entry] of this.entries) {
+      if (this.entries.size < this.limits.maxEntries && this.chars + cost <= this.limits.maxBytes) break
+      this.entries.delete(key)
+      this.chars -= key.length + entry.jwt.length
+    }
+    this.entries.set(url, { jwt, until, at: now })
+    this.chars += cost
+  }
+}
+
+export interface RemoteStatusListOptions {
+  /** `webhooks.mode`: 'test' admits loopback lists (the suite's own servers), 'production' only public ones. */
+  policy: TargetPolicy
+  clock?: Clock
+  /** Cache bounds, or false for none (every use fetches: the baseline of bench/status-fetch.ts). */
+  cache?: Partial<StatusListCacheLimits> | false
+  /** Total time for one fetch (default OUTBOUND_DEADLINE_MS). */
+  deadlineMs?: number
+  /** Largest list read (default STATUS_LIST_MAX_BYTES). */
+  maxBytes?: number
+  /** Tests: the resolver behind the connect-time address check. */
+  resolve?: Resolver
+}
+
+/**
+ * Status lists of other issuers, over HTTP(S) through the outbound policy, kept in one shared cache
+ * (`source` is what StatusChecker takes). Concurrent uses of one URL share one fetch.
+ */
+export class RemoteStatusLists {
+  readonly cache: StatusListCache | undefined
+  /** Requests sent (tests and the bench count them). */
+  fetches = 0
+  private readonly inflight = new Map<string, Promise<string>>()
+  private readonly clock: Clock
+
+  constructor(private readonly options: RemoteStatusListOptions) {
+    this.clock = options.clock ?? systemClock
+    this.cache =
+      options.cache === false
+        ? undefined
+        : new StatusListCache({ ...STATUS_LIST_CACHE_DEFAULTS, ...options.cache })
+  }
+
+  readonly source: StatusListSource = (url) => {
+    const cached = this.cache?.get(url, this.clock.now())
+    if (cached !== undefined) return Promise.resolve(cached)
+    if (!this.cache) return this.fetch(url)
+    let pending = this.inflight.get(url)
+    if (!pending) {
+      pending = this.fetch(url).finally(() => this.inflight.delete(url))
+      this.inflight.set(url, pending)
+    }
+    return pending
+  }
+
+  private async fetch(url: string): Promise<string> {
+    this.fetches++
+    const {
+      policy,
+      deadlineMs = OUTBOUND_DEADLINE_MS,
+      maxBytes = STATUS_LIST_MAX_BYTES,
+      resolve,
+    } = this.options
+    const answer = await fetchOutbound(url, {
+      policy,
+      deadlineMs,
+      maxBytes,
+      // Token Status List §8.1: the relying party asks for application/statuslist+jwt
+      accept: STATUS_LIST_MEDIA_TYPES.join(', '),
+      mediaTypes: STATUS_LIST_MEDIA_TYPES,
+      ...(resolve && { resolve }),
+    })
+    const jwt = answer.body.toString('utf8').trim()
+    if (this.cache) {
+      const now = this.clock.now()
+      const until = statusListCacheUntil(jwt, answer.cacheControl, now, this.cache.limits)
+      if (until !== undefined) this.cache.set(url, jwt, until, now)
+    }
+    return jwt
+  }
+}
+
+/** What a failed list may say about itself: the check and the origin, never the path (util/outbound.ts). */
+function cannotUse(url: string, error: unknown): string {
+  if (error instanceof OutboundError) return `status list cannot be fetched: ${error.message}`
+  const origin = originOf(url)
+  return `status list ${origin ? `at ${origin}` : 'with an unreadable URL'} cannot be used: ${(error as Error).message}`
 }
 
 /**
@@ -66,7 +250,11 @@ class VerifiedLists {
   >()
   verify(jwt: string, kid: string) {
     let entry = this.entries.get(jwt)
-    if (!entry) {
+    if (entry) {
+      // least recently used goes first: lists in steady use stay verified
+      this.entries.delete(jwt)
+      this.entries.set(jwt, entry)
+    } else {
       const signer = resolveDidKey(kid)
       const { payload } = verifyJws(jwt, signer.publicKey, { algorithms: JWS_ALGS })
       entry = { signer, payload }
@@ -135,7 +323,7 @@ export class StatusChecker {
       try {
         list = await pending
       } catch (error) {
-        return { ok: false, reason: `status list ${url} cannot be used: ${(error as Error).message}` }
+        return { ok: false, reason: cannotUse(url, error) }
       }
       if (entry.statusPurpose !== undefined && entry.statusPurpose !== list.purpose) {
         return {
@@ -178,7 +366,7 @@ export class TokenStatusChecker {
     const jwt = await this.source(uri)
     const { header } = decodeJws(jwt)
     if (header.typ !== STATUS_LIST_JWT_TYP) {
-      throw new Error(`status list JWT typ ${JSON.stringify(header.typ)} is not ${STATUS_LIST_JWT_TYP}`)
+      throw new Error(`status list JWT typ is not ${STATUS_LIST_JWT_TYP}`)
     }
     if (header.x5c !== undefined) throw new Error('status list JWT names its key by x5c (not read yet)')
     if (typeof header.kid !== 'string') throw new Error('status list JWT has no kid')
@@ -192,7 +380,7 @@ export class TokenStatusChecker {
       )
     }
     if (payload.sub !== uri) {
-      throw new Error(`status list sub ${JSON.stringify(payload.sub)} is not the uri it was fetched from`)
+      throw new Error('status list sub is not the uri it was fetched from')
     }
     if (typeof payload.exp === 'number' && payload.exp * 1000 <= now)
       throw new Error('status list has expired')
@@ -223,7 +411,7 @@ export class TokenStatusChecker {
     try {
       list = await pending
     } catch (error) {
-      return { ok: false, reason: `status list ${uri} cannot be used: ${(error as Error).message}` }
+      return { ok: false, reason: cannotUse(uri, error) }
     }
     const value = tokenStatusAt(list, index)
     if (value === undefined)

@@ -2,15 +2,21 @@ import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from '
 import { isIP } from 'node:net'
 import ipaddr from 'ipaddr.js'
 
-// Where the service may send its own requests (webhooks): public unicast addresses only, so a template's
-// URL cannot make the service probe its own network (SSRF). Checked when a URL is saved and again on
+// Where the service may send its own requests (webhooks, and every fetch of a URL someone else named:
+// util/outbound.ts): public unicast addresses only, so a template's or a credential's URL cannot make the
+// service probe its own network (SSRF). Checked when a URL is saved or about to be fetched, and again on
 // every connection, because a name can resolve elsewhere later (DNS rebinding).
 
 export type TargetPolicy = 'production' | 'test'
 
-/** Why `address` (an IP literal) may not be connected to under `policy`, or undefined when it may. */
-export function forbiddenAddress(address: string, policy: TargetPolicy): string | undefined {
-  if (!ipaddr.isValid(address)) return `"${address}" is not an IP address`
+/**
+ * The ipaddr.js range name of `address` (an IP literal) when it may not be connected to under `policy`
+ * ('loopback', 'private', 'linkLocal' — cloud metadata 169.254.169.254 —, 'uniqueLocal' — IPv6 ULA —,
+ * 'deprecated IPv4-compatible', …), undefined when it may. Only public unicast passes; loopback too
+ * under 'test'. Names no address, so a caller can say why without echoing what a name resolved to.
+ */
+export function forbiddenRange(address: string, policy: TargetPolicy): string | undefined {
+  if (!ipaddr.isValid(address)) return 'not an IP address'
   // An IPv4-mapped IPv6 address is judged as the IPv4 address it carries.
   const parsed = ipaddr.process(address)
   const range = parsed.range()
@@ -21,16 +27,29 @@ export function forbiddenAddress(address: string, policy: TargetPolicy): string 
     range === 'unicast' &&
     (parsed as ipaddr.IPv6).parts.slice(0, 6).every((p) => p === 0)
   ) {
-    return `${parsed.toString()}, a deprecated IPv4-compatible address`
+    return 'deprecated IPv4-compatible'
   }
   if (range === 'unicast') return undefined
   if (range === 'loopback' && policy === 'test') return undefined
+  return range
+}
+
+/** Why `address` (an IP literal) may not be connected to under `policy`, or undefined when it may. */
+export function forbiddenAddress(address: string, policy: TargetPolicy): string | undefined {
+  const range = forbiddenRange(address, policy)
+  if (range === undefined) return undefined
+  if (!ipaddr.isValid(address)) return `"${address}" is not an IP address`
   const hint = range === 'loopback' ? ' (allowed only with webhooks.mode "test")' : ''
-  return `${parsed.toString()}, a ${range} address${hint}`
+  return `${ipaddr.process(address).toString()}, a ${range} address${hint}`
 }
 
 /** Host names that always mean this machine. */
 const LOCAL_NAMES = /(^|\.)localhost\.?$/i
+
+/** Whether `host` (a URL's hostname) is a name that always means this machine (RFC 6761 §6.3 localhost). */
+export function isLocalName(host: string): boolean {
+  return LOCAL_NAMES.test(host)
+}
 
 /** Why `url` may not be a webhook target under `policy`, judged without DNS; undefined when it may. */
 export function forbiddenUrl(url: string, policy: TargetPolicy): string | undefined {
@@ -48,7 +67,7 @@ export function forbiddenUrl(url: string, policy: TargetPolicy): string | undefi
     const reason = forbiddenAddress(host, policy)
     return reason && `targets ${reason}`
   }
-  if (LOCAL_NAMES.test(host) && policy !== 'test') {
+  if (isLocalName(host) && policy !== 'test') {
     return `targets ${host}, which is loopback (allowed only with webhooks.mode "test")`
   }
   return undefined
@@ -57,7 +76,21 @@ export function forbiddenUrl(url: string, policy: TargetPolicy): string | undefi
 export class ForbiddenTargetError extends Error {
   override name = 'ForbiddenTargetError'
   readonly code = 'EFORBIDDENTARGET'
+  constructor(
+    message: string,
+    /** The forbidden range one of the name's addresses is in (see forbiddenRange). */
+    readonly range?: string,
+  ) {
+    super(message)
+  }
 }
+
+/** The resolver guardedLookup asks (node:dns lookup with `all: true`); injectable for tests. */
+export type Resolver = (
+  hostname: string,
+  options: LookupAllOptions,
+  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void
 
 type LookupCallback = (
   error: NodeJS.ErrnoException | null,
@@ -69,13 +102,16 @@ type LookupCallback = (
  * A `lookup` for http.request: resolves as usual, then refuses the connection if any address the name
  * resolves to is forbidden (one bad answer taints the name; the resolver may rotate them).
  */
-export function guardedLookup(policy: TargetPolicy) {
+export function guardedLookup(policy: TargetPolicy, resolve: Resolver = dnsLookup) {
   return (hostname: string, options: object, callback: LookupCallback) => {
-    dnsLookup(hostname, { ...(options as LookupAllOptions), all: true }, (error, addresses) => {
+    resolve(hostname, { ...(options as LookupAllOptions), all: true }, (error, addresses) => {
       if (error) return callback(error, [])
       for (const { address } of addresses) {
         const reason = forbiddenAddress(address, policy)
-        if (reason) return callback(new ForbiddenTargetError(`${hostname} resolves to ${reason}`), [])
+        if (reason) {
+          const range = forbiddenRange(address, policy)
+          return callback(new ForbiddenTargetError(`${hostname} resolves to ${reason}`, range), [])
+        }
       }
       if ((options as { all?: boolean }).all) return callback(null, addresses)
       const first = addresses[0]
