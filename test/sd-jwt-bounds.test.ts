@@ -100,6 +100,10 @@ describe('RFC 9901 §7.1, rule by rule', () => {
       foreign.disclosure,
     ])
     await assert.rejects(verifySdJwtVc(token, verifyOptions(issuer)), refusedWith(/is not referenced/))
+    // Shown without verifying (the careless wallet, the wallet's list): left out, never applied.
+    const shown = await sdJwtClaims(token)
+    assert.equal(shown.given_name, 'Erika')
+    assert.equal(shown.family_name, undefined)
   })
 
   test('a disclosure named _sd or "...", or a name already present at its level', async () => {

@@ -320,14 +320,26 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
           assert.equal(validator.verifiablePresentation.proof[0]?.type, 'JwtProof2020')
           assert.deepEqual(validator.verifiablePresentation.verifiableCredential, [])
         }
-        // the wallet's own calls: the offer by reference, the credential's status list (read at receipt: a
-        // revoked credential is refused), then credential_accepted answered 204
+        // every request of the wallet goes through its fetch (http.ts: deadline, body cap, no redirects): the
+        // offer by reference, the issuer and authorization server metadata (draft-15 discovery, appended
+        // well-known paths), the token (with c_nonce: no nonce request), the credential, its status list (read
+        // at receipt: a revoked credential is refused), then credential_accepted answered 204
         const base = new URL(issuerUrl).pathname
         const calls = watch.calls.map((c) => `${c.method} ${c.path.slice(base.length)} ${c.status}`)
-        assert.equal(calls.length, 3, calls.join(', '))
-        assert.equal(calls[0], `GET /credential-offer/${lastProcessId} 200`)
-        assert.match(calls[1] ?? '', /^GET \/status\/[\w-]+ 200$/)
-        assert.equal(calls[2], 'POST /notification 204')
+        assert.deepEqual(
+          calls.map((c) => c.replace(/\/status\/[\w-]+/, '/status/…')),
+          [
+            `GET /credential-offer/${lastProcessId} 200`,
+            'GET /.well-known/openid-credential-issuer 200',
+            'GET /.well-known/openid-configuration 404',
+            'GET /.well-known/oauth-authorization-server 200',
+            'POST /token 200',
+            'POST /credential 200',
+            'GET /status/… 200',
+            'POST /notification 204',
+          ],
+          calls.join(', '),
+        )
       })
 
       test(`${keyType}: wallet first → 202, relying party submits, awaitDeferred honours interval`, async () => {
@@ -801,7 +813,10 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
       test(`di_vp proof, ${misbehaviour}: ${expected.step} ${expected.status} ${expected.error}`, async () => {
         const { deepLink, processId } = await offer('degree-with-id')
         await submit(processId)
-        await rejectsWith(idHolder.receive(deepLink, { misbehave: [misbehaviour as Misbehaviour] }), expected)
+        await rejectsWith(
+          idHolder.receive(deepLink, { misbehave: [misbehaviour as Misbehaviour], share: 'all' }),
+          expected,
+        )
         await assertUntouched(processId, misbehaviour)
       })
     }
@@ -993,7 +1008,8 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
 
       const { deepLink, processId } = await offer('degree-with-id')
       await submit(processId)
-      const result = await wallet.receive(deepLink)
+      // the holder allows its VerifiableIds only (the degree it also holds stays private)
+      const result = await wallet.receive(deepLink, { share: ['VerifiableId'] })
       assert.equal(result.status, 'issued')
       const definition = result.session.presentationDefinition
       assert.ok(definition, 'the offer carries a presentation_definition')
@@ -1019,7 +1035,7 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
       const submitted = nextEvent((e) => e.processId === processId && e.step === 'holder_bound').then(() =>
         submit(processId),
       )
-      const result = await wallet.receive(deepLink, { waitForDeferred: { timeoutMs: 10_000 } })
+      const result = await wallet.receive(deepLink, { waitForDeferred: { timeoutMs: 10_000 }, share: 'all' })
       assert.equal((await submitted).status, 'ISSUED')
       assert.equal(result.status, 'issued')
       const validator = await assertIssuedTo(processId, wallet, wallet.credentials()[1]?.credential)
@@ -1039,7 +1055,7 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
       await submit(degree.processId)
       await degreeOnly.receive(degree.deepLink)
       for (const wallet of [empty, degreeOnly]) {
-        await assert.rejects(wallet.receive(deepLink), (e: Error) => {
+        await assert.rejects(wallet.receive(deepLink, { share: 'all' }), (e: Error) => {
           assert.ok(e instanceof WalletUsageError, String(e))
           assert.match(
             e.message,
@@ -1054,7 +1070,7 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
       const id = await offer('verifiable-id')
       await submit(id.processId, VERIFIABLE_ID)
       await holder.receive(id.deepLink)
-      assert.equal((await holder.receive(deepLink)).status, 'issued')
+      assert.equal((await holder.receive(deepLink, { share: 'all' })).status, 'issued')
       await assertIssuedTo(processId, holder, holder.credentials()[1]?.credential)
     })
 

@@ -52,6 +52,14 @@ Options:
                         receive: an SD-JWT VC's issuer (e.g. the issuer's GET /oid4vci/<tenant>/trust-anchor);
                         present: an x509_san_dns / x509_hash verifier's request object. Without one, x5c-signed
                         credentials and x509 requests are refused.
+  --share WHAT          receive/open: what may be shared with an issuer whose offer asks for a presentation
+                        before it issues (a draft-15 presentation_definition, answered in a di_vp proof):
+                        all, or a held credential's id, type or issuer (DID or credential issuer URL);
+                        repeatable. Default: nothing; such an offer is refused before anything is sent.
+  --http-timeout S      the deadline of every HTTP request of the wallet, in seconds (connect, headers and
+                        body); default 30
+  --http-max-body BYTES the most of an answer's body the wallet reads (larger: refused, the connection
+                        closed); default 1048576 (1 MiB). No redirect is ever followed.
   --decline-unsatisfied present: when the held credentials cannot satisfy the DCQL query or the presentation
                         definition, answer access_denied naming what is missing (default: fail, send nothing;
                         open always declines)
@@ -171,8 +179,40 @@ const RECEIVE_OPTIONS = {
   timeout: { type: 'string' },
   misbehave: { type: 'string', multiple: true },
   'trust-anchor': { type: 'string', multiple: true },
+  share: { type: 'string', multiple: true },
+  'http-timeout': { type: 'string' },
+  'http-max-body': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const
+
+/** --http-timeout (seconds) and --http-max-body (bytes) as WalletOptions.http; absent: the defaults. */
+function httpOptions(values: { 'http-timeout'?: string | undefined; 'http-max-body'?: string | undefined }) {
+  const http: { timeoutMs?: number; maxBodyBytes?: number } = {}
+  const timeout = values['http-timeout']
+  if (timeout !== undefined) {
+    const seconds = Number(timeout)
+    if (!Number.isFinite(seconds) || seconds <= 0)
+      throw usageError(`--http-timeout: not a positive number of seconds: ${timeout}`)
+    http.timeoutMs = seconds * 1000
+  }
+  const max = values['http-max-body']
+  if (max !== undefined) {
+    if (!/^[1-9][0-9]*$/.test(max))
+      throw usageError(`--http-max-body: not a positive number of bytes: ${max}`)
+    http.maxBodyBytes = Number(max)
+  }
+  return http
+}
+
+/** --share (repeatable): 'all' alone, or credential ids, types or issuers; absent: nothing is shared. */
+function shareOption(values: readonly string[] | undefined): 'all' | string[] | undefined {
+  if (!values || values.length === 0) return undefined
+  if (values.includes('all')) {
+    if (values.length > 1) throw usageError('--share all allows everything: give it alone')
+    return 'all'
+  }
+  return [...values]
+}
 
 async function parseReceiveLike(argv: string[], needsOne: string) {
   const { values, positionals } = parseArgs({
@@ -188,6 +228,8 @@ async function parseReceiveLike(argv: string[], needsOne: string) {
   if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
     throw usageError(`--timeout: not a positive number: ${values.timeout}`)
   const trustAnchors = readTrustAnchors(values['trust-anchor'])
+  const http = httpOptions(values)
+  const share = shareOption(values.share)
   const w = await import('../wallet/index.ts')
   if (keyType !== undefined && !w.HOLDER_KEY_TYPES.includes(keyType as HolderKeyType)) {
     throw usageError(`--key-type: expected one of ${w.HOLDER_KEY_TYPES.join(', ')}, got ${keyType}`)
@@ -202,6 +244,7 @@ async function parseReceiveLike(argv: string[], needsOne: string) {
     link: positionals[0] as string,
     w,
     file,
+    share,
     waitForDeferred: values['no-wait'] ? (false as const) : { timeoutMs: timeoutSeconds * 1000 },
     /** the wallet the options describe */
     create: () =>
@@ -210,6 +253,7 @@ async function parseReceiveLike(argv: string[], needsOne: string) {
         ...(file !== undefined && { file }),
         ...(protocol !== undefined && { protocol: protocol as IssuanceProtocol }),
         ...(trustAnchors.length > 0 && { trustAnchors }),
+        http,
       }),
   }
 }
@@ -240,6 +284,7 @@ async function receive(argv: string[]): Promise<void> {
       misbehave: (values.misbehave ?? []) as Misbehaviour[],
       waitForDeferred: parsed.waitForDeferred,
       onStep: progress,
+      ...(parsed.share && { share: parsed.share }),
     })
     console.log(JSON.stringify(await receiveOutput(wallet, result), null, 2))
   } catch (error) {
@@ -327,6 +372,8 @@ async function present(argv: string[]): Promise<void> {
       misbehave: { type: 'string', multiple: true },
       'trust-anchor': { type: 'string', multiple: true },
       'decline-unsatisfied': { type: 'boolean' },
+      'http-timeout': { type: 'string' },
+      'http-max-body': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     allowPositionals: true,
@@ -339,6 +386,7 @@ async function present(argv: string[]): Promise<void> {
   if (positionals.length !== 1)
     throw usageError('present needs exactly one argument: the authorization request link')
   const trustAnchors = readTrustAnchors(values['trust-anchor'])
+  const http = httpOptions(values)
   const file = walletFile(values.wallet)
   if (file !== undefined && !existsSync(file)) {
     throw plainError(`no wallet file at ${file} (receive a credential into it first)`)
@@ -357,6 +405,7 @@ async function present(argv: string[]): Promise<void> {
     wallet = await w.Wallet.create({
       ...(file !== undefined && { file }),
       ...(trustAnchors.length > 0 && { trustAnchors }),
+      http,
     })
     console.error(`holder: ${wallet.did} (${wallet.keyType}, wallet ${wallet.location})`)
     const result = await wallet.present(positionals[0] as string, {
@@ -430,6 +479,7 @@ async function open(argv: string[]): Promise<void> {
       ...(values['tx-code'] !== undefined && { txCode: values['tx-code'] }),
       misbehave: (values.misbehave ?? []) as (Misbehaviour | PresentationMisbehaviour)[],
       waitForDeferred: parsed.waitForDeferred,
+      ...(parsed.share && { share: parsed.share }),
       onStep: (step, detail) =>
         kind === 'issuance'
           ? progress(step as ReceiveStep, detail)

@@ -228,7 +228,8 @@ export async function presentSdJwtVc(
 
 /**
  * The claims an SD-JWT carries with all its disclosures applied, without verifying anything (display of a
- * stored credential, the careless wallet). Bounded and checked like a verified one (readDisclosures).
+ * stored credential, the careless wallet). Bounded like a verified one (readDisclosures); a disclosure no
+ * digest references is left out rather than refused, as a careless wallet would.
  */
 export async function sdJwtClaims(compact: string): Promise<Record<string, unknown>> {
   const { jwt, disclosures } = splitSdJwt(compact)
@@ -239,7 +240,7 @@ export async function sdJwtClaims(compact: string): Promise<Record<string, unkno
   } catch (error) {
     throw new SdJwtError(`the issuer-signed JWT is malformed: ${(error as Error).message}`)
   }
-  return readDisclosures(payload, disclosures).claims
+  return readDisclosures(payload, disclosures, { unreferenced: 'ignore' }).claims
 }
 
 /**
@@ -309,6 +310,11 @@ function define(target: Record<string, unknown>, name: string, value: unknown) {
 export function readDisclosures(
   payload: Record<string, unknown>,
   disclosures: readonly string[],
+  /**
+   * `unreferenced: 'ignore'` only for showing claims nobody verified (sdJwtClaims): a disclosure no digest
+   * names lands nowhere, so leaving it out costs nothing; every other rule and limit still holds.
+   */
+  options: { unreferenced?: 'refuse' | 'ignore' } = {},
 ): ReadDisclosures {
   if (disclosures.length > SD_JWT_LIMITS.maxDisclosures) throw tooManyDisclosures(disclosures.length)
   if (payload._sd_alg !== undefined && payload._sd_alg !== 'sha-256') {
@@ -406,7 +412,7 @@ export function readDisclosures(
   }
   const result = unpack(payload, [], 0) as Record<string, unknown>
   for (const disclosure of byDigest.values()) {
-    if (!disclosure.used) {
+    if (!disclosure.used && options.unreferenced !== 'ignore') {
       throw new SdJwtError(
         'a disclosure is not referenced by the issuer-signed JWT or another disclosure (RFC 9901 §7.1; altered?)',
       )

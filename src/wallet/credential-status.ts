@@ -23,7 +23,7 @@ import {
   STATUS_LIST_JWT_TYP,
   VC_JWT_MEDIA_TYPE,
 } from '../shared/wire.ts'
-import { type FetchLike, httpRequest } from './http.ts'
+import { httpRequest, type WalletHttp } from './http.ts'
 
 /** Why a credential's status is not acceptable: `revoked` (the list says so) or `unknown` (unreadable). */
 export class CredentialStatusError extends Error {
@@ -56,7 +56,7 @@ export class ReceiptStatusChecker {
   fetched = 0
 
   constructor(
-    private readonly fetchImpl: FetchLike | undefined,
+    private readonly http: WalletHttp,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -82,9 +82,8 @@ export class ReceiptStatusChecker {
         {
           method: 'GET',
           accept: `${STATUS_LIST_JWT_MEDIA_TYPE}, ${VC_JWT_MEDIA_TYPE}, ${JWT_MEDIA_TYPE}`,
-          noRedirects: true,
         },
-        this.fetchImpl,
+        this.http,
       )
     } catch (error) {
       throw new CredentialStatusError(

@@ -2,6 +2,7 @@
 // wallet found wrong in an answer): its message names the step, the HTTP status and the wire error, so a
 // failing test says exactly what broke.
 import { isObject } from '../shared/json.ts'
+import { HttpLimitError, type HttpLimitKind } from './http.ts'
 
 export type WalletStep =
   | 'offer'
@@ -67,6 +68,35 @@ export function parseWwwAuthenticate(header: string | undefined): {
     ...(error !== undefined && { error }),
     ...(errorDescription !== undefined && { errorDescription }),
   }
+}
+
+/** The wallet-side `error` of each HTTP rule (http.ts) that ended a request. */
+const LIMIT_ERRORS: Record<HttpLimitKind, string> = {
+  timeout: 'timeout',
+  body_too_large: 'response_too_large',
+  redirect: 'redirect_not_followed',
+}
+
+/**
+ * A request of `step` that got no usable answer: one of the wallet's HTTP rules ended it (a timeout, a body
+ * over the cap, a redirect: its `error` names the rule, the description the limit and the origin), or the
+ * network failed (`unreachable`, naming the URL as before).
+ */
+export function transportError(step: WalletStep, url: string, error: unknown): WalletProtocolError {
+  if (error instanceof HttpLimitError) {
+    return new WalletProtocolError({
+      step,
+      status: error.status,
+      error: LIMIT_ERRORS[error.kind],
+      errorDescription: error.message,
+    })
+  }
+  return new WalletProtocolError({
+    step,
+    status: 0,
+    error: 'unreachable',
+    errorDescription: `${url}: ${error instanceof Error ? error.message : String(error)}`,
+  })
 }
 
 /** Builds the error for a non-success answer from its status, body and headers. */

@@ -3,7 +3,13 @@ export { createWalletAgent, KEY_TYPE_INFO, P256KeyDIDProvider, type WalletAgent 
 export { CredentialStatusError } from './credential-status.ts'
 export { type ParsedDeepLink, parseDeepLink } from './deep-link.ts'
 export { WalletProtocolError, type WalletStep, WalletUsageError } from './errors.ts'
-export type { FetchLike } from './http.ts'
+export {
+  DEFAULT_HTTP_LIMITS,
+  type FetchLike,
+  HttpLimitError,
+  type HttpLimitKind,
+  type HttpLimits,
+} from './http.ts'
 export {
   type CredentialOffer,
   type CredentialResult,
@@ -60,6 +66,7 @@ export {
 export type { VpTokenV1 } from './presentation-v1-response.ts'
 export type { DescriptorMapEntry, PresentationSubmission } from './presentation-vp.ts'
 export { SdJwtReceiveError, verifyReceivedSdJwt } from './sd-jwt-receive.ts'
+export { ShareNotAllowedError, type SharePolicy } from './share.ts'
 export {
   HOLDER_KEY_TYPES,
   type HolderKeyType,

@@ -19,8 +19,14 @@ import {
 import type { EndpointMetadataResultV1_0_15 } from '@sphereon/oid4vci-common'
 import { isObject } from '../shared/json.ts'
 import { PROOF_TYP } from '../shared/wire.ts'
-import { protocolError, WalletProtocolError, type WalletStep, WalletUsageError } from './errors.ts'
-import { type FetchLike, httpRequest } from './http.ts'
+import {
+  protocolError,
+  transportError,
+  WalletProtocolError,
+  type WalletStep,
+  WalletUsageError,
+} from './errors.ts'
+import { boundedFetch, httpRequest, type WalletHttp } from './http.ts'
 import type { Misbehaviour } from './misbehaviour.ts'
 import { buildTokenRequest, type JwtSigner, randomNonce, signProofJwt } from './proof.ts'
 
@@ -107,32 +113,32 @@ const METADATA_PATH = '/.well-known/openid-credential-issuer'
 export class V1Client {
   readonly metadata: IssuerMetadataResult
   readonly offer: CredentialOfferObject
-  /** the wallet's own HTTP client: the requests the library will not send (misbehaviours) */
-  private readonly fetchImpl: FetchLike | undefined
+  /**
+   * the wallet's HTTP client: the library's requests go through boundedFetch of it, the ones it will not
+   * send (misbehaviours) through httpRequest; the same deadline, body cap and no-redirect rule for both
+   */
+  private readonly http: WalletHttp
   private readonly options: V1ClientOptions
   private last: WireAnswer | undefined
-  private unreachable: string | undefined
+  /** the URL and error of a request of the current call that got no answer (network, or an http.ts rule) */
+  private unreachable: { url: string; error: unknown } | undefined
   private mismatch: IssuerMismatchError | undefined
 
   private constructor(
-    fetchImpl: FetchLike | undefined,
+    http: WalletHttp,
     offer: CredentialOfferObject,
     metadata: IssuerMetadataResult,
     options: V1ClientOptions = {},
   ) {
-    this.fetchImpl = fetchImpl
+    this.http = http
     this.offer = offer
     this.metadata = metadata
     this.options = options
   }
 
   /** Validates the offer with the library and reads the issuer and authorization server metadata. */
-  static async discover(
-    offerJson: Record<string, unknown>,
-    fetchImpl: FetchLike | undefined,
-    options: V1ClientOptions = {},
-  ) {
-    const probe = new V1Client(fetchImpl, offerJson as CredentialOfferObject, undefined as never, options)
+  static async discover(offerJson: Record<string, unknown>, http: WalletHttp, options: V1ClientOptions = {}) {
+    const probe = new V1Client(http, offerJson as CredentialOfferObject, undefined as never, options)
     const client = probe.client()
     const offer = await probe.call('offer', () =>
       client.resolveCredentialOffer(
@@ -140,7 +146,7 @@ export class V1Client {
       ),
     )
     const metadata = await probe.call('metadata', () => client.resolveIssuerMetadata(offer.credential_issuer))
-    return new V1Client(fetchImpl, offer, metadata, options)
+    return new V1Client(http, offer, metadata, options)
   }
 
   /**
@@ -169,17 +175,18 @@ export class V1Client {
   }
 
   /**
-   * A library client whose fetch records every answer; `signJwt` signs proofs (the only JWTs it makes). Like
-   * oid4vci-client on the draft-15 path, the library uses the global fetch, not the wallet's `fetch` option.
+   * A library client whose fetch records every answer; `signJwt` signs proofs (the only JWTs it makes). The
+   * library's fetch is the wallet's (its `fetch` option, else the global fetch) within the wallet's deadline,
+   * body cap and no-redirect rule (boundedFetch, http.ts).
    */
   private client(signJwt?: (signer: OwfSigner, jwt: { header: object; payload: object }) => Promise<string>) {
-    const base = globalThis.fetch
+    const base = boundedFetch(this.http)
     const recording = async (input: string | URL | Request, init?: RequestInit) => {
       let response: Response
       try {
         response = await base(input, init)
       } catch (error) {
-        this.unreachable = `${String(input)}: ${message(error)}`
+        this.unreachable = { url: String(input instanceof Request ? input.url : input), error }
         throw error
       }
       response = await this.checkIssuer(String(input instanceof Request ? input.url : input), response)
@@ -223,15 +230,8 @@ export class V1Client {
       if (this.mismatch) throw this.mismatch
       // set by the recording fetch while the call ran (TypeScript cannot see that)
       const last = this.last as WireAnswer | undefined
-      const unreachable = this.unreachable as string | undefined
-      if (unreachable) {
-        throw new WalletProtocolError({
-          step,
-          status: 0,
-          error: 'unreachable',
-          errorDescription: unreachable,
-        })
-      }
+      const unreachable = this.unreachable as { url: string; error: unknown } | undefined
+      if (unreachable) throw transportError(step, unreachable.url, unreachable.error)
       if (!last) throw new WalletUsageError(`@openid4vc/openid4vci (${step}): ${message(error)}`)
       if (last.status < 200 || last.status >= 300) {
         throw protocolError(step, last.status, last.body, last.wwwAuthenticate)
@@ -243,6 +243,15 @@ export class V1Client {
         errorDescription: message(error),
         body: last.body,
       })
+    }
+  }
+
+  /** A request the library will not send, through the wallet's HTTP client. */
+  private async send(step: WalletStep, url: string, req: Parameters<typeof httpRequest>[1]) {
+    try {
+      return await httpRequest(url, req, this.http)
+    } catch (error) {
+      throw transportError(step, url, error)
     }
   }
 
@@ -271,7 +280,7 @@ export class V1Client {
         misbehave,
       })
       delete form.user_pin // a draft parameter; 1.0 has tx_code only
-      const answer = await httpRequest(this.tokenEndpoint, { method: 'POST', form }, this.fetchImpl)
+      const answer = await this.send('token', this.tokenEndpoint, { method: 'POST', form })
       return { status: answer.status, body: answer.body, wwwAuthenticate: answer.headers['www-authenticate'] }
     }
     const client = this.client()
@@ -353,11 +362,11 @@ export class V1Client {
       const proofs = misbehave.includes('legacy-proof')
         ? { proof: { proof_type: 'jwt', jwt: proof } }
         : { proofs: { jwt: [proof] } }
-      const answer = await httpRequest(
-        this.metadata.credentialIssuer.credential_endpoint,
-        { method: 'POST', json: { ...identification, ...proofs }, bearer: accessToken },
-        this.fetchImpl,
-      )
+      const answer = await this.send('credential', this.metadata.credentialIssuer.credential_endpoint, {
+        method: 'POST',
+        json: { ...identification, ...proofs },
+        bearer: accessToken,
+      })
       return { status: answer.status, body: answer.body, wwwAuthenticate: answer.headers['www-authenticate'] }
     }
     const client = this.client()
@@ -414,6 +423,9 @@ function legacyFormat(configuration: Record<string, unknown> | undefined): Recor
   return { format, credential_definition: { type: definition.type } }
 }
 
+/** The `error` of a WalletProtocolError that one of the wallet's HTTP rules caused (errors.ts). */
+const LIMIT_CODES: ReadonlySet<string> = new Set(['timeout', 'response_too_large', 'redirect_not_followed'])
+
 const RAW_REQUEST_MISBEHAVIOURS: ReadonlySet<Misbehaviour> = new Set([
   'legacy-proof',
   'legacy-format-request',
@@ -430,20 +442,23 @@ const RAW_REQUEST_MISBEHAVIOURS: ReadonlySet<Misbehaviour> = new Set([
 export async function chooseProtocol(
   protocol: IssuanceProtocol,
   offerJson: Record<string, unknown>,
-  fetchImpl: FetchLike | undefined,
+  http: WalletHttp,
   options: V1ClientOptions = {},
 ): Promise<V1Client | undefined> {
   if (protocol === 'draft15') return undefined
-  if (protocol === '1.0') return V1Client.discover(offerJson, fetchImpl, options)
+  if (protocol === '1.0') return V1Client.discover(offerJson, http, options)
   // An offer asking the holder to share credentials (a di_vp key proof, the interface's requiredPresentation)
   // is a draft-15-era extension the 1.0 path does not speak: the draft-15 path handles it.
   if (offerJson.presentation_definition !== undefined) return undefined
   try {
-    const v1 = await V1Client.discover(offerJson, fetchImpl, options)
+    const v1 = await V1Client.discover(offerJson, http, options)
     return isV1Metadata(v1.metadata) ? v1 : undefined
   } catch (error) {
-    // metadata of another issuer is refused whatever its generation (§12.2.2), not read again as draft 15
+    // metadata of another issuer is refused whatever its generation (§12.2.2), not read again as draft 15;
+    // nor is an answer the wallet's HTTP rules ended (a redirect, a timeout, a body over the cap): asking
+    // the same server again on the draft-15 path would only wait out the deadline twice
     if (error instanceof IssuerMismatchError) throw error
+    if (error instanceof WalletProtocolError && LIMIT_CODES.has(error.error ?? '')) throw error
     return undefined
   }
 }

@@ -1,25 +1,21 @@
 // One OpenID4VCI pre-authorized issuance, step by step, as docs/issuance.md profiles it. Two paths, chosen
-// per issuer (chooseProtocol): OpenID4VCI 1.0 Final through @openid4vc/openid4vci (issuance-v1.ts), and
-// draft 15, where the offer, metadata, token and credential requests go through @sphereon/oid4vci-client
-// 0.20.1, the nonce request through its HTTP helper, and the deferred and notification endpoints (which the
-// library gets wrong or hides) through plain HTTP. Every non-success answer becomes a WalletProtocolError
-// naming the step, status and wire error.
+// per issuer (chooseProtocol): OpenID4VCI 1.0 Final through @openid4vc/openid4vci (issuance-v1.ts, handed the
+// wallet's bounded fetch), and draft 15, where @sphereon/oid4vci-client 0.20.1 parses the offer and lays out
+// the credential request, and the wallet sends every request itself through http.ts (offer, metadata, token,
+// nonce, credential, deferred, notification): the library's cross-fetch has no deadline and no body cap and
+// follows redirects, and it cannot be handed another fetch. Every non-success answer becomes a
+// WalletProtocolError naming the step, status and wire error.
 
 import { setTimeout as sleep } from 'node:timers/promises'
-import {
-  AccessTokenClient,
-  CredentialOfferClient,
-  CredentialRequestClientBuilderV1_0_15,
-  MetadataClient,
-} from '@sphereon/oid4vci-client'
+import { CredentialOfferClient, CredentialRequestClientBuilderV1_0_15 } from '@sphereon/oid4vci-client'
 import {
   type AccessTokenResponse,
   type CredentialConfigurationSupportedV1_0_15,
   type CredentialOfferPayloadV1_0_15,
   type CredentialOfferRequestWithBaseUrl,
   type EndpointMetadataResultV1_0_15,
-  formPost,
   type IssuerMetadataV1_0_15,
+  OpenId4VCIVersion,
   PRE_AUTH_CODE_LITERAL,
   PRE_AUTH_GRANT_LITERAL,
   type ProofOfPossession,
@@ -30,8 +26,14 @@ import type { DiSigner } from '../shared/data-integrity.ts'
 import type { JwsAlg } from '../shared/did-key.ts'
 import { isObject } from '../shared/json.ts'
 import { parseDeepLink } from './deep-link.ts'
-import { protocolError, WalletProtocolError, WalletUsageError } from './errors.ts'
-import { type FetchLike, httpRequest } from './http.ts'
+import {
+  protocolError,
+  transportError,
+  WalletProtocolError,
+  type WalletStep,
+  WalletUsageError,
+} from './errors.ts'
+import { type HttpAnswer, type HttpRequest, httpRequest, type WalletHttp } from './http.ts'
 import {
   chooseProtocol,
   type IssuanceProtocol,
@@ -42,8 +44,10 @@ import {
 } from './issuance-v1.ts'
 import { loadPex } from './lazy.ts'
 import { assertMisbehaviours, type Misbehaviour, V1_ONLY_MISBEHAVIOURS } from './misbehaviour.ts'
+import { unsafeDefinitionPath } from './presentation-select.ts'
 import { buildDiVpProof, buildJwtProof, buildTokenRequest, type JwtSigner } from './proof.ts'
 import { quietly } from './quiet.ts'
+import { ShareNotAllowedError, type SharePolicy, shareAllows, sharesAnything } from './share.ts'
 import type { HolderKeyType, StoredCredential } from './store.ts'
 
 // re-exported for callers that import the issuance module directly
@@ -109,8 +113,16 @@ export interface RequestCredentialOptions {
   nonce?: string | undefined
   /** default: `di_vp` when the offer carries a presentation_definition, else `jwt` */
   proofType?: 'jwt' | 'di_vp'
-  /** di_vp: present exactly these credentials (compact JWTs) instead of selecting with Presentation Exchange */
-  share?: string[]
+  /**
+   * di_vp: what the holder lets the wallet share with this issuer (share.ts); default nothing, so an offer
+   * carrying a presentation_definition is refused with ShareNotAllowedError before anything is sent
+   */
+  share?: SharePolicy
+  /**
+   * di_vp: present exactly these credentials (compact JWTs, the caller's choice) instead of selecting with
+   * Presentation Exchange among what `share` allows
+   */
+  present?: string[]
   /** default: the offer's first credential_configuration_id */
   configurationId?: string
 }
@@ -121,7 +133,8 @@ export interface WalletContext {
   readonly kid: string
   readonly alg: JwsAlg
   readonly keyType: HolderKeyType
-  readonly fetch: FetchLike | undefined
+  /** the wallet's HTTP client and limits (deadline, body cap, no redirects; http.ts) */
+  readonly http: WalletHttp
   /** the protocol to speak unless a session asks for another; default 'auto' */
   readonly protocol?: IssuanceProtocol | undefined
   /**
@@ -145,14 +158,13 @@ function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
 }
 
-/** oid4vci-common's endpoint URL check rejects hosts without a dot (docker service names) and IPv6 literals. */
-function explainUrlError(error: unknown, url: string | undefined): never {
-  if (message(error) === 'URL is not valid') {
-    throw new WalletUsageError(
-      `oid4vci-client rejects the endpoint URL ${url}: it accepts only dotted host names, localhost or IPv4`,
-    )
+/** One request of `step` through the wallet's HTTP client; no answer at all is a WalletProtocolError. */
+async function send(step: WalletStep, url: string, req: HttpRequest, http: WalletHttp): Promise<HttpAnswer> {
+  try {
+    return await httpRequest(url, req, http)
+  } catch (error) {
+    throw transportError(step, url, error)
   }
-  throw error
 }
 
 export class IssuanceSession {
@@ -216,7 +228,7 @@ export class IssuanceSession {
     // turns arrays of objects into "[object Object]" (the presentation_definition), drops falsy values and
     // URI-decodes every string; fetch it here and hand the library the exact JSON by value instead. An inline
     // offer is re-encoded the same way (the library does not undo form encoding such as '+' for a space).
-    const offerJson = link.offerUri ? await fetchOffer(link.offerUri, wallet.fetch) : link.offer
+    const offerJson = link.offerUri ? await fetchOffer(link.offerUri, wallet.http) : link.offer
     const libraryUri = `${deepLink.trim().split('?')[0]}?credential_offer=${encodeURIComponent(JSON.stringify(offerJson))}`
     let offerRequest: CredentialOfferRequestWithBaseUrl
     try {
@@ -236,6 +248,21 @@ export class IssuanceSession {
         status: 200,
         error: 'invalid_credential_offer',
         errorDescription: 'the offer has no credential_issuer',
+        body: offer,
+      })
+    }
+    // Presentation Exchange will run the definition's field paths against held credentials (selectCredentials):
+    // a path that is not plain member/index JSONPath is refused now, before any other request
+    const unsafe = unsafeDefinitionPath(
+      "the offer's presentation_definition",
+      (offer as CredentialOffer).presentation_definition,
+    )
+    if (unsafe) {
+      throw new WalletProtocolError({
+        step: 'offer',
+        status: link.offerUri ? 200 : 0,
+        error: 'invalid_credential_offer',
+        errorDescription: `${unsafe}; nothing was sent to the issuer`,
         body: offer,
       })
     }
@@ -265,7 +292,7 @@ export class IssuanceSession {
     const v1 = await chooseProtocol(
       opts.protocol ?? wallet.protocol ?? 'auto',
       (offerJson ?? offer) as Record<string, unknown>,
-      wallet.fetch,
+      wallet.http,
       { trustEverything: wallet.trustEverything === true },
     )
     if (v1) {
@@ -282,25 +309,17 @@ export class IssuanceSession {
       }
       return new IssuanceSession(wallet, deepLink, offerRequest, v1Endpoints(v1), v1)
     }
-    let endpoints: EndpointMetadataResultV1_0_15
-    try {
-      endpoints = await quietly(() => MetadataClient.retrieveAllMetadataFromCredentialOffer(offerRequest))
-    } catch (error) {
-      throw await diagnose('metadata', wellKnown(offer.credential_issuer), error, wallet.fetch)
-    }
+    const { endpoints, status, document } = await discoverDraft15(offer.credential_issuer, wallet.http)
     const metadata = endpoints.credentialIssuerMetadata
     const configurations = metadata?.credential_configurations_supported ?? {}
     const missing = offer.credential_configuration_ids.filter((id) => !(id in configurations))
     if (!metadata || missing.length > 0) {
-      // oid4vci-client falls back to defaults when the metadata is missing; find out what the server said
-      const answer = await httpRequest(wellKnown(offer.credential_issuer), { method: 'GET' }, wallet.fetch)
-      if (answer.status >= 400) throw protocolError('metadata', answer.status, answer.body)
       throw new WalletProtocolError({
         step: 'metadata',
-        status: answer.status,
+        status,
         error: 'invalid_issuer_metadata',
         errorDescription: `credential_configurations_supported lacks the offered ${missing.join(', ')}`,
-        body: answer.body,
+        body: document,
       })
     }
     if (metadata.credential_issuer !== offer.credential_issuer && !wallet.trustEverything) {
@@ -375,53 +394,31 @@ export class IssuanceSession {
     return response.token as TokenResponse
   }
 
+  /**
+   * One token request (the form buildTokenRequest lays out exactly as oid4vci-client would, a unit test
+   * compares them), posted by the wallet to the token endpoint discovery found.
+   */
   private async redeem(
     form: Record<string, string>,
   ): Promise<{ token?: TokenResponse; error?: WalletProtocolError }> {
-    const client = new AccessTokenClient()
-    const code = form.tx_code
-    let answer: Awaited<ReturnType<typeof client.acquireAccessTokenUsingRequest>>
-    try {
-      answer = await quietly(() =>
-        client.acquireAccessTokenUsingRequest({
-          accessTokenRequest: form as never,
-          // the library checks the code against this before sending: describe what is being sent
-          pinMetadata: code === undefined ? { isPinRequired: false } : { isPinRequired: true },
-          metadata: this.endpoints,
-          issuerOpts: { issuer: this.credentialIssuer },
-        }),
-      )
-    } catch (error) {
-      if (/valid pin must be present/.test(message(error))) {
-        throw new WalletUsageError(
-          `oid4vci-client refuses to send tx_code ${JSON.stringify(code)}: it sends only letters and digits`,
-        )
-      }
-      throw error
+    const url = this.endpoints.token_endpoint as string
+    const answer = await send('token', url, { method: 'POST', form }, this.wallet.http)
+    if (answer.status < 200 || answer.status >= 300) {
+      return { error: protocolError('token', answer.status, answer.body, answer.headers['www-authenticate']) }
     }
-    if (answer.errorBody !== undefined || !answer.successBody) {
-      return {
-        error: protocolError(
-          'token',
-          answer.origResponse.status,
-          answer.errorBody,
-          answer.origResponse.headers.get('www-authenticate'),
-        ),
-      }
-    }
-    const token = answer.successBody
-    if (typeof token.access_token !== 'string' || token.access_token.length === 0) {
+    const token = answer.body
+    if (!isObject(token) || typeof token.access_token !== 'string' || token.access_token.length === 0) {
       return {
         error: new WalletProtocolError({
           step: 'token',
-          status: answer.origResponse.status,
+          status: answer.status,
           error: 'invalid_token_response',
           errorDescription: 'no access_token',
           body: token,
         }),
       }
     }
-    return { token }
+    return { token: token as unknown as TokenResponse }
   }
 
   private tokenOf(answer: WireAnswer): TokenResponse {
@@ -451,19 +448,20 @@ export class IssuanceSession {
     if (this.v1) return this.v1.nonce()
     const endpoint = this.issuerMetadata.nonce_endpoint
     if (!endpoint) throw new WalletUsageError('the issuer metadata has no nonce_endpoint')
-    const answer = await quietly(() => formPost(endpoint, ''))
-    const status = answer.origResponse.status
-    if (answer.errorBody !== undefined || !isObject(answer.successBody)) {
-      throw protocolError('nonce', status, answer.errorBody ?? answer.successBody)
+    // an HTTP POST to the nonce endpoint (OpenID4VCI §7.1), with the empty form body oid4vci-common's formPost sent
+    const answer = await send('nonce', endpoint, { method: 'POST', form: {} }, this.wallet.http)
+    const status = answer.status
+    if (status < 200 || status >= 300 || !isObject(answer.body)) {
+      throw protocolError('nonce', status, answer.body)
     }
-    const cNonce = answer.successBody.c_nonce
+    const cNonce = answer.body.c_nonce
     if (typeof cNonce !== 'string' || cNonce.length === 0) {
       throw new WalletProtocolError({
         step: 'nonce',
         status,
         error: 'invalid_nonce_response',
         errorDescription: 'no c_nonce',
-        body: answer.successBody,
+        body: answer.body,
       })
     }
     return cNonce
@@ -499,18 +497,27 @@ export class IssuanceSession {
 
   /**
    * Credentials the holder shares for the offer's presentation_definition: per input descriptor the newest
-   * held credential Presentation Exchange selects; the whole set must then evaluate to `info`.
+   * held credential that `share` allows and Presentation Exchange selects; the whole set must then evaluate
+   * to `info`. Without `share` (or with an empty list) nothing is selected: ShareNotAllowedError. An issuer
+   * gets no credential the holder did not allow, and of those only what its descriptors select.
    */
-  async selectCredentials(): Promise<string[]> {
+  async selectCredentials(share?: SharePolicy): Promise<string[]> {
     const definition = this.presentationDefinition
     if (!definition) return []
+    if (!sharesAnything(share)) {
+      throw new ShareNotAllowedError(
+        this.credentialIssuer,
+        String(definition.id),
+        (definition.input_descriptors ?? []).map((d) => d.id),
+      )
+    }
+    const unsafe = unsafeDefinitionPath("the offer's presentation_definition", definition)
+    if (unsafe) throw new WalletUsageError(unsafe) // refused at start(); guards a definition set otherwise
     const { PEX } = await loadPex()
     const pex = new PEX()
-    const held = this.wallet
-      .credentials()
-      .filter((c) => c.format === 'jwt_vc_json')
-      .map((c) => c.credential)
-      .reverse()
+    const jwtCredentials = this.wallet.credentials().filter((c) => c.format === 'jwt_vc_json')
+    const allowed = jwtCredentials.filter((c) => shareAllows(share, c))
+    const held = allowed.map((c) => c.credential).reverse()
     const holderDIDs = [this.wallet.did]
     const selected: string[] = []
     const unsatisfied: string[] = []
@@ -528,8 +535,12 @@ export class IssuanceSession {
       }
     }
     if (unsatisfied.length > 0) {
+      const limited =
+        share === 'all'
+          ? ''
+          : `; share allows only credentials with the id, type or issuer ${share.join(', ')} (${allowed.length} of the ${jwtCredentials.length} held)`
       throw new WalletUsageError(
-        `no held credential satisfies input descriptor(s) ${unsatisfied.join(', ')} of presentation definition ${definition.id}`,
+        `no held credential satisfies input descriptor(s) ${unsatisfied.join(', ')} of presentation definition ${definition.id}${limited}`,
       )
     }
     const check = pex.evaluateCredentials(definition, selected, { holderDIDs })
@@ -553,12 +564,12 @@ export class IssuanceSession {
     if (this.v1) return this.requestCredentialV1(this.v1, token, opts, misbehave)
     const proofType = opts.proofType ?? (this.presentationDefinition ? 'di_vp' : 'jwt')
     const diSigner = proofType === 'di_vp' ? this.wallet.diSigner() : undefined
-    const share = diSigner ? (opts.share ?? (await this.selectCredentials())) : []
+    const presented = diSigner ? (opts.present ?? (await this.selectCredentials(opts.share))) : []
     const nonce = await this.chooseNonce(opts, misbehave)
     const proof = diSigner
       ? await buildDiVpProof(diSigner, {
           holder: this.wallet.did,
-          credentials: share,
+          credentials: presented,
           challenge: nonce ?? '',
           domain: this.credentialIssuer,
           misbehave,
@@ -581,28 +592,26 @@ export class IssuanceSession {
     builder.withTokenFromResponse(token)
     builder.withCredentialConfigurationId(configurationId)
     const client = builder.build()
-    let answer: Awaited<ReturnType<typeof client.acquireCredentialsUsingProof>>
-    try {
-      answer = await quietly(() =>
-        // the library passes a ready proof object through untouched, so it carries di_vp too (its type says jwt)
-        client.acquireCredentialsUsingProof({
-          proofInput: proof as ProofOfPossession,
-          format: 'jwt_vc_json',
-        }),
-      )
-    } catch (error) {
-      explainUrlError(error, client.getCredentialEndpoint())
+    // laid out by the library (credential_configuration_id, or the credential_identifier of the token's
+    // authorization_details), sent by the wallet; a ready proof object passes through untouched, so it
+    // carries di_vp too (its type says jwt)
+    const request = await quietly(() =>
+      client.createCredentialRequest({
+        proofInput: proof as ProofOfPossession,
+        format: 'jwt_vc_json',
+        version: OpenId4VCIVersion.VER_1_0_15,
+      }),
+    )
+    const answer = await send(
+      'credential',
+      this.endpoints.credential_endpoint as string,
+      { method: 'POST', json: request, bearer: token.access_token },
+      this.wallet.http,
+    )
+    if (answer.status < 200 || answer.status >= 300 || !isObject(answer.body)) {
+      throw protocolError('credential', answer.status, answer.body, answer.headers['www-authenticate'])
     }
-    const status = answer.origResponse.status
-    if (answer.errorBody !== undefined || !isObject(answer.successBody)) {
-      throw protocolError(
-        'credential',
-        status,
-        answer.errorBody ?? answer.successBody,
-        answer.origResponse.headers.get('www-authenticate'),
-      )
-    }
-    return this.credentialResult(status, answer.successBody as Record<string, unknown>, nonce, misbehave)
+    return this.credentialResult(answer.status, answer.body, nonce, misbehave)
   }
 
   /** The 1.0 path: jwt proof only (1.0 §8.2 `proofs.jwt`), laid out by @openid4vc/openid4vci. */
@@ -697,10 +706,11 @@ export class IssuanceSession {
     const token = this.requireToken()
     const answer = this.v1
       ? await this.v1.deferred(token.access_token, transactionId)
-      : await httpRequest(
+      : await send(
+          'deferred',
           this.endpoint('deferred_credential_endpoint'),
           { method: 'POST', json: { transaction_id: transactionId }, bearer: token.access_token },
-          this.wallet.fetch,
+          this.wallet.http,
         ).then((a) => ({ status: a.status, body: a.body, wwwAuthenticate: a.headers['www-authenticate'] }))
     this.lastAnswerAt = Date.now()
     const body = answer.body
@@ -785,7 +795,8 @@ export class IssuanceSession {
         ...(opts.description !== undefined && { eventDescription: opts.description }),
       })
     }
-    const answer = await httpRequest(
+    const answer = await send(
+      'notification',
       this.endpoint('notification_endpoint'),
       {
         method: 'POST',
@@ -796,7 +807,7 @@ export class IssuanceSession {
         },
         bearer: token.access_token,
       },
-      this.wallet.fetch,
+      this.wallet.http,
     )
     if (answer.status < 200 || answer.status >= 300) {
       throw protocolError('notification', answer.status, answer.body, answer.headers['www-authenticate'])
@@ -820,21 +831,8 @@ export class IssuanceSession {
 }
 
 /** GET credential_offer_uri: a JSON object, or a WalletProtocolError with what the server answered. */
-async function fetchOffer(
-  offerUri: string,
-  fetchImpl: FetchLike | undefined,
-): Promise<Record<string, unknown>> {
-  let answer: Awaited<ReturnType<typeof httpRequest>>
-  try {
-    answer = await httpRequest(offerUri, { method: 'GET' }, fetchImpl)
-  } catch (error) {
-    throw new WalletProtocolError({
-      step: 'offer',
-      status: 0,
-      error: 'unreachable',
-      errorDescription: `${offerUri}: ${message(error)}`,
-    })
-  }
+async function fetchOffer(offerUri: string, http: WalletHttp): Promise<Record<string, unknown>> {
+  const answer = await send('offer', offerUri, { method: 'GET' }, http)
   if (answer.status < 200 || answer.status >= 300) throw protocolError('offer', answer.status, answer.body)
   const contentType = answer.headers['content-type'] ?? ''
   const invalid = (description: string) =>
@@ -851,37 +849,104 @@ async function fetchOffer(
   return answer.body
 }
 
-function wellKnown(issuer: string): string {
-  return `${issuer.replace(/\/$/, '')}/.well-known/openid-credential-issuer`
+/** `<identifier>/.well-known/<name>`: the well-known path appended, as oid4vci-client 0.20.1 places it. */
+function wellKnown(identifier: string, name = 'openid-credential-issuer'): string {
+  return `${identifier.replace(/\/$/, '')}/.well-known/${name}`
 }
 
+const stringOf = (value: unknown): string | undefined =>
+  typeof value === 'string' && value.length > 0 ? value : undefined
+
 /**
- * oid4vci-client reports a failed metadata request without the answer's body; ask once more (a safe GET) to
- * say what the server answered.
+ * Draft-15 discovery as oid4vci-client 0.20.1's MetadataClientV1_0_15.retrieveAllMetadata does it, in the
+ * same order and with the same fallbacks, over the wallet's HTTP client: the credential issuer metadata
+ * (appended well-known path), then the first authorization server's (the issuer itself unless the metadata
+ * names `authorization_servers`) `openid-configuration`, else `oauth-authorization-server`; its token,
+ * credential, deferred and notification endpoints complete the issuer's; with no authorization server
+ * metadata from the issuer itself, `<issuer>/token` and `<issuer>/credential`. Answers the library's result
+ * shape (its V1_0_15 subset of the issuer metadata), the status of the metadata answer and the document.
  */
-async function diagnose(
-  step: 'metadata',
-  url: string,
-  error: unknown,
-  fetchImpl: FetchLike | undefined,
-): Promise<Error> {
-  let answer: Awaited<ReturnType<typeof httpRequest>>
-  try {
-    answer = await httpRequest(url, { method: 'GET' }, fetchImpl)
-  } catch (networkError) {
-    return new WalletProtocolError({
-      step,
-      status: 0,
-      error: 'unreachable',
-      errorDescription: `${url}: ${message(networkError)}`,
+async function discoverDraft15(
+  issuer: string,
+  http: WalletHttp,
+): Promise<{ endpoints: EndpointMetadataResultV1_0_15; status: number; document: unknown }> {
+  const url = wellKnown(issuer)
+  const answer = await send('metadata', url, { method: 'GET' }, http)
+  if (answer.status < 200 || answer.status >= 300) throw protocolError('metadata', answer.status, answer.body)
+  const invalid = (description: string) =>
+    new WalletProtocolError({
+      step: 'metadata',
+      status: answer.status,
+      error: 'invalid_issuer_metadata',
+      errorDescription: description,
+      body: answer.body,
     })
+  if (!isObject(answer.body)) throw invalid(`${url} did not answer a JSON object`)
+  const ci = answer.body
+  let tokenEndpoint = stringOf(ci.token_endpoint)
+  let credentialEndpoint = stringOf(ci.credential_endpoint)
+  let deferredEndpoint = stringOf(ci.deferred_credential_endpoint)
+  let notificationEndpoint = stringOf(ci.notification_endpoint)
+  const nonceEndpoint = stringOf(ci.nonce_endpoint)
+  const servers =
+    Array.isArray(ci.authorization_servers) && ci.authorization_servers.length > 0
+      ? ci.authorization_servers.filter((s): s is string => typeof s === 'string')
+      : [issuer]
+  const server = servers[0] ?? issuer
+  // the library's label: OIDC when openid-configuration answered, else OID4VCI
+  let authorizationServerType = 'OID4VCI'
+  let as: Record<string, unknown> | undefined
+  for (const name of ['openid-configuration', 'oauth-authorization-server']) {
+    const found = await send('metadata', wellKnown(server, name), { method: 'GET' }, http)
+    if (found.status >= 200 && found.status < 300 && isObject(found.body)) {
+      as = found.body
+      if (name === 'openid-configuration') authorizationServerType = 'OIDC'
+      break
+    }
   }
-  if (answer.status >= 400) return protocolError(step, answer.status, answer.body)
-  return new WalletProtocolError({
-    step,
-    status: answer.status,
-    error: 'invalid_issuer_metadata',
-    errorDescription: message(error),
-    body: answer.body,
-  })
+  if (!as) {
+    if (!servers.includes(issuer)) {
+      throw invalid(
+        `the issuer names the authorization server ${server}, which serves no authorization server metadata (RFC 8414 §3)`,
+      )
+    }
+  } else {
+    const asToken = stringOf(as.token_endpoint)
+    if (!asToken) throw invalid(`the authorization server ${server} names no token_endpoint (RFC 8414 §2)`)
+    if (tokenEndpoint && asToken !== tokenEndpoint) {
+      throw invalid(
+        `the credential issuer's token_endpoint ${tokenEndpoint} differs from its authorization server's ${asToken}`,
+      )
+    }
+    tokenEndpoint = asToken
+    // the issuer's own values win, as in the library
+    credentialEndpoint ??= stringOf(as.credential_endpoint)
+    deferredEndpoint ??= stringOf(as.deferred_credential_endpoint)
+    notificationEndpoint ??= stringOf(as.notification_endpoint)
+  }
+  const base = issuer.replace(/\/$/, '')
+  tokenEndpoint ??= `${base}/token`
+  credentialEndpoint ??= `${base}/credential`
+  const credentialIssuerMetadata = {
+    credential_issuer: ci.credential_issuer ?? issuer,
+    credential_endpoint: credentialEndpoint,
+    authorization_servers: servers,
+    credential_configurations_supported: isObject(ci.credential_configurations_supported)
+      ? ci.credential_configurations_supported
+      : {},
+    display: Array.isArray(ci.display) ? ci.display : [],
+    ...(nonceEndpoint && { nonce_endpoint: nonceEndpoint }),
+    ...(deferredEndpoint && { deferred_credential_endpoint: deferredEndpoint }),
+    ...(notificationEndpoint && { notification_endpoint: notificationEndpoint }),
+  }
+  const endpoints = {
+    issuer,
+    token_endpoint: tokenEndpoint,
+    credential_endpoint: credentialEndpoint,
+    ...(notificationEndpoint && { notification_endpoint: notificationEndpoint }),
+    authorizationServerType,
+    credentialIssuerMetadata,
+    ...(as && { authorizationServerMetadata: as }),
+  } as unknown as EndpointMetadataResultV1_0_15
+  return { endpoints, status: answer.status, document: ci }
 }

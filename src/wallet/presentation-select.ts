@@ -12,6 +12,7 @@
 // answers in the verifier's words (answerFormats).
 
 import type { IPresentationDefinition } from '@sphereon/pex'
+import { definitionPathProblem } from '../shared/json-path.ts'
 import { WalletUsageError } from './errors.ts'
 import { loadPex } from './lazy.ts'
 import type { StoredCredential } from './store.ts'
@@ -170,12 +171,27 @@ function formatProblem(definition: IPresentationDefinition, descriptor: InputDes
   return undefined
 }
 
+/**
+ * Why the wallet will not evaluate `definition` (a field path that is not a plain member/index JSONPath,
+ * src/shared/json-path.ts), as the first words of an error description; undefined when every path is plain.
+ * PEX evaluates each path with @astronautlabs/jsonpath, whose filter and script expressions run through
+ * static-eval over the credential objects, prototype chain included.
+ */
+export function unsafeDefinitionPath(source: string, definition: unknown): string | undefined {
+  const found = definitionPathProblem(definition)
+  if (!found) return undefined
+  return `${source} (DIF Presentation Exchange v2 §5, fields.path): ${found.at} ${JSON.stringify(found.path)} is not a plain member/index JSONPath: ${found.problem}. This wallet evaluates a definition it is sent only when every field path is $ followed by .name, ['name'], [n], [a:b] or [*] steps, none naming a member of Object.prototype; nothing was evaluated`
+}
+
 /** Every held credential PEX selects for each descriptor on its own (newest first). */
 export async function matchDescriptors(
   definition: IPresentationDefinition,
   held: StoredCredential[],
   holderDid: string,
 ): Promise<DescriptorMatch[]> {
+  // the sessions refuse such a definition when it arrives; this guards every other caller of PEX here
+  const unsafe = unsafeDefinitionPath('presentation_definition', definition)
+  if (unsafe) throw new WalletUsageError(unsafe)
   const { PEX } = await loadPex()
   const pex = new PEX()
   const newestFirst = [...held].reverse()

@@ -8,7 +8,7 @@ import { isObject } from '../shared/json.ts'
 import { decodeJws } from '../shared/jws.ts'
 import { JWT_MEDIA_TYPE, STATUS_LIST_JWT_MEDIA_TYPE, VC_JWT_MEDIA_TYPE } from '../shared/wire.ts'
 import { WalletUsageError } from './errors.ts'
-import { type FetchLike, httpRequest } from './http.ts'
+import { httpRequest, type WalletHttp } from './http.ts'
 
 export interface StatusEntry {
   statusListCredential: string
@@ -71,7 +71,7 @@ export class StatusListReader {
   /** how many lists were fetched */
   fetched = 0
 
-  constructor(private readonly fetchImpl: FetchLike | undefined) {}
+  constructor(private readonly http: WalletHttp) {}
 
   private list(url: string): Promise<StatusList> {
     let pending = this.lists.get(url)
@@ -92,7 +92,7 @@ export class StatusListReader {
       answer = await httpRequest(
         url,
         { method: 'GET', accept: `${VC_JWT_MEDIA_TYPE}, ${STATUS_LIST_JWT_MEDIA_TYPE}, ${JWT_MEDIA_TYPE}` },
-        this.fetchImpl,
+        this.http,
       )
     } catch (error) {
       return fail((error as Error).message)

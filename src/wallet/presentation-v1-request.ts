@@ -13,8 +13,8 @@ import { DidKeyError, didOf, JWS_ALGS, type JwsAlg, resolveDidKey } from '../sha
 import { isObject } from '../shared/json.ts'
 import { decodeJws, JwsError, verifyJws } from '../shared/jws.ts'
 import { JWT_MEDIA_TYPE, REQUEST_OBJECT_MEDIA_TYPE, REQUEST_OBJECT_TYP } from '../shared/wire.ts'
-import { protocolError, replayedNonce, WalletProtocolError } from './errors.ts'
-import { type FetchLike, type HttpAnswer, httpRequest } from './http.ts'
+import { protocolError, replayedNonce, transportError, WalletProtocolError } from './errors.ts'
+import { type HttpAnswer, httpRequest, type WalletHttp } from './http.ts'
 import { loadX509 } from './lazy.ts'
 import type { ParsedPresentationLink } from './presentation-link.ts'
 
@@ -83,7 +83,8 @@ export interface ResolvedRequestV1 {
 }
 
 export interface ResolveContext {
-  fetch: FetchLike | undefined
+  /** the wallet's HTTP client and limits (deadline, body cap, no redirects) */
+  http: WalletHttp
   trustAnchors: readonly string[]
   now: number
   /** 'expired-session': the request object's exp is not checked */
@@ -161,21 +162,22 @@ async function fetchRequestObject(
   requestUri: string,
   method: 'get' | 'post',
   form: Record<string, string> | undefined,
-  fetchImpl: FetchLike | undefined,
+  http: WalletHttp,
 ): Promise<{ text: string; status: number }> {
   let answer: HttpAnswer
   try {
     answer = await httpRequest(
       requestUri,
       method === 'post'
-        ? { method: 'POST', form: form ?? {}, accept: REQUEST_OBJECT_MEDIA_TYPE, noRedirects: true }
-        : { method: 'GET', accept: `${REQUEST_OBJECT_MEDIA_TYPE}, ${JWT_MEDIA_TYPE}`, noRedirects: true },
-      fetchImpl,
+        ? { method: 'POST', form: form ?? {}, accept: REQUEST_OBJECT_MEDIA_TYPE }
+        : { method: 'GET', accept: `${REQUEST_OBJECT_MEDIA_TYPE}, ${JWT_MEDIA_TYPE}` },
+      http,
     )
   } catch (error) {
-    throw refuse(0, 'unreachable', `${requestUri}: ${message(error)}`)
+    // §5.10.2: any HTTP error ends the process; a redirect is treated as one (§14.8, HTTP Redirects), and so
+    // are the wallet's deadline and body cap (http.ts): nothing of a request object past them is read
+    throw transportError('request', requestUri, error)
   }
-  // §5.10.2: any HTTP error ends the process; a redirect is treated as one (§14.8, HTTP Redirects)
   if (answer.status < 200 || answer.status >= 300) throw protocolError('request', answer.status, answer.body)
   const contentType = answer.headers['content-type'] ?? ''
   if (!contentType.toLowerCase().startsWith(REQUEST_OBJECT_MEDIA_TYPE)) {
@@ -547,7 +549,7 @@ export async function resolveRequestV1(
         wallet_nonce: walletNonce,
       }
     }
-    const fetched = await fetchRequestObject(parsed.requestUri, method, form, ctx.fetch)
+    const fetched = await fetchRequestObject(parsed.requestUri, method, form, ctx.http)
     requestObject = fetched.text
     status = fetched.status
   } else if (parsed.request !== undefined) {

@@ -109,7 +109,7 @@ export class PresentationSessionV1 {
     const now = opts.now ?? (() => Date.now())
     const parsed = parsePresentationLink(link)
     const request = await resolveRequestV1(parsed, {
-      fetch: wallet.fetch,
+      http: wallet.http,
       trustAnchors: wallet.trustAnchors,
       now: now(),
       allowExpired: misbehave.includes('expired-session'),
@@ -243,7 +243,7 @@ export class PresentationSessionV1 {
     if (!misbehave.some((m) => NONCE_LESS_PRESENTATION_MISBEHAVIOURS.includes(m))) {
       await this.wallet.rememberAnsweredNonce(this.nonce)
     }
-    const answer = await postAuthorizationResponse(this, form, step, this.wallet.fetch)
+    const answer = await postAuthorizationResponse(this, form, step, this.wallet.http)
     const presented = choices.map((c) => c.credential.id)
     return {
       ...presentationResult(this, '1.0', 'verified', answer, form, presented),
@@ -312,7 +312,7 @@ export class PresentationSessionV1 {
     step: (step: PresentStep, detail?: unknown) => void,
   ): Promise<PresentationResult> {
     const form = errorForm({ error: 'access_denied', errorDescription: description, state: this.state })
-    const answer = await postAuthorizationResponse(this, form, step, this.wallet.fetch)
+    const answer = await postAuthorizationResponse(this, form, step, this.wallet.http)
     return presentationResult(this, '1.0', 'rejected-by-wallet', answer, form, [])
   }
 }

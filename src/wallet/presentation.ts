@@ -23,8 +23,14 @@ import { didOf, JWS_ALGS, type JwsAlg, resolveDidKey } from '../shared/did-key.t
 import { isObject } from '../shared/json.ts'
 import { decodeJws, verifyJws } from '../shared/jws.ts'
 import { JWT_MEDIA_TYPE, REQUEST_OBJECT_MEDIA_TYPE, REQUEST_OBJECT_TYP } from '../shared/wire.ts'
-import { protocolError, replayedNonce, WalletProtocolError, WalletUsageError } from './errors.ts'
-import { type FetchLike, type HttpAnswer, httpRequest } from './http.ts'
+import {
+  protocolError,
+  replayedNonce,
+  transportError,
+  WalletProtocolError,
+  WalletUsageError,
+} from './errors.ts'
+import { type HttpAnswer, httpRequest, type WalletHttp } from './http.ts'
 import { loadSiop } from './lazy.ts'
 import {
   assertPresentationMisbehaviours,
@@ -41,6 +47,7 @@ import {
   NoMatchingCredentialsError,
   type Selection,
   selectCredentials,
+  unsafeDefinitionPath,
 } from './presentation-select.ts'
 import { revocationEntryOf, StatusListReader } from './presentation-status.ts'
 import { isV1Link } from './presentation-v1-request.ts'
@@ -95,7 +102,8 @@ export interface PresentationContext {
   readonly did: string
   readonly kid: string
   readonly alg: JwsAlg
-  readonly fetch: FetchLike | undefined
+  /** the wallet's HTTP client and limits (deadline, body cap, no redirects; http.ts) */
+  readonly http: WalletHttp
   /** PEM trust anchors an x5c-signed request object must chain to (1.0 x509_san_dns, x509_hash) */
   readonly trustAnchors: readonly string[]
   /**
@@ -178,6 +186,24 @@ function requestError(status: number, description: string, body?: unknown): Wall
     errorDescription: description,
     body,
   })
+}
+
+/** Request parameters did-auth-siop would fetch by reference (with its own, unbounded, HTTP client). */
+const BY_REFERENCE_PARAMETERS = [
+  'presentation_definition_uri',
+  'client_metadata_uri',
+  'registration_uri',
+  'request_uri',
+] as const
+
+/** A parameter that may come as JSON text (a request's parameters by value) as the object it holds. */
+function jsonValue(value: unknown): unknown {
+  if (typeof value !== 'string') return value
+  try {
+    return JSON.parse(value)
+  } catch {
+    return value
+  }
 }
 
 /** Misbehaviours whose VP or submission did-auth-siop's own check would refuse to assemble. */
@@ -311,21 +337,18 @@ async function buildOp(holderDid: string, status: number): Promise<OP> {
 }
 
 /** GET request_uri: the compact JWS, or a WalletProtocolError with what the verifier answered. */
-async function fetchRequestObject(requestUri: string, fetchImpl: FetchLike | undefined): Promise<string> {
+async function fetchRequestObject(requestUri: string, http: WalletHttp): Promise<string> {
   let answer: HttpAnswer
   try {
     answer = await httpRequest(
       requestUri,
       { method: 'GET', accept: `${REQUEST_OBJECT_MEDIA_TYPE}, ${JWT_MEDIA_TYPE}` },
-      fetchImpl,
+      http,
     )
   } catch (error) {
-    throw new WalletProtocolError({
-      step: 'request',
-      status: 0,
-      error: 'unreachable',
-      errorDescription: `${requestUri}: ${message(error)}`,
-    })
+    // the wallet's deadline, body cap and no-redirect rule (http.ts) end the fetch before any check of the
+    // object: a 128 MiB "request object" is never read whole
+    throw transportError('request', requestUri, error)
   }
   if (answer.status < 200 || answer.status >= 300) throw protocolError('request', answer.status, answer.body)
   const contentType = answer.headers['content-type'] ?? ''
@@ -419,7 +442,7 @@ export class PresentationSession {
       )
     }
     const requestObject = parsed.requestUri
-      ? await fetchRequestObject(parsed.requestUri, wallet.fetch)
+      ? await fetchRequestObject(parsed.requestUri, wallet.http)
       : (parsed.request as string)
     const status = parsed.requestUri ? 200 : 0
     let header: Record<string, unknown>
@@ -448,6 +471,11 @@ export class PresentationSession {
       }
       throw new DcqlNotSupportedError(payload.client_id, payload.dcql_query)
     }
+    // Presentation Exchange runs each field path of the definition against the held credentials (PEX here
+    // and inside did-auth-siop): a path that is not plain member/index JSONPath is refused before either
+    // sees it, whatever the signature says; the careless wallet too (it protects the wallet's process).
+    const unsafe = unsafeDefinitionPath('presentation_definition', jsonValue(payload.presentation_definition))
+    if (unsafe) throw requestError(status, `${unsafe}; nothing was sent`, payload)
     if (wallet.trustEverything) return PresentationSession.careless(wallet, link, parsed, requestObject, now)
     // the signature first: nothing the payload says counts before the client's key is shown to have signed it
     checkRequestSignature(status, typeof header.kid === 'string' ? header.kid : undefined, {
@@ -463,6 +491,17 @@ export class PresentationSession {
     if (problem) throw requestError(status, problem, payload)
     if (await wallet.answeredNonce(payload.nonce as string))
       throw replayedNonce(status, payload.nonce as string)
+    // did-auth-siop fetches these references itself, through cross-fetch: no deadline, no body cap, redirects
+    // followed. Every request of this wallet goes through http.ts, so it answers requests that carry them by
+    // value only (OpenID4VP draft 20 §5.1 defines the _uri forms as alternatives to the by-value parameters).
+    const byReference = BY_REFERENCE_PARAMETERS.filter((name) => payload[name] !== undefined)
+    if (byReference.length > 0) {
+      throw requestError(
+        status,
+        `${byReference.join(', ')}: this wallet does not fetch a request's parameters by reference (its library would, without the wallet's deadline, body cap and no-redirect rule); send them by value (presentation_definition, client_metadata)`,
+        payload,
+      )
+    }
     // then did-auth-siop, which checks the signature again (verifyRequestObjectJwt) and finds the definition
     const op = await buildOp(wallet.did, status)
     const correlationId = randomUUID()
@@ -549,7 +588,7 @@ export class PresentationSession {
       this.wallet.did,
       opts.revoked
         ? async (chosen, matches) => {
-            const reader = new StatusListReader(this.wallet.fetch)
+            const reader = new StatusListReader(this.wallet.http)
             for (const [index, pick] of chosen.entries()) {
               const match = matches.find((m) => m.id === pick.descriptorId)
               for (const candidate of match?.candidates ?? []) {
@@ -605,7 +644,7 @@ export class PresentationSession {
         errorDescription: opts.errorDescription ?? ACCESS_DENIED_DESCRIPTION,
         state: this.state,
       })
-      const answer = await postAuthorizationResponse(this, form, step, this.wallet.fetch)
+      const answer = await postAuthorizationResponse(this, form, step, this.wallet.http)
       return presentationResult(this, 'pe', 'rejected-by-wallet', answer, form, [])
     }
 
@@ -642,7 +681,7 @@ export class PresentationSession {
             `the wallet holds no credential for the input descriptor${error.descriptors.length === 1 ? '' : 's'} ${error.descriptors.join(', ')}`,
           state: this.state,
         })
-        const answer = await postAuthorizationResponse(this, form, step, this.wallet.fetch)
+        const answer = await postAuthorizationResponse(this, form, step, this.wallet.http)
         return presentationResult(this, 'pe', 'rejected-by-wallet', answer, form, [])
       }
       step('select', {
@@ -728,7 +767,7 @@ export class PresentationSession {
     if (!misbehave.some((m) => NONCE_LESS_PRESENTATION_MISBEHAVIOURS.includes(m))) {
       await this.wallet.rememberAnsweredNonce(this.nonce)
     }
-    const answer = await postAuthorizationResponse(this, form, step, this.wallet.fetch)
+    const answer = await postAuthorizationResponse(this, form, step, this.wallet.http)
     const presented = presentedJwts.map(credentialId)
     if (!misbehave.some((m) => DISHONEST.includes(m))) {
       this.wallet.rememberPresentation({
@@ -798,7 +837,7 @@ export class PresentationSession {
     )
     const form = responseForm({ vpToken, submission, state: this.state })
     await this.wallet.rememberAnsweredNonce(this.nonce)
-    const answer = await postAuthorizationResponse(this, form, step, this.wallet.fetch)
+    const answer = await postAuthorizationResponse(this, form, step, this.wallet.http)
     return presentationResult(
       this,
       'pe',
@@ -844,18 +883,13 @@ export async function postAuthorizationResponse(
   target: ResponseTarget,
   form: Record<string, string>,
   step: (step: PresentStep, detail?: unknown) => void,
-  fetchImpl: FetchLike | undefined,
+  http: WalletHttp,
 ): Promise<HttpAnswer> {
   let answer: HttpAnswer
   try {
-    answer = await httpRequest(target.responseUri, { method: 'POST', form, noRedirects: true }, fetchImpl)
+    answer = await httpRequest(target.responseUri, { method: 'POST', form }, http)
   } catch (error) {
-    throw new WalletProtocolError({
-      step: 'response',
-      status: 0,
-      error: 'unreachable',
-      errorDescription: `${target.responseUri}: ${message(error)}`,
-    })
+    throw transportError('response', target.responseUri, error)
   }
   step('response', { status: answer.status, body: answer.body })
   if (answer.status < 200 || answer.status >= 300) throw protocolError('response', answer.status, answer.body)

@@ -18,7 +18,7 @@ import {
 } from './agent.ts'
 import { CredentialStatusError, ReceiptStatusChecker } from './credential-status.ts'
 import { WalletProtocolError, WalletUsageError } from './errors.ts'
-import type { FetchLike } from './http.ts'
+import { type FetchLike, type HttpLimits, httpLimits, type WalletHttp } from './http.ts'
 import {
   type CredentialOrigin,
   type CredentialResult,
@@ -53,6 +53,7 @@ import { PresentationSessionV1 } from './presentation-v1.ts'
 import { isV1Link } from './presentation-v1-request.ts'
 import type { JwtSigner } from './proof.ts'
 import { parseReceivedSdJwt, SdJwtReceiveError, verifyReceivedSdJwt } from './sd-jwt-receive.ts'
+import type { SharePolicy } from './share.ts'
 import {
   emptyState,
   FileWalletStore,
@@ -69,8 +70,19 @@ export interface WalletOptions {
   keyType?: HolderKeyType
   /** keep keys and credentials in this JSON file (created on first use); default: in memory only */
   file?: string
-  /** HTTP client for the wallet's own requests (deferred, notification, diagnostics); default undici.request */
+  /**
+   * HTTP client for every request of the wallet (offer, metadata, token, nonce, credential, deferred,
+   * notification, status lists, request objects, responses; the OpenID4VCI 1.0 library's too), always
+   * within `http`'s deadline and body cap and never following a redirect; default undici.request (the 1.0
+   * library: the global fetch)
+   */
   fetch?: FetchLike
+  /**
+   * Bounds of every HTTP request (http.ts): `timeoutMs` the total deadline of one request, connect, headers
+   * and body (default 30 000); `maxBodyBytes` the most of an answer's body read (default 1 MiB). CLI
+   * --http-timeout, --http-max-body.
+   */
+  http?: Partial<HttpLimits>
   /**
    * OpenID4VCI generation to speak: 'auto' (default: 1.0 when the issuer metadata has `credential_metadata`
    * on a configuration, else draft 15), '1.0' or 'draft15'. See src/wallet/README.md.
@@ -114,6 +126,12 @@ export interface ReceiveOptions {
   protocol?: IssuanceProtocol
   /** how the deferred poll waits the announced interval; default a real timer (tests pass a fake) */
   sleep?: Sleep
+  /**
+   * What may be shared with an issuer whose offer asks for a presentation (a draft-15 offer's
+   * presentation_definition, answered in a di_vp proof): 'all', or held credential ids, types or issuers
+   * (share.ts). Default nothing: such an offer is refused (ShareNotAllowedError) before the code is redeemed.
+   */
+  share?: SharePolicy
 }
 
 export type ReceiveResult =
@@ -156,6 +174,8 @@ export interface OpenOptions {
   /** issuance: overrides the wallet's `protocol` */
   protocol?: IssuanceProtocol
   sleep?: Sleep
+  /** issuance: what may be shared with an issuer that asks for a presentation (ReceiveOptions.share) */
+  share?: SharePolicy
   onStep?: (step: ReceiveStep | PresentStep, detail?: unknown) => void
   /** presentation: the wallet's clock in ms */
   now?: () => number
@@ -241,7 +261,8 @@ export class Wallet implements WalletContext, PresentationContext {
   readonly kid: string
   readonly alg: JwsAlg
   readonly keyType: HolderKeyType
-  readonly fetch: FetchLike | undefined
+  /** the HTTP client and limits of every request (WalletOptions.fetch and .http) */
+  readonly http: WalletHttp
   readonly protocol: IssuanceProtocol
   /** where the state lives: a file path or '(memory)' */
   readonly location: string
@@ -262,7 +283,7 @@ export class Wallet implements WalletContext, PresentationContext {
     holder: HolderKey,
     store: WalletStore,
     state: WalletState,
-    fetch?: FetchLike,
+    http: WalletHttp,
     protocol?: IssuanceProtocol,
     trustAnchors: readonly string[] = [],
     trustEverything = false,
@@ -276,7 +297,7 @@ export class Wallet implements WalletContext, PresentationContext {
     this.kid = holder.kid
     this.alg = holder.alg
     this.keyType = holder.keyType
-    this.fetch = fetch
+    this.http = http
     this.protocol = protocol ?? 'auto'
     this.location = store.location
     this.trustAnchors = trustAnchors
@@ -285,6 +306,12 @@ export class Wallet implements WalletContext, PresentationContext {
 
   /** A new wallet, or the one kept in `file`. */
   static async create(opts: WalletOptions = {}): Promise<Wallet> {
+    let limits: HttpLimits
+    try {
+      limits = httpLimits(opts.http)
+    } catch (error) {
+      throw new WalletUsageError((error as Error).message)
+    }
     const trustAnchors = [...(opts.trustAnchors ?? [])]
     if (trustAnchors.length > 0) {
       // Refused at once rather than at the first x5c credential: a typo in a PEM file is a usage error.
@@ -330,7 +357,7 @@ export class Wallet implements WalletContext, PresentationContext {
       holder,
       store,
       state,
-      opts.fetch,
+      { ...limits, fetch: opts.fetch },
       opts.protocol,
       trustAnchors,
       opts.trustEverything === true,
@@ -365,11 +392,12 @@ export class Wallet implements WalletContext, PresentationContext {
     }
     step('offer', session.offer)
     step('metadata', session.issuerMetadata)
-    // what the offer asks to be presented is settled before the single-use pre-authorized code is redeemed
-    let share: string[] | undefined
+    // what the offer asks to be presented is settled before the single-use pre-authorized code is redeemed:
+    // nothing unless the holder said what may be shared (opts.share)
+    let present: string[] | undefined
     if (session.presentationDefinition) {
       this.diSigner() // a WalletUsageError for a holder key that cannot make the di_vp proof
-      share = await session.selectCredentials()
+      present = await session.selectCredentials(opts.share)
     }
     const token = await session.token({
       ...(opts.txCode !== undefined && { txCode: opts.txCode }),
@@ -378,7 +406,7 @@ export class Wallet implements WalletContext, PresentationContext {
     step('token', { token_type: token.token_type, expires_in: token.expires_in })
     let result: CredentialResult
     try {
-      result = await session.requestCredential({ misbehave, ...(share && { share }) })
+      result = await session.requestCredential({ misbehave, ...(present && { present }) })
     } catch (error) {
       // OpenID4VCI 1.0 §8.3.1.2 / draft 15 §8.3.1: invalid_nonce asks for a proof with a fresh nonce — the
       // one the error carries (draft 15's c_nonce), else one from the nonce endpoint. Retried once, and only
@@ -387,7 +415,7 @@ export class Wallet implements WalletContext, PresentationContext {
       const body = error.body
       const cNonce = isObject(body) && typeof body.c_nonce === 'string' ? body.c_nonce : undefined
       step('credential', { status: error.status, error: error.error, retry: cNonce ? 'c_nonce' : 'nonce' })
-      result = await session.requestCredential({ ...(share && { share }), nonce: cNonce })
+      result = await session.requestCredential({ ...(present && { present }), nonce: cNonce })
     }
     step('credential', result.status === 200 ? { status: 200 } : result)
     let issued: IssuedCredentials
@@ -531,6 +559,7 @@ export class Wallet implements WalletContext, PresentationContext {
         ...(opts.protocol && { protocol: opts.protocol }),
         ...(opts.sleep && { sleep: opts.sleep }),
         ...(opts.onStep && { onStep: opts.onStep }),
+        ...(opts.share && { share: opts.share }),
       })
       return { kind, result }
     }
@@ -683,7 +712,7 @@ export class Wallet implements WalletContext, PresentationContext {
       })
     }
     const status =
-      origin.checkStatus && !this.trustEverything ? new ReceiptStatusChecker(this.fetch) : undefined
+      origin.checkStatus && !this.trustEverything ? new ReceiptStatusChecker(this.http) : undefined
     const accepted: StoredCredential[] = []
     for (const [index, credential] of credentials.entries()) {
       if (typeof credential !== 'string') {
@@ -775,7 +804,7 @@ export class Wallet implements WalletContext, PresentationContext {
    */
   private async acceptSdJwt(credentials: unknown[], origin: CredentialOrigin): Promise<StoredCredential[]> {
     const status =
-      origin.checkStatus && !this.trustEverything ? new ReceiptStatusChecker(this.fetch) : undefined
+      origin.checkStatus && !this.trustEverything ? new ReceiptStatusChecker(this.http) : undefined
     const accepted: StoredCredential[] = []
     for (const [index, credential] of credentials.entries()) {
       if (typeof credential !== 'string') {

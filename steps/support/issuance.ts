@@ -177,6 +177,9 @@ export class IssuanceFlow {
       const result = await session.requestCredential({
         misbehave,
         ...(configurationId && { configurationId }),
+        // the scenario's wallet holds only what its Given steps gave it: sharing that with an issuer whose
+        // offer asks for a presentation is the holder's consent (src/wallet/README.md, share)
+        share: 'all',
       })
       if (result.status === 202) this.transactionId = result.transactionId
       else this.received = await this.accept(session, result)
