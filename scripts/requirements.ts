@@ -7,10 +7,11 @@
 //   node --import tsx scripts/requirements.ts --check   fails when it is out of date (npm run check)
 //
 // Either way it fails when a tag has no description or a description no scenario: write or remove it in
-// features/requirements.json.
+// features/requirements.json; and when a tag of a group with `sections` (`@interface-4.4`) names a section
+// its document (docs/interface.md) has no heading for.
 
 import { readFileSync, writeFileSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { join, posix, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { featureFiles } from '../src/cli/conformance.ts'
 import { requirementAnchor } from '../src/harness/report.ts'
@@ -25,6 +26,11 @@ export interface CatalogueGroup {
   prefix: string
   title: string
   about: string
+  /**
+   * A document of this repository (`docs/interface.md`) whose numbered sections the tags name: the tag
+   * without the prefix is a section number (`@interface-4.4` → 4.4), which must have a heading there.
+   */
+  sections?: string
 }
 
 export interface CatalogueData {
@@ -41,6 +47,8 @@ export function readCatalogueData(path = join(ROOT, CATALOGUE_DATA)): CatalogueD
   for (const [i, g] of groups.entries()) {
     if (typeof g.prefix !== 'string' || typeof g.title !== 'string' || typeof g.about !== 'string')
       throw new Error(`${CATALOGUE_DATA}: groups[${i}] needs prefix, title and about (strings)`)
+    if (g.sections !== undefined && typeof g.sections !== 'string')
+      throw new Error(`${CATALOGUE_DATA}: groups[${i}].sections must be a document path (a string)`)
   }
   for (const [tag, text] of Object.entries(clauses)) {
     if (typeof text !== 'string' || text.trim() === '')
@@ -56,8 +64,26 @@ export function clausesOf(scenarios: readonly ScenarioInfo[]): Map<string, Scena
   return byTag
 }
 
-/** Tags without a description, and descriptions without a tag: each a line saying what to do. */
-export function catalogueProblems(scenarios: readonly ScenarioInfo[], data: CatalogueData): string[] {
+/**
+ * The section numbers of a Markdown document: its headings that carry the anchor of their number,
+ * `### <a id="section-4.4"></a>4.4 Submit credentials` or `## <a id="section-3"></a>3. States`.
+ */
+export function sectionNumbers(markdown: string): Set<string> {
+  const heading = /^#{1,6}[ \t]+<a id="section-(\d+(?:\.\d+)*)"><\/a>\1\.?[ \t]/gm
+  return new Set([...markdown.matchAll(heading)].map((m) => m[1] as string))
+}
+
+const readDoc = (path: string) => readFileSync(join(ROOT, path), 'utf8')
+
+/**
+ * Tags without a description, descriptions without a tag, and tags naming a section their group's
+ * document has no heading for: each a line saying what to do. `read` reads a document of the repository.
+ */
+export function catalogueProblems(
+  scenarios: readonly ScenarioInfo[],
+  data: CatalogueData,
+  read: (path: string) => string = readDoc,
+): string[] {
   const tags = clausesOf(scenarios)
   const problems: string[] = []
   for (const [tag, list] of tags) {
@@ -71,6 +97,43 @@ export function catalogueProblems(scenarios: readonly ScenarioInfo[], data: Cata
   for (const tag of Object.keys(data.clauses)) {
     if (!tags.has(tag))
       problems.push(`${CATALOGUE_DATA} describes ${tag}, which no scenario carries any more: remove it`)
+  }
+  return [...problems, ...sectionProblems(tags, data, read)]
+}
+
+/** Tags of a group with `sections` whose document has no heading for the section they name. */
+function sectionProblems(
+  tags: ReadonlyMap<string, ScenarioInfo[]>,
+  data: CatalogueData,
+  read: (path: string) => string,
+): string[] {
+  const problems: string[] = []
+  const documents = new Map<string, Set<string> | undefined>()
+  const sectionsOf = (doc: string) => {
+    if (!documents.has(doc)) {
+      try {
+        documents.set(doc, sectionNumbers(read(doc)))
+      } catch (error) {
+        documents.set(doc, undefined)
+        problems.push(
+          `${CATALOGUE_DATA} names ${doc} for the sections of its tags: ${(error as Error).message}`,
+        )
+      }
+    }
+    return documents.get(doc)
+  }
+  for (const [tag, list] of tags) {
+    const group = data.groups.find((g) => tag.startsWith(g.prefix))
+    if (group?.sections === undefined) continue
+    const section = tag.slice(group.prefix.length)
+    const known = sectionsOf(group.sections)
+    if (known && !known.has(section)) {
+      const first = list[0] as ScenarioInfo
+      problems.push(
+        `${tag} (${first.uri}:${first.line}) names section ${section}, which ${group.sections} has no heading ` +
+          `for: add one starting <a id="section-${section}"></a>${section} there, or fix the tag`,
+      )
+    }
   }
   return problems
 }
@@ -125,9 +188,13 @@ export function renderCatalogue(scenarios: readonly ScenarioInfo[], data: Catalo
         '',
         text(data.clauses[tag] ?? '(no description)'),
         '',
-        `${list.length} scenario${list.length === 1 ? '' : 's'}:`,
-        '',
       )
+      if (g.sections !== undefined) {
+        const section = tag.slice(g.prefix.length)
+        const link = posix.relative(posix.dirname(CATALOGUE_DOC), g.sections)
+        out.push(`Section [${section} of ${g.sections}](${link}#section-${section}).`, '')
+      }
+      out.push(`${list.length} scenario${list.length === 1 ? '' : 's'}:`, '')
       for (const s of list)
         out.push(`- [${s.uri.split('/').pop()}:${s.line}](../${s.uri}#L${s.line}) ${text(s.name)}`)
       out.push('')

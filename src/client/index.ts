@@ -1,4 +1,5 @@
-// Typed relying-party client for the service interface (sections 4.1–4.7) and the management portal.
+// Typed relying-party client for the relying-party interface (docs/interface.md, sections 4.1–4.7) and the
+// management portal.
 // It depends on nothing of the service: it speaks HTTP only, so it drives any deployment.
 
 export interface ServiceUrls {

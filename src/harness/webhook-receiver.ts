@@ -183,7 +183,7 @@ export interface ScriptedAnswer {
   destroy?: boolean
 }
 
-/** The JSON body of a delivery, section 6 of the service interface. */
+/** The JSON body of a delivery, section 6 of docs/interface.md. */
 export interface WebhookEventBody {
   id: string
   subject: string

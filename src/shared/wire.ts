@@ -40,7 +40,7 @@ export const SIOP_AUDIENCE = 'https://self-issued.me/v2'
 
 /** Deep-link scheme of a credential offer (OpenID4VCI §4.1); the service's default, configurable. */
 export const CREDENTIAL_OFFER_SCHEME = 'openid-credential-offer'
-/** Deep-link scheme of an authorization request (OpenID4VP draft 20 §5 era, the interface document's). */
+/** Deep-link scheme of an authorization request (OpenID4VP draft 20 §5 era, the one docs/interface.md shows). */
 export const AUTHORIZATION_REQUEST_SCHEME = 'openid-vp'
 /** Deep-link scheme of an OpenID4VP 1.0 authorization request (OpenID4VP 1.0 §13.1.2). */
 export const OPENID4VP_SCHEME = 'openid4vp'

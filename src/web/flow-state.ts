@@ -48,7 +48,7 @@ export interface SharedCredential {
 
 /**
  * The protocol profile of a verification session: `pe` (OpenID4VP draft 20 with Presentation Exchange, the
- * interface document's) or `dcql` (OpenID4VP 1.0 Final with a DCQL query).
+ * profile of docs/interface.md) or `dcql` (OpenID4VP 1.0 Final with a DCQL query).
  */
 export type VerificationProfile = 'pe' | 'dcql'
 

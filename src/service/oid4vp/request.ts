@@ -6,7 +6,7 @@ import type { PublicUrls } from '../util/urls.ts'
 import { difDefinition } from '../verification/definition.ts'
 import { AUTH_REQUEST_SCOPE, type AuthorizationRequests, type RequestInput } from '../verification/service.ts'
 
-// The authorization request of a verification session, in the profile the interface document shows
+// The authorization request of a verification session, in the profile docs/interface.md shows
 // (section 2.7): OpenID4VP draft 20, client_id scheme `did`, request object by reference (`request_uri`,
 // RFC 9101 §5.2), response_mode direct_post, DIF Presentation Exchange. A profile is this small module;
 // the relying-party API (verification/) asks it for the request and never builds protocol messages itself.

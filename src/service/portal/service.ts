@@ -71,7 +71,7 @@ const KIND_NAME: Record<TemplateKind, string> = {
   verification: 'verification template',
 }
 
-/** The management portal (left unspecified by the interface document): tenants, API keys and templates. */
+/** The management portal (left unspecified by docs/interface.md): tenants, API keys and templates. */
 export class PortalService {
   constructor(
     private readonly store: Store,

@@ -225,7 +225,7 @@ export interface SessionRecord {
   templateId: string
   createdByKey: string
   status: SessionStatus
-  /** `pe`: the interface document's profile (draft 20, Presentation Exchange); `dcql`: OpenID4VP 1.0. */
+  /** `pe`: the profile of docs/interface.md (draft 20, Presentation Exchange); `dcql`: OpenID4VP 1.0. */
   profile: 'pe' | 'dcql'
   /** The presentation definition of section 2.8, with `dataAgreement` and `proof`; null for `dcql`. */
   definition: Record<string, unknown> | null
