@@ -626,11 +626,31 @@ describe('run problems', () => {
     assert.deepEqual(summary.gate.problems, ['the run broke: 1 run error'])
   })
 
-  test('planned scenarios that never ran fail as not run', () => {
+  // Issue 32: a run that never reached its scenarios counted each as a failure (222 red tests on a CI
+  // dashboard for one unreachable URL). They are not judged: the run's error is what failed.
+  test('planned scenarios that never started are not run, not failed; the run error fails the gate', () => {
     const envelopes = run([LOGIN]).filter((e) => !e.testCaseStarted && !e.testCaseFinished)
     const summary = summarize([envelopes])
-    assert.equal(summary.totals.fail, 4)
-    assert.match(summary.requirements[0]?.reason ?? '', /^not run: the test run stopped before this scenario/)
+    assert.equal(summary.totals.requirements, 0)
+    assert.equal(summary.totals.fail, 0)
+    assert.deepEqual(summary.runErrors, ['the test run stopped before 4 scenarios started'])
+    assert.deepEqual(summary.gate.problems, ['the run broke: 1 run error'])
+    assert.ok(
+      summary.warnings.includes(
+        '4 scenarios were not run: the test run stopped before them (see the run errors)',
+      ),
+    )
+    assert.equal(exitCode(summary), 3)
+    const junit = renderJunit(summary)
+    assert.match(junit, /<testsuites[^>]* tests="1" failures="0" errors="1"/)
+  })
+
+  test('with a harness error, the scenarios never started count only as that error', () => {
+    const envelopes = run([LOGIN]).filter((e) => !e.testCaseStarted && !e.testCaseFinished)
+    const summary = summarize([envelopes], { harnessErrors: ['auth_url cannot be reached'] })
+    assert.equal(summary.totals.fail, 0)
+    assert.deepEqual(summary.runErrors, [])
+    assert.deepEqual(summary.gate.problems, ['harness error: auth_url cannot be reached'])
   })
 
   test('a retried scenario counts by its last attempt', () => {

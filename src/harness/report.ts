@@ -307,10 +307,11 @@ export class RunCollector {
       if (!pickle) continue
       out.push({
         ...this.describe(pickle),
-        result: 'failed',
-        reason: this.startedCases.has(testCase.id)
-          ? 'did not run to the end: the test run stopped during this scenario'
-          : 'not run: the test run stopped before this scenario (see the run errors)',
+        // One that started and never ended failed; one that never started was not judged at all (issue 32:
+        // a harness error before the first scenario is no failure of 222 requirements).
+        ...(this.startedCases.has(testCase.id)
+          ? { result: 'failed', reason: 'did not run to the end: the test run stopped during this scenario' }
+          : { result: 'skipped', reason: NOT_STARTED }),
         durationMs: 0,
         attempts: 0,
         finishedAt: 0,
@@ -539,8 +540,12 @@ export function summarizeCollected(
     if (!seen || outcome.finishedAt >= seen.finishedAt) latest.set(key, outcome)
   }
   const targetKind = options.target?.kind
-  // With --fail-fast, the scenarios after the first failure are skipped without a reason: not run, not judged.
-  const notRun = options.failFast ? [...latest.values()].filter(isUnexplainedSkip) : []
+  // With --fail-fast, the scenarios after the first failure are skipped without a reason: not run, not judged;
+  // so are those a broken run never started (they are its run or harness errors, not failures).
+  const notRun = [...latest.values()].filter(
+    (o) => (options.failFast && isUnexplainedSkip(o)) || o.reason === NOT_STARTED,
+  )
+  const notStarted = notRun.filter((o) => o.reason === NOT_STARTED).length
   const requirements = [...latest.values()]
     .filter((o) => !notRun.includes(o))
     .sort((a, b) => byNatural(a.uri, b.uri) || a.line - b.line)
@@ -580,9 +585,13 @@ export function summarizeCollected(
       )
     else if (!known) warnings.push(`${file} lists "${entry.scenario}", which is not among the scenarios run`)
   }
-  if (notRun.length)
+  if (notRun.length > notStarted)
     warnings.push(
-      `${plural(notRun.length, 'scenario was', 'scenarios were')} not run: --fail-fast stopped the run at the first failure`,
+      `${plural(notRun.length - notStarted, 'scenario was', 'scenarios were')} not run: --fail-fast stopped the run at the first failure`,
+    )
+  if (notStarted > 0)
+    warnings.push(
+      `${plural(notStarted, 'scenario was', 'scenarios were')} not run: the test run stopped before them (see the run errors)`,
     )
   if (requirements.length === 0 && notRun.length === 0)
     warnings.push('no scenario ran: check the tag expression, shard and paths')
@@ -592,8 +601,11 @@ export function summarizeCollected(
   if (harnessErrors.length === 1) problems.push(`harness error: ${harnessErrors[0]}`)
   else if (harnessErrors.length > 1) problems.push(`${harnessErrors.length} harness errors`)
   if (totals.fail > 0) problems.push(`${plural(totals.fail, 'requirement fails', 'requirements fail')}`)
-  if (collector.runErrors.length)
-    problems.push(`the run broke: ${plural(collector.runErrors.length, 'run error', 'run errors')}`)
+  // Scenarios never started are never a pass: with no error of the run to say why, that is one.
+  const runErrors = [...collector.runErrors]
+  if (notStarted > 0 && runErrors.length === 0 && harnessErrors.length === 0)
+    runErrors.push(`the test run stopped before ${plural(notStarted, 'scenario', 'scenarios')} started`)
+  if (runErrors.length) problems.push(`the run broke: ${plural(runErrors.length, 'run error', 'run errors')}`)
   if (options.strict && totals.unexpectedPass > 0)
     problems.push(`${plural(totals.unexpectedPass, 'unexpected pass', 'unexpected passes')} (--strict)`)
 
@@ -614,11 +626,14 @@ export function summarizeCollected(
       .sort(([a], [b]) => byNatural(a, b))
       .map(([capability, t]) => ({ capability, ...t })),
     warnings,
-    runErrors: [...collector.runErrors],
+    runErrors,
     harnessErrors,
     requirements,
   }
 }
+
+/** Why a scenario that a broken run never started has no verdict (the run's errors say why). */
+const NOT_STARTED = 'not run: the test run stopped before this scenario (see the run errors)'
 
 /** A skipped scenario no hook gave a reason for: not run (--fail-fast, a dry run), rather than not applicable. */
 export const isUnexplainedSkip = (o: Pick<Outcome, 'result' | 'reason'>) =>
@@ -801,14 +816,9 @@ export function renderConsoleSummary(
   const failures = by('fail')
   if (failures.length) {
     out.push(`Failures (${failures.length}):`)
-    // Scenarios a broken run never reached say nothing one by one.
-    const notRun = failures.filter((r) => r.reason?.startsWith('not run:'))
     for (const r of failures) {
-      if (notRun.includes(r)) continue
       out.push(`  ✘ ${r.name}${tags(r)}`, `      ${where(r)}`, indent(r.reason ?? 'failed', '      '))
     }
-    if (notRun.length)
-      out.push(`  ✘ ${notRun.length} × not run: the test run stopped before them (see the run errors)`)
     out.push('')
   }
   const unexpected = by('unexpected-pass')
