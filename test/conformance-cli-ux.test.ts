@@ -88,6 +88,12 @@ describe('vc-harness conformance: what a user meets', () => {
       }),
     )
     mkdirSync(join(dir, 'cwd'))
+    // The reports of an earlier full run, which the subset run below replaces.
+    mkdirSync(join(dir, 'harness'))
+    writeFileSync(
+      join(dir, 'harness', 'conformance.json'),
+      JSON.stringify({ startedAt: '2026-11-28T09:00:00.000Z', totals: { requirements: 222 } }),
+    )
     const [outcomes, child, harness, failFast, dryRun] = await Promise.all([
       // Run from another folder: feature paths and --format paths are the user's, relative to it.
       cli(
@@ -324,8 +330,17 @@ describe('vc-harness conformance: what a user meets', () => {
     const summary = summaryOf(reports)
     assert.ok(summary.harnessErrors.length > 0)
     assert.equal(summary.gate.passed, false)
-    assert.ok(Number(attributes(read(reports, 'cucumber.xml'), 'testsuites').errors) > 0)
+    // Issue 32: the scenarios it never reached are not failures; the harness error is the one error.
+    const suites = attributes(read(reports, 'cucumber.xml'), 'testsuites')
+    assert.ok(Number(suites.errors) > 0)
+    assert.equal(suites.failures, '0', explain(r))
+    assert.equal(summary.totals.fail, 0)
     assert.deepEqual(emptyFiles(reports), [], 'a broken run leaves no empty report file')
+    // And it said, before running, whose reports it replaces.
+    assert.match(
+      r.stderr,
+      /^Warning: .*harness holds the reports of a run of 2026-11-28T09:00:00\.000Z of 222 requirements; this run of \d+ replaces them \(--reports DIR keeps both\)$/m,
+    )
   })
 
   test('--fail-fast stops at the first failure; the rest are not run, not requirements', () => {

@@ -995,13 +995,23 @@ describe('CI formats: expected failures, not applicable and the gate', () => {
     }
   })
 
-  test('conformance.md links each source to the requirements catalogue', () => {
-    const md = renderMarkdown(summary, { requirementsLink: '../docs/requirements.md' })
+  // Issue 32: the links pointed at ../docs/requirements.md and broke once the reports folder was copied.
+  test('conformance.md links each source to its own Sources section, which says what the tag stands for', () => {
+    const catalogue = {
+      '@interface-4.1': 'Logging in with an API key.',
+      '@security': 'What the service refuses.',
+      '@OID4VCI-8.3': 'The credential endpoint.',
+    }
+    const md = renderMarkdown(summary, { catalogue })
+    assert.match(md, /\| \[@interface-4\.1\]\(#interface-4\.1\) \[@security\]\(#security\) \|/)
+    assert.match(md, /\| \[@OID4VCI-8\.3\]\(#OID4VCI-8\.3\) \| 2 \|/)
     assert.match(
       md,
-      /\| \[@interface-4\.1\]\(\.\.\/docs\/requirements\.md#interface-4\.1\) \[@security\]\(\.\.\/docs\/requirements\.md#security\) \|/,
+      /## Sources\n\n- <a id="interface-4\.1"><\/a>\*\*@interface-4\.1\*\*: Logging in with an API key\./,
     )
-    assert.match(md, /\| \[@OID4VCI-8\.3\]\(\.\.\/docs\/requirements\.md#OID4VCI-8\.3\) \| 2 \|/)
+    assert.doesNotMatch(md, /\]\(\.\.\//, 'no link leaves the report')
+    // A tag without a description stays plain text (nothing to link to).
+    assert.match(renderMarkdown(summary), /\| @interface-4\.1 @security \|/)
   })
 })
 

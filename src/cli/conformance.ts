@@ -164,8 +164,34 @@ const FORMAT_LABEL: Record<string, string> = {
   message: 'messages (ndjson)',
 }
 
-/** The requirements catalogue the conformance.md sources link to. */
-const REQUIREMENTS_DOC = join(ROOT, 'docs/requirements.md')
+/**
+ * Issue 32: a subset run replaced the full run's reports without a word. When the folder holds the reports of
+ * a run of more requirements than this one selects, says so before anything is written.
+ */
+function replacedRun(reportsDir: string, selected: number): string | undefined {
+  let earlier: { totals?: { requirements?: unknown }; startedAt?: unknown }
+  try {
+    earlier = JSON.parse(readFileSync(join(reportsDir, 'conformance.json'), 'utf8'))
+  } catch {
+    return undefined // no earlier run, or nothing readable to lose
+  }
+  const before = earlier.totals?.requirements
+  if (typeof before !== 'number' || before <= selected) return undefined
+  const when = typeof earlier.startedAt === 'string' ? ` of ${earlier.startedAt}` : ''
+  return `${shown(reportsDir)} holds the reports of a run${when} of ${before} requirements; this run of ${selected} replaces them (--reports DIR keeps both)`
+}
+
+/** What each source tag stands for: conformance.md lists the tags it uses with these descriptions. */
+const CATALOGUE = join(ROOT, 'features/requirements.json')
+
+function readCatalogue(): Record<string, string> {
+  try {
+    const clauses = (JSON.parse(readFileSync(CATALOGUE, 'utf8')) as { clauses?: unknown }).clauses
+    return clauses && typeof clauses === 'object' ? (clauses as Record<string, string>) : {}
+  } catch {
+    return {} // a report without descriptions is still a report
+  }
+}
 
 /** Splits a cucumber format option, FORMAT[:PATH], as cucumber-js does for its usual spellings. */
 export function splitFormat(value: string): [string, string | undefined] {
@@ -385,6 +411,11 @@ export async function conformance(argv: string[]): Promise<number> {
     return 0
   }
 
+  if (!values['dry-run']) {
+    const replaced = replacedRun(reportsDir, selected.length)
+    if (replaced) console.error(`Warning: ${replaced}`)
+  }
+
   // The run: environment for the hooks (this process when serial, the workers when parallel).
   process.env.VC_HARNESS_TARGET = targetKind
   if (values.instances !== undefined) process.env[CHILD_INSTANCES_ENV] = String(instances)
@@ -527,10 +558,7 @@ function finish(
   reportsDir: string,
   cucumberReports: [string, string][],
 ): number {
-  const requirementsLink = existsSync(REQUIREMENTS_DOC)
-    ? relative(reportsDir, REQUIREMENTS_DOC).split('\\').join('/')
-    : undefined
-  const { json, markdown } = writeSummary(summary, reportsDir, requirementsLink ? { requirementsLink } : {})
+  const { json, markdown } = writeSummary(summary, reportsDir, { catalogue: readCatalogue() })
   const reports: [string, string][] = [
     ...cucumberReports.map(([label, path]): [string, string] => [label, shown(path)]),
     ['conformance.md', shown(markdown)],

@@ -690,19 +690,21 @@ export function slowest(summary: ConformanceSummary, n = 10): Requirement[] {
 const seconds = (durationMs: number) => `${(durationMs / 1000).toFixed(1)} s`
 
 export interface MarkdownOptions {
-  /** The requirements catalogue (docs/requirements.md) as seen from the report: sources link to its anchors. */
-  requirementsLink?: string
+  /**
+   * What each source tag stands for (features/requirements.json `clauses`): the report lists the tags it
+   * uses with their descriptions in its own "Sources" section and links to them there, so a copied or
+   * archived report keeps every link (issue 32: a link to ../docs/requirements.md broke once copied).
+   */
+  catalogue?: Readonly<Record<string, string>>
 }
 
-/** The anchor of a source tag in docs/requirements.md: the tag without its @ (`interface-4.4`). */
+/** The anchor of a source tag in docs/requirements.md and a report's Sources: the tag without its @. */
 export const requirementAnchor = (tag: string) => tag.replace(/^@/, '')
 
 /** The implementation-by-requirement matrix (reports/conformance.md). */
 export function renderMarkdown(summary: ConformanceSummary, options: MarkdownOptions = {}): string {
-  const link = (tag: string) =>
-    options.requirementsLink && tag.startsWith('@')
-      ? `[${tag}](${options.requirementsLink}#${requirementAnchor(tag)})`
-      : tag
+  const catalogue = options.catalogue ?? {}
+  const link = (tag: string) => (catalogue[tag] !== undefined ? `[${tag}](#${requirementAnchor(tag)})` : tag)
   const out: string[] = ['# Conformance report', '']
   const facts: string[] = []
   if (summary.target) {
@@ -782,6 +784,16 @@ export function renderMarkdown(summary: ConformanceSummary, options: MarkdownOpt
   if (slow.length) {
     out.push('## Slowest scenarios', '', '| ms | Requirement |', '| ---: | --- |')
     for (const r of slow) out.push(`| ${r.durationMs} | ${cell(r.name)} <sub>${r.uri}:${r.line}</sub> |`)
+    out.push('')
+  }
+  const used = [...new Set(summary.requirements.flatMap((r) => r.sources))]
+    .filter((tag) => catalogue[tag] !== undefined)
+    .sort(byNatural)
+  if (used.length) {
+    out.push('## Sources', '')
+    for (const tag of used) {
+      out.push(`- <a id="${requirementAnchor(tag)}"></a>**${tag}**: ${cell(catalogue[tag] as string)}`)
+    }
     out.push('')
   }
   return `${out.join('\n').trimEnd()}\n`
