@@ -595,7 +595,7 @@ export function ratios(summaries: RunSummary[]) {
 
 const dash = (value: number | null) => (value === null ? '-' : value)
 
-function print(summaries: RunSummary[], ratioRows: ReturnType<typeof ratios>) {
+function print(summaries: RunSummary[], ratioRows: ReturnType<typeof ratios>, smoke: boolean) {
   const pad = (s: string | number, n: number) => String(s).padStart(n)
   console.log(
     `\n${'run'.padEnd(34)}${pad('flows', 7)}${pad('flows/s', 9)}${pad('p50', 8)}${pad('p95', 8)}${pad('p99', 8)}  ${'CPU ms/flow w/s'.padStart(16)}  ${'cores w/s/other'.padStart(16)}  ${'peak MB w/s'.padStart(12)}${pad('SQL/flow', 9)}${pad('errors', 8)}`,
@@ -621,11 +621,12 @@ function print(summaries: RunSummary[], ratioRows: ReturnType<typeof ratios>) {
         console.log(`  ${s.name} · ${s.flow} · ${s.wallet}: ${n} × ${kind} — e.g. ${sample}`)
     }
   }
+  // A smoke run's few flows say nothing about speed: its ratios are printed without goals (issue 32).
   if (ratioRows.length) {
-    console.log('\nratios (flows/s, same run):')
+    console.log(`\nratios (flows/s, same run${smoke ? '; smoke: not comparable with the goals' : ''}):`)
     for (const r of ratioRows)
       console.log(
-        `  ${r.what} (${'against' in r ? `${r.flow} / ${r.against}` : r.flow}): ${r.ratio}  goal ${r.goal}${r.rounds.length > 1 ? `  rounds ${r.rounds.join(', ')}` : ''}`,
+        `  ${r.what} (${'against' in r ? `${r.flow} / ${r.against}` : r.flow}): ${r.ratio}${smoke ? '' : `  goal ${r.goal}`}${r.rounds.length > 1 ? `  rounds ${r.rounds.join(', ')}` : ''}`,
       )
   }
 }
@@ -667,7 +668,7 @@ function finish(
   extra: Record<string, unknown> = {},
 ): number {
   const ratioRows = ratios(summaries)
-  print(summaries, ratioRows)
+  print(summaries, ratioRows, options.smoke)
   mkdirSync(dirname(options.out), { recursive: true })
   const { out: _out, ...settings } = options
   writeFileSync(

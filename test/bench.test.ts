@@ -145,6 +145,12 @@ describe('server event loop figure', () => {
         run.stdout,
         /service · issuance-ready · lean ×2: .*\(event loop [\d.]+ ms\/flow, busy \d+ %\)/,
       )
+      // Issue 32: a smoke run's ratios come without goals (its figures say nothing about speed).
+      assert.match(
+        run.stdout,
+        /ratios \(flows\/s, same run; smoke: not comparable with the goals\):\n {2}.*: [\d.]+\n/,
+      )
+      assert.doesNotMatch(run.stdout, /goal /)
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
