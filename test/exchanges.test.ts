@@ -142,6 +142,16 @@ describe('conformance runs: exchanges in the reports, cleanup on an external tar
     assert.match(issuance.text, /^#\d+ wallet: POST \S+token → 200/m)
     assert.match(issuance.text, /"access_token":"\[redacted:access-token\]"/)
     assert.match(issuance.text, /^> authorization: Bearer \[redacted:access-token\]$/m)
+    // Issue 32: each step carries the exchanges it made, numbered as in the scenario's transcript.
+    const perStep = all.filter((a) => a.scenario === issuance.scenario && /^#\d+ /.test(a.text))
+    assert.ok(perStep.length >= 2, `${perStep.length} steps with exchanges`)
+    const numbers = perStep.flatMap((a) => [...a.text.matchAll(/^#(\d+) /gm)].map((m) => Number(m[1])))
+    const total = Number(/^(\d+) HTTP exchange/.exec(issuance.text)?.[1])
+    assert.deepEqual(
+      numbers,
+      Array.from({ length: total }, (_, i) => i + 1),
+      'each exchange under one step, in order',
+    )
   })
 
   test('no report shows a secret: attachments, messages, HTML', () => {

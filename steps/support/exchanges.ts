@@ -349,10 +349,9 @@ export class ExchangeLog {
     const head = [
       `${count} HTTP exchange${count === 1 ? '' : 's'} of this scenario, in the order sent ` +
         `(secrets redacted; bodies cut after ${BODY_LIMIT} characters).`,
-      "Recorded: the relying-party client's requests and the wallet's (offer, metadata, token, nonce, " +
-        'credential, deferred, notification, status lists, OpenID4VP 1.0 requests and responses); the ' +
-        'draft-15 OpenID4VCI library (oid4vci-client) and the draft-20 OpenID4VP library (did-auth-siop) ' +
-        'send theirs over their own HTTP client, unrecorded.',
+      "Recorded: the relying-party client's requests and every request of the wallet (offer, metadata, " +
+        'token, nonce, credential, deferred, notification, status lists, OpenID4VP requests and responses). ' +
+        'Each step also carries the exchanges it made.',
     ]
     const parts = this.exchanges.map((e) => this.render(e))
     if (this.dropped > 0) {

@@ -1,6 +1,7 @@
 import {
   After,
   AfterAll,
+  AfterStep,
   Before,
   BeforeAll,
   Status,
@@ -141,6 +142,11 @@ Before(function (this: HarnessWorld, { pickle }) {
 })
 
 // After hooks run in the reverse order of their definitions: the last one below runs first.
+
+// After each step: the exchanges it made, attached to it (where the HTML report shows them under the step).
+AfterStep(function (this: HarnessWorld) {
+  this.attachStepExchanges()
+})
 
 // Last: the scenario's HTTP exchanges, redacted, and the one that broke the requirement after a failure.
 After(function (this: HarnessWorld, { result }) {

@@ -102,6 +102,27 @@ export class HarnessWorld extends World implements FlowWorld {
     Object.assign(this, { attach: redacting, log: (text: string) => log(redact(text, this.secrets)) })
   }
 
+  /** The number of the last exchange attached to a step (attachStepExchanges). */
+  private stepMark = 0
+
+  /**
+   * Attaches the HTTP exchanges the step just finished made, to that step (issue 32: they only showed under
+   * the scenario's After hooks, where nobody looks for the request a Given sent).
+   */
+  attachStepExchanges() {
+    const log = this.exchanges
+    const fresh = log.exchanges.filter((e) => e.n > this.stepMark)
+    const first = fresh[0]
+    const last = fresh.at(-1)
+    if (!first || !last) return
+    this.stepMark = last.n
+    const span = first === last ? `#${first.n}` : `#${first.n}–#${last.n}`
+    this.attachRedacted(fresh.map((e) => log.render(e)).join('\n\n'), {
+      mediaType: 'text/plain',
+      fileName: `HTTP exchanges of this step (${span}, secrets redacted)`,
+    })
+  }
+
   /**
    * Attaches the scenario's HTTP exchanges (redacted, bodies cut); after a failure also, on its own, the
    * exchange that broke the requirement (the answer the failed expectation was about, else the last one).
