@@ -181,6 +181,27 @@ function replacedRun(reportsDir: string, selected: number): string | undefined {
   return `${shown(reportsDir)} holds the reports of a run${when} of ${before} requirements; this run of ${selected} replaces them (--reports DIR keeps both)`
 }
 
+/**
+ * One cucumber HTML report of several runs (CI shards; issue 32: the merged report had none). Cucumber's own
+ * formatter renders messages by their ids, which are unique across runs; of the messages each run has once,
+ * the first run's `meta` and `testRunStarted` and the last run's `testRunFinished` are kept.
+ */
+async function writeMergedHtml(runs: readonly (readonly Envelope[])[], path: string): Promise<void> {
+  const { CucumberHtmlStream } = await import('@cucumber/html-formatter')
+  const { createWriteStream } = await import('node:fs')
+  const { pipeline } = await import('node:stream/promises')
+  const { Readable } = await import('node:stream')
+  const all = runs.flat()
+  const lastFinished = all.filter((e) => e.testRunFinished).at(-1)
+  const merged = all.filter(
+    (e, i) =>
+      (!e.meta || all.findIndex((f) => f.meta) === i) &&
+      (!e.testRunStarted || all.findIndex((f) => f.testRunStarted) === i) &&
+      (!e.testRunFinished || e === lastFinished),
+  )
+  await pipeline(Readable.from(merged), new CucumberHtmlStream(), createWriteStream(path))
+}
+
 /** What each source tag stands for: conformance.md lists the tags it uses with these descriptions. */
 const CATALOGUE = join(ROOT, 'features/requirements.json')
 
@@ -381,12 +402,18 @@ export async function conformance(argv: string[]): Promise<number> {
       if (!existsSync(file)) throw usageError(`--report-only: no such file: ${positionals[i]}`)
     }
     const collector = new RunCollector()
-    for (const file of files) for (const envelope of readNdjson(file)) collector.add(envelope)
+    const runs = files.map((file) => readNdjson(file))
+    for (const run of runs) for (const envelope of run) collector.add(envelope)
     const summary = summarizeCollected(collector, summaryOptions)
     mkdirSync(reportsDir, { recursive: true })
     const junit = join(reportsDir, 'cucumber.xml')
     writeFileSync(junit, renderJunit(summary, collector.steps))
-    return finish(summary, reportsDir, [[FORMAT_LABEL.junit as string, junit]])
+    const html = join(reportsDir, 'cucumber.html')
+    await writeMergedHtml(runs, html)
+    return finish(summary, reportsDir, [
+      [FORMAT_LABEL.html as string, html],
+      [FORMAT_LABEL.junit as string, junit],
+    ])
   }
 
   // What the filters select, over the whole suite (a shard may hold none of it: that is no error).
