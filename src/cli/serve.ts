@@ -19,10 +19,13 @@ import { stdoutRequestLog } from '../service/request-log.ts'
 import { type ServerOptions, startServer } from '../service/server.ts'
 import { openPostgresStore, redactedUrl } from '../service/store/postgres.ts'
 import { DATABASE_FILE } from '../service/store/sqlite.ts'
+import { type TlsLeaf, tlsLeaf, tlsWarnings } from '../service/tls.ts'
+import { loadTls, TLS_PARSE_OPTIONS, tlsFilePair, tlsUsage } from './tls-options.ts'
 
 export const SERVE_USAGE = `Usage: vc-harness serve [--config FILE] [--port N] [--host H] [--data DIR] [--public-url URL]
                         [--workers N] [--log-level LEVEL] [--demo | --no-demo] [--issue T] [--verify T]
                         [--data-key-file FILE] [--allow-shared-data-dir] [--database URL]
+                        [--tls-cert FILE --tls-key FILE]
                         [--sandbox [--once] [--sandbox-log FILE]]
                         [--sandbox --wallet-plan NAME [--case-timeout S] [--reports DIR]]
 
@@ -47,6 +50,8 @@ export const SERVE_USAGE = `Usage: vc-harness serve [--config FILE] [--port N] [
                       unless one is given. Not with --workers: run several instances instead
   --public-url URL    base URL wallets reach, used in offers and requests (e.g. http://192.168.1.20:8080);
                       overrides the configuration's publicUrl; default: that, else the listening URL
+                      (with TLS: https://<the certificate's first DNS name>:<port>)
+${tlsUsage(22)}
   --workers N         serve from N processes sharing the port and the database in --data (docs/scaling.md);
                       default 1. At most 4 per core; not with --data :memory:, --sandbox or --demo (their state
                       lives in one process), so the demo is off by default with N > 1
@@ -85,7 +90,8 @@ Wallet test plans by hand (docs/wallet-testing.md):
   --reports DIR       where the wallet test reports and trust-anchor.pem go; default reports/wallet-test
 
 Exit codes: 2 for a bad option or configuration (also a --sandbox or demo template no application key may use,
-a --data folder that cannot hold the database or is open to other users, and a missing or wrong data key); 1 when
+a --data folder that cannot hold the database or is open to other users, a missing or wrong data key, and a
+--tls-cert / --tls-key that cannot be read or do not belong together); 1 when
 the service cannot listen (port in use, …).`
 
 /**
@@ -183,11 +189,13 @@ export function parseServeArgs(argv: string[]) {
       'wallet-plan': { type: 'string' },
       'case-timeout': { type: 'string' },
       reports: { type: 'string' },
+      ...TLS_PARSE_OPTIONS,
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
   })
   if (values.help) return { help: true as const, values }
+  const tls = tlsFilePair(values, usage)
   const planOnly = (['case-timeout', 'reports'] as const).filter((o) => values[o] !== undefined)
   if (values['wallet-plan'] === undefined && planOnly.length > 0) {
     throw usage(`--${planOnly[0]} needs --wallet-plan`)
@@ -224,7 +232,7 @@ export function parseServeArgs(argv: string[]) {
   // With several workers the demo is off (its flows live in one process); the same option checks apply.
   const demo = demoWanted(workers > 1 ? { ...values, 'no-demo': true } : values)
   const publicUrl = values['public-url'] === undefined ? undefined : publicUrlOption(values['public-url'])
-  return { help: false as const, values, port, workers, usingDemo, demo, publicUrl, database }
+  return { help: false as const, values, port, workers, usingDemo, demo, publicUrl, database, tls }
 }
 
 /** Returns an exit code only when it ends by itself (a wallet test plan); a service runs until stopped. */
@@ -235,6 +243,8 @@ export async function serve(argv: string[]): Promise<number | undefined> {
     return
   }
   const { values, port, workers, usingDemo, demo, publicUrl, database } = options
+  // Read before anything else starts: a wrong pair is a usage error, not a handshake failure on a phone.
+  const tls = options.tls && loadTls(options.tls)
   if (values['wallet-plan'] !== undefined) {
     const { walletPlanByHand } = await import('./wallet-test.ts')
     return walletPlanByHand({
@@ -242,6 +252,7 @@ export async function serve(argv: string[]): Promise<number | undefined> {
       host: values.host,
       port,
       ...(publicUrl !== undefined ? { publicUrl } : {}),
+      ...(tls ? { tls } : {}),
       ...(values['case-timeout'] !== undefined ? { caseTimeout: values['case-timeout'] } : {}),
       ...(values.reports !== undefined ? { reports: values.reports } : {}),
     })
@@ -277,10 +288,18 @@ export async function serve(argv: string[]): Promise<number | undefined> {
       throw error
     }
   }
+  // The sandbox and the demo backend call the API on the loopback address, which the certificate does not
+  // name: with TLS they pin the certificate this process serves instead (src/harness/loopback-fetch.ts).
+  const loopbackFetch = tls
+    ? (await import('../harness/loopback-fetch.ts')).pinnedFetch(tls.leaf.der)
+    : undefined
   const plugins: NonNullable<ServerOptions['plugins']> = []
   if (demo && plan) {
     const { demoPlugin } = await import('../demo/plugin.ts')
-    plugins.push({ plugin: demoPlugin({ config, plan }), prefix: '/demo' })
+    plugins.push({
+      plugin: demoPlugin({ config, plan, ...(loopbackFetch ? { fetch: loopbackFetch } : {}) }),
+      prefix: '/demo',
+    })
   }
 
   const where = { host: values.host, port, dataDir: values.data, dataKeys }
@@ -298,6 +317,7 @@ export async function serve(argv: string[]): Promise<number | undefined> {
         usingDemo,
         exitOnStdinClose: values['exit-on-stdin-close'] === true,
         resolvedKeys: dataKeys,
+        ...(tls ? { tls: { cert: tls.cert, key: tls.key } } : {}),
       }),
     )
     return
@@ -324,12 +344,14 @@ export async function serve(argv: string[]): Promise<number | undefined> {
       ...(requestLog ? { requestLog: stdoutRequestLog } : {}),
       plugins,
       dataKeys: dataKeys.keyring,
+      ...(tls ? { tls: { cert: tls.cert, key: tls.key } } : {}),
     }),
   )
   console.log(`vc-harness listening on ${server.url}`)
-  if (config.publicUrl !== undefined && config.publicUrl !== server.url) {
-    console.log(`  public URL (in offers and requests): ${config.publicUrl}`)
+  if (server.publicUrl !== server.url) {
+    console.log(`  public URL (in offers and requests): ${server.publicUrl}`)
   }
+  if (tls) for (const line of tlsLines(tls, server.publicUrl)) console.log(`  ${line}`)
   if (databaseUrl !== undefined) console.log(`  database: ${redactedUrl(databaseUrl)} (PostgreSQL)`)
   else console.log(`  data: ${values.data === ':memory:' ? 'in memory (lost on exit)' : values.data}`)
   for (const line of dataKeyLines(dataKeys)) console.log(`  ${line}`)
@@ -377,7 +399,8 @@ export async function serve(argv: string[]): Promise<number | undefined> {
       plan,
       events: server.app.services.events,
       apiUrl: localUrl(server.url),
-      publicUrl: config.publicUrl ?? server.url,
+      publicUrl: server.publicUrl,
+      ...(loopbackFetch ? { fetch: loopbackFetch } : {}),
       ...(values.once ? { once: true } : {}),
       ...(logFile !== undefined ? { logFile } : {}),
     })
@@ -578,6 +601,15 @@ function printDemoKeys(config: ServiceConfig) {
   }
 }
 
+/** The banner's TLS lines: which certificate, and what a phone's wallet would hold against it. */
+function tlsLines(tls: { leaf: TlsLeaf; cert: string }, publicUrl: string): string[] {
+  const names = [...tls.leaf.dnsNames, ...tls.leaf.ips].join(', ') || tls.leaf.subject
+  return [
+    `TLS: certificate for ${names}, valid until ${tls.leaf.notAfter.toISOString().slice(0, 10)} (docs/phones.md)`,
+    ...tlsWarnings(tls, publicUrl).map((w) => `warning: ${w}`),
+  ]
+}
+
 /** --workers N > 1: the primary forks the workers, reports, and shuts them all down on a signal. */
 async function serveCluster(
   options: Omit<ClusterOptions, 'publicUrl' | 'dataKeys'> & {
@@ -592,8 +624,13 @@ async function serveCluster(
     `vc-harness listening on ${running.url} (${running.workers} workers: ${running.pids.join(', ')})`,
   )
   const { config } = options
-  if (config.publicUrl !== undefined && config.publicUrl !== running.url) {
-    console.log(`  public URL (in offers and requests): ${config.publicUrl}`)
+  if (running.publicUrl !== running.url) {
+    console.log(`  public URL (in offers and requests): ${running.publicUrl}`)
+  }
+  if (options.tls) {
+    for (const line of tlsLines({ ...options.tls, leaf: tlsLeaf(options.tls) }, running.publicUrl)) {
+      console.log(`  ${line}`)
+    }
   }
   console.log(`  data: ${options.dataDir} (shared by every worker; docs/scaling.md)`)
   for (const line of dataKeyLines(resolvedKeys)) console.log(`  ${line}`)

@@ -1,11 +1,11 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { delimiter, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { mkdirSync, rmSync } from 'node:fs'
+import { delimiter, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { isPlanChoice, PLAN_CHOICES, planCases } from '../harness/wallet-test/plans.ts'
 // Types only: the runner (and the service it builds) loads when a plan runs, not for --help.
 import type { WalletTestOptions, WalletTestRun } from '../harness/wallet-test/runner.ts'
+import type { TlsCredentials, TlsLeaf } from '../service/tls.ts'
+import { loadTls, TLS_PARSE_OPTIONS, tlsFilePair, tlsUsage } from './tls-options.ts'
 
 export const WALLET_TEST_USAGE = `Usage: vc-harness wallet-test [--plan NAME] --wallet-command "<command with {link}>" [options]
        vc-harness wallet-test --list [--plan NAME]
@@ -30,34 +30,22 @@ Options:
                           Example: --wallet-command "vc-harness wallet open {link}"
   --case-timeout S        seconds a wallet has per case; default 60
   --host H, --port P      where the service listens; default 127.0.0.1 and any free port
-  --public-url URL        the base URL wallets reach (a phone: http://<this machine's address>:<port>)
+  --public-url URL        the base URL wallets reach (a phone: https://<this machine's DNS name>:<port> with
+                          --tls-cert/--tls-key; the x509_san_dns cases name its host, which must be a DNS name)
+${tlsUsage(26)}
   --reports DIR           where wallet-test.json, wallet-test.md (Markdown) and wallet-test.xml (JUnit) and
                           trust-anchor.pem go; default reports/wallet-test
   --list                  print the plan's cases (id, expectation, sources) and exit
   -h, --help              show this text
 
-Exit codes: 0 the wallet behaved correctly in every case; 1 it did not in at least one; 2 bad arguments;
-3 the harness could not run (e.g. the port is taken).`
-
-/** The package root: bin/vc-harness.mjs lives there. */
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+Exit codes: 0 the wallet behaved correctly in every case; 1 it did not in at least one; 2 bad arguments
+(also a --tls-cert / --tls-key that cannot be read or are no pair); 3 the harness could not run (e.g. the
+port is taken).`
 
 function usageError(message: string): Error {
   return Object.assign(new TypeError(`${message} (see vc-harness wallet-test --help)`), {
     code: 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE',
   })
-}
-
-/** A folder holding a `vc-harness` launcher, to put first on the wallet command's PATH. */
-function launcherDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'vc-harness-bin-'))
-  const launcher = join(dir, 'vc-harness')
-  writeFileSync(
-    launcher,
-    `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, 'bin/vc-harness.mjs')}" "$@"\n`,
-  )
-  chmodSync(launcher, 0o755)
-  return dir
 }
 
 export async function walletTest(argv: string[]): Promise<number> {
@@ -72,6 +60,7 @@ export async function walletTest(argv: string[]): Promise<number> {
       port: { type: 'string' },
       'public-url': { type: 'string' },
       reports: { type: 'string' },
+      ...TLS_PARSE_OPTIONS,
       list: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -99,7 +88,7 @@ export async function walletTest(argv: string[]): Promise<number> {
     throw usageError(`--case ${unknown.join(', ')}: not a case of plan ${plan} (see --list)`)
   const command = values['wallet-command']
   if (command === undefined) throw usageError('--wallet-command is required')
-  const { commandDriver, commandProblem } = await import('../harness/wallet-test/drivers.ts')
+  const { cliLauncherDir, commandDriver, commandProblem } = await import('../harness/wallet-test/drivers.ts')
   const problem = commandProblem(command)
   if (problem) throw usageError(problem)
   const timeout = values['case-timeout'] === undefined ? 60 : Number(values['case-timeout'])
@@ -116,8 +105,10 @@ export async function walletTest(argv: string[]): Promise<number> {
       throw usageError(`--public-url ${values['public-url']}: not a URL`)
     }
   }
+  const pair = tlsFilePair(values, usageError)
+  const tls = pair && loadTls(pair)
   const reports = resolve(values.reports ?? 'reports/wallet-test')
-  const bin = launcherDir()
+  const bin = cliLauncherDir()
   try {
     const driver = commandDriver(command, {
       env: { ...process.env, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}` },
@@ -129,6 +120,7 @@ export async function walletTest(argv: string[]): Promise<number> {
       ...(values.host !== undefined ? { host: values.host } : {}),
       port,
       ...(values['public-url'] !== undefined ? { publicUrl: values['public-url'] } : {}),
+      ...(tls ? { tls } : {}),
       caseTimeoutMs: timeout * 1000,
       reports,
     })
@@ -160,6 +152,7 @@ async function runAndReport(
           console.error(
             `wallet-test: ${event.cases} cases against the service at ${event.serviceUrl}; trust anchor ${event.trustAnchorFile}`,
           )
+          for (const note of event.notes) console.error(`wallet-test: note: ${note}`)
           if (rest.driver.interactive) print(`The current case is also shown at ${event.pageUrl}`)
         } else if (event.kind === 'exchange' && rest.driver.interactive) {
           print(`  wallet: ${event.line}`)
@@ -186,6 +179,7 @@ export async function walletPlanByHand(options: {
   host: string
   port: number
   publicUrl?: string
+  tls?: TlsCredentials & { leaf: TlsLeaf }
   caseTimeout?: string
   reports?: string
 }): Promise<number> {
@@ -209,6 +203,7 @@ export async function walletPlanByHand(options: {
         host: options.host,
         port: options.port,
         ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
+        ...(options.tls ? { tls: options.tls } : {}),
         caseTimeoutMs: timeout * 1000,
         reports: resolve(options.reports ?? 'reports/wallet-test'),
         configureApp: walletTestPage,

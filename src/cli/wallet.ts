@@ -554,6 +554,11 @@ export async function wallet(argv: string[]): Promise<void> {
   if (command === 'present') return present(rest)
   if (command === 'open') return open(rest)
   if (command === 'list') return list(rest)
-  console.error(WALLET_USAGE)
-  throw usageError(command === undefined ? 'missing command' : `unknown command "${command}"`)
+  // The error alone, with the likely command: the usage is one --help away (issue 32: it buried the error).
+  const { didYouMean } = await import('./suggest.ts')
+  throw usageError(
+    command === undefined
+      ? 'missing command (receive, present, open or list; see vc-harness wallet --help)'
+      : `unknown command "${command}".${didYouMean(command, ['receive', 'present', 'open', 'list'])} See vc-harness wallet --help.`,
+  )
 }

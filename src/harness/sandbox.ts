@@ -148,6 +148,8 @@ export interface SandboxOptions {
   events: EventSource
   /** Where the sandbox calls the relying-party API (a loopback URL of the server). */
   apiUrl: string
+  /** How it calls it; default the global fetch (with TLS: one pinning the served certificate, loopback-fetch.ts). */
+  fetch?: typeof fetch
   /** The base URL wallets reach (config.publicUrl, or the listening URL). */
   publicUrl: string
   /** Stop after one issuance and one verification have finished. */
@@ -210,7 +212,7 @@ class SandboxRunner implements Sandbox {
   readonly done: Promise<boolean>
 
   constructor(private readonly options: SandboxOptions) {
-    this.client = new RelyingPartyClient(options.apiUrl)
+    this.client = new RelyingPartyClient(options.apiUrl, options.fetch)
     this.print = options.print ?? ((text) => console.log(text))
     this.now = options.now ?? Date.now
     this.done = new Promise((resolve) => {
@@ -228,8 +230,9 @@ class SandboxRunner implements Sandbox {
     if (['127.0.0.1', 'localhost', '[::1]', '0.0.0.0', '[::]'].includes(host)) {
       const lan = lanAddresses()
       const port = new URL(publicUrl).port
+      const scheme = new URL(publicUrl).protocol.slice(0, -1)
       this.print(
-        `  note: a phone cannot reach ${host}; run with --host 0.0.0.0 --public-url http://<this machine's address>:${port || '<port>'}` +
+        `  note: a phone cannot reach ${host}; run with --host 0.0.0.0 --public-url ${scheme}://<this machine's ${scheme === 'https' ? 'DNS name' : 'address'}>:${port || '<port>'}` +
           (lan.length > 0 ? ` (this machine: ${lan.join(', ')})` : ''),
       )
     }

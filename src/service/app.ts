@@ -42,6 +42,7 @@ import { StatusLists } from './status/service.ts'
 import type { Store } from './store/index.ts'
 import { openSqliteStore } from './store/sqlite.ts'
 import { streamRoutes } from './streams/routes.ts'
+import type { TlsCredentials } from './tls.ts'
 import { newAjv } from './util/ajv.ts'
 import { type Clock, systemClock } from './util/clock.ts'
 import { installJsonLimits } from './util/json-limits.ts'
@@ -78,6 +79,8 @@ export interface AppOptions {
   faults?: FaultRegistry
   /** The data key sealing private keys and webhook secrets in the store it opens (docs/security.md). */
   dataKeys?: DataKeyring
+  /** Serve HTTPS with this certificate chain and key (`serve --tls-cert/--tls-key`, docs/phones.md). */
+  tls?: TlsCredentials
 }
 
 export interface AppServices {
@@ -148,6 +151,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       shared: options.sharedStore === true,
       ...(options.dataKeys ? { dataKeys: options.dataKeys } : {}),
     }))
+  const httpServerOptions = {
+    headersTimeout: config.http.headersTimeoutMs,
+    connectionsCheckingInterval: Math.min(1000, config.http.headersTimeoutMs / 2),
+  }
   const app = Fastify({
     logger: withRedactedUrls(options.logger ?? false),
     bodyLimit: config.bodyLimitBytes,
@@ -172,12 +179,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     requestTimeout: config.http.requestTimeoutMs,
     connectionTimeout: config.http.idleTimeoutMs,
     keepAliveTimeout: config.http.keepAliveTimeoutMs,
-    http: {
-      headersTimeout: config.http.headersTimeoutMs,
-      connectionsCheckingInterval: Math.min(1000, config.http.headersTimeoutMs / 2),
-    },
+    // Fastify hands `http` to http.createServer only; with `https` the same server options go there, beside
+    // the certificate and key (node:https takes both kinds).
+    ...(options.tls
+      ? { https: { ...httpServerOptions, cert: options.tls.cert, key: options.tls.key } }
+      : { http: httpServerOptions }),
     trustProxy: config.http.trustProxy.length > 0 ? config.http.trustProxy : false,
-  })
+  } as FastifyServerOptions)
   app.server.maxConnections = config.http.maxConnections
   if (!options.store) app.addHook('onClose', () => store.close())
   // A root hook before any route plugin: it sees every route and every 404.

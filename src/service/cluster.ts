@@ -9,6 +9,7 @@ import { seedFromConfig } from './portal/seed.ts'
 import { stdoutRequestLog } from './request-log.ts'
 import { type RunningServer, startServer } from './server.ts'
 import { openSqliteStore } from './store/sqlite.ts'
+import type { TlsCredentials } from './tls.ts'
 import { systemClock } from './util/clock.ts'
 
 // Several service processes (node:cluster workers) behind one listening port, on one SQLite database.
@@ -51,6 +52,11 @@ export interface ClusterOptions {
    * inherit). Default: `<dataDir>/data.key`, generated when missing (openSqliteStore's default).
    */
   dataKeys?: DataKeyring
+  /**
+   * Every worker listens with HTTPS (`serve --tls-cert/--tls-key --workers N`): the PEM texts go over IPC like
+   * the data key, read once by the primary, so a worker never reads a file the primary checked.
+   */
+  tls?: TlsCredentials
   /** Called when a worker died unexpectedly (and whether it was replaced); default: a line on stderr. */
   onWorkerExit?: (info: {
     pid: number
@@ -70,6 +76,8 @@ export interface WorkerStats {
 
 export interface RunningCluster {
   url: string
+  /** The base URL wallets are sent to (RunningServer.publicUrl of the workers). */
+  publicUrl: string
   workers: number
   /** The live workers' pids (a restarted worker has a new one). */
   readonly pids: number[]
@@ -92,6 +100,7 @@ interface WorkerStart {
   webhookPollMs: number
   /** DataKeyring.export(): the keys as text, parsed again by the worker. */
   dataKeys: string
+  tls?: TlsCredentials
 }
 type ToWorker =
   | { vcHarness: 'start'; options: WorkerStart }
@@ -100,7 +109,7 @@ type ToWorker =
   | { vcHarness: 'close' }
 type FromWorker =
   | { vcHarness: 'hello' }
-  | { vcHarness: 'ready'; url: string }
+  | { vcHarness: 'ready'; url: string; publicUrl: string }
   | { vcHarness: 'failed'; message: string; code?: string }
   | { vcHarness: 'stats'; id: number; stats: WorkerStats }
   | { vcHarness: 'event'; event: ServiceEvent }
@@ -203,7 +212,9 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
     dataKeys: dataKeys.export(),
     ...(options.logLevel !== undefined ? { logLevel: options.logLevel } : {}),
     ...(options.requestLog ? { requestLog: true } : {}),
+    ...(options.tls ? { tls: options.tls } : {}),
   }
+  let publicUrl = ''
   const live = new Map<number, Live>()
   // This cluster's workers, live or starting (cluster.workers would include other clusters of the process).
   const mine = new Set<Worker>()
@@ -239,6 +250,7 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
             ready = true
             clearTimeout(timer)
             live.set(worker.id, entry)
+            publicUrl ||= m.publicUrl
             resolve(m.url)
             break
           case 'failed':
@@ -338,6 +350,7 @@ export async function startCluster(options: ClusterOptions): Promise<RunningClus
   let closed: Promise<void> | undefined
   return {
     url,
+    publicUrl,
     workers: options.workers,
     get pids() {
       return [...live.values()].map((l) => l.pid)
@@ -393,6 +406,7 @@ function runWorker() {
           dataKeys: DataKeyring.parse(m.options.dataKeys, 'the data keys from the cluster primary'),
           ...(m.options.logLevel !== undefined ? { logLevel: m.options.logLevel } : {}),
           ...(m.options.requestLog ? { requestLog: stdoutRequestLog } : {}),
+          ...(m.options.tls ? { tls: m.options.tls } : {}),
         }).then(
           (running) => {
             server = running
@@ -400,7 +414,7 @@ function runWorker() {
             running.app.services.events.on((event) => {
               if (!relaying) send({ vcHarness: 'event', event })
             })
-            send({ vcHarness: 'ready', url: running.url })
+            send({ vcHarness: 'ready', url: running.url, publicUrl: running.publicUrl })
           },
           (error: unknown) => {
             const { code } = error as { code?: unknown }

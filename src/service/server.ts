@@ -4,6 +4,7 @@ import type { ServiceConfig } from './config/index.ts'
 import type { DataKeyring } from './crypto/data-key.ts'
 import type { RequestLogWriter } from './request-log.ts'
 import type { Store } from './store/index.ts'
+import { certificateHost, type TlsCredentials, tlsLeaf } from './tls.ts'
 import type { Clock } from './util/clock.ts'
 
 export interface ServerOptions {
@@ -30,24 +31,33 @@ export interface ServerOptions {
   dataKeys?: DataKeyring
   /** A store opened by the caller (PostgreSQL: store/postgres.ts) instead of SQLite in `dataDir`; the caller closes it. */
   store?: Store
+  /**
+   * Listen with HTTPS (docs/phones.md). Without a configured publicUrl, wallets are then sent to
+   * https://<the certificate's first name>:<port>: the name a phone reaches and the certificate proves.
+   */
+  tls?: TlsCredentials
 }
 
 export interface RunningServer {
   app: FastifyInstance
-  /** The base URL the service listens on, e.g. http://127.0.0.1:8080. */
+  /** The base URL the service listens on, e.g. http://127.0.0.1:8080 (https:// with TLS). */
   url: string
+  /** The base URL wallets are sent to: config.publicUrl, else (TLS) the certificate's name, else `url`. */
+  publicUrl: string
   close(): Promise<void>
 }
 
 /** Builds the app, listens, and reports the bound URL; `close` drains connections and closes the store. */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   let listeningUrl = ''
+  let defaultPublicUrl = ''
   const app = await buildApp({
     config: options.config,
     dataDir: options.dataDir,
     ...(options.store ? { store: options.store } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
-    publicUrl: () => listeningUrl,
+    publicUrl: () => defaultPublicUrl,
+    ...(options.tls ? { tls: options.tls } : {}),
     ...(options.webhookPollMs !== undefined ? { webhookPollMs: options.webhookPollMs } : {}),
     ...(options.sharedStore ? { sharedStore: true } : {}),
     logger: options.logLevel ? { level: options.logLevel } : false,
@@ -67,8 +77,22 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
   const address = app.server.address()
   const port = typeof address === 'object' && address ? address.port : options.port
-  listeningUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
-  return { app, url: listeningUrl, close: () => drainAndClose(app) }
+  const bracket = (h: string) => (h.includes(':') ? `[${h}]` : h)
+  listeningUrl = `${options.tls ? 'https' : 'http'}://${bracket(host)}:${port}`
+  defaultPublicUrl = listeningUrl
+  if (options.tls) {
+    // The name the certificate proves (a dNSName first: OpenID4VP's x509_san_dns needs one), not the
+    // listening address: with --host 0.0.0.0 that is no URL at all, and a loopback one no phone reaches.
+    const leaf = tlsLeaf(options.tls)
+    const name = certificateHost(leaf) ?? leaf.ips[0]
+    if (name !== undefined) defaultPublicUrl = `https://${bracket(name)}:${port}`
+  }
+  return {
+    app,
+    url: listeningUrl,
+    publicUrl: options.config.publicUrl ?? defaultPublicUrl,
+    close: () => drainAndClose(app),
+  }
 }
 
 /** How long in-flight requests get to finish on close before their connections are cut. */

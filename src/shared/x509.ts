@@ -107,7 +107,13 @@ export interface TestCa {
  * pathLen 0: it certifies end-entity keys only) and keyUsage keyCertSign | cRLSign (RFC 5280 §4.2.1.3, §4.2.1.9).
  */
 export async function generateTestCa(
-  options: { name?: string; now?: number; validityDays?: number } = {},
+  options: {
+    name?: string
+    now?: number
+    validityDays?: number
+    /** Further extensions, already DER-encoded (e.g. the development TLS CA's nameConstraints). */
+    extensions?: readonly RawExtension[]
+  } = {},
 ): Promise<TestCa> {
   const lib = x509Lib()
   const now = options.now ?? Date.now()
@@ -123,6 +129,7 @@ export async function generateTestCa(
       new lib.BasicConstraintsExtension(true, 0, true),
       new lib.KeyUsagesExtension(lib.KeyUsageFlags.keyCertSign | lib.KeyUsageFlags.cRLSign, true),
       await lib.SubjectKeyIdentifierExtension.create(keys.publicKey),
+      ...(options.extensions ?? []).map((e) => new lib.Extension(e.oid, e.critical, new Uint8Array(e.value))),
     ],
   })
   const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', keys.privateKey))
@@ -130,6 +137,13 @@ export async function generateTestCa(
     certificate: Buffer.from(cert.rawData),
     privateKey: createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' }),
   }
+}
+
+/** An extension this module has no builder for: its OID, criticality and DER-encoded extnValue. */
+export interface RawExtension {
+  oid: string
+  critical: boolean
+  value: Uint8Array
 }
 
 export interface CertificateRequest {
@@ -142,6 +156,10 @@ export interface CertificateRequest {
   dns?: readonly string[]
   /** subjectAltName uniformResourceIdentifier entries. */
   uris?: readonly string[]
+  /** subjectAltName iPAddress entries (IPv4 or IPv6 text). */
+  ips?: readonly string[]
+  /** extKeyUsage purposes (OIDs, e.g. serverAuth 1.3.6.1.5.5.7.3.1: RFC 5280 §4.2.1.12); none by default. */
+  extendedKeyUsages?: readonly string[]
   notBefore?: Date
   notAfter?: Date
   /** An intermediate CA instead of an end-entity certificate (tests build longer chains with it). */
@@ -156,6 +174,7 @@ export async function issueCertificate(request: CertificateRequest): Promise<Buf
   const names = [
     ...(request.dns ?? []).map((value) => ({ type: 'dns' as const, value })),
     ...(request.uris ?? []).map((value) => ({ type: 'url' as const, value })),
+    ...(request.ips ?? []).map((value) => ({ type: 'ip' as const, value })),
   ]
   const extensions: x509.Extension[] = request.ca
     ? [
@@ -167,6 +186,9 @@ export async function issueCertificate(request: CertificateRequest): Promise<Buf
         new lib.KeyUsagesExtension(lib.KeyUsageFlags.digitalSignature, true),
       ]
   if (names.length > 0) extensions.push(new lib.SubjectAlternativeNameExtension(names))
+  if (request.extendedKeyUsages?.length) {
+    extensions.push(new lib.ExtendedKeyUsageExtension([...request.extendedKeyUsages]))
+  }
   extensions.push(await lib.AuthorityKeyIdentifierExtension.create(issuerCert.publicKey))
   extensions.push(await lib.SubjectKeyIdentifierExtension.create(spki(request.publicKey)))
   const cert = await lib.X509CertificateGenerator.create({
@@ -333,6 +355,15 @@ export async function verifyX5c(
     throw new X509Error(`${label(leaf, 0, count)}: its public key is not usable: ${(error as Error).message}`)
   }
   return { publicKey, dns, uris, leaf, anchor }
+}
+
+/** The DER extnValue and criticality of a certificate's extension `oid`, or undefined when it has none. */
+export function certificateExtension(
+  input: CertificateInput,
+  oid: string,
+): { critical: boolean; value: Buffer } | undefined {
+  const found = parse(input, 'certificate').extensions.find((e) => e.type === oid)
+  return found && { critical: found.critical, value: Buffer.from(found.value) }
 }
 
 /** The subjectAltName dNSName and uniformResourceIdentifier entries of a certificate. */

@@ -2,7 +2,26 @@
 // a vendor's automation hook), our own wallet in-process (the test suite), or a person with a phone.
 
 import { spawn } from 'node:child_process'
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import type { CaseContext, DriverResult, WalletDriver } from './runner.ts'
+
+/** The package's CLI; the same path from src/ and from the compiled dist/ (both sit one level under the root). */
+const CLI_BIN = fileURLToPath(new URL('../../../bin/vc-harness.mjs', import.meta.url))
+
+/**
+ * A fresh folder holding a `vc-harness` launcher of this package's CLI, to put first on a wallet command's
+ * PATH: `vc-harness wallet open {link}` then works without a global install. The caller removes it.
+ */
+export function cliLauncherDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'vc-harness-bin-'))
+  const launcher = join(dir, 'vc-harness')
+  writeFileSync(launcher, `#!/bin/sh\nexec "${process.execPath}" "${CLI_BIN}" "$@"\n`)
+  chmodSync(launcher, 0o755)
+  return dir
+}
 
 /** POSIX single quoting: the link (which carries & and %) stays one argument whatever it holds. */
 export function shellQuote(value: string): string {

@@ -4,6 +4,7 @@
 // a phone), waits until the wallet is done or the window closes, and judges what the service saw.
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { isIP } from 'node:net'
 import { hostname, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import {
@@ -18,6 +19,7 @@ import {
 } from '../../client/index.ts'
 import { buildApp } from '../../service/app.ts'
 import { FaultRegistry, startForeignOrigin } from '../../service/faults/index.ts'
+import { certificateHost, type TlsCredentials, tlsLeaf, tlsWarnings } from '../../service/tls.ts'
 import {
   type CaseKey,
   ISSUANCE_TEMPLATE,
@@ -106,7 +108,15 @@ export interface WalletTestRun {
 }
 
 export type Progress =
-  | { kind: 'ready'; serviceUrl: string; cases: number; trustAnchorFile: string; pageUrl: string }
+  | {
+      kind: 'ready'
+      serviceUrl: string
+      cases: number
+      trustAnchorFile: string
+      pageUrl: string
+      /** What a phone's wallet may hold against this set-up (an IP address where a DNS name is needed, …). */
+      notes: string[]
+    }
   | { kind: 'case'; ctx: Omit<CaseContext, 'signal'> }
   | { kind: 'exchange'; testCase: WalletCase; line: string }
   | { kind: 'result'; result: CaseResult; index: number; total: number }
@@ -119,8 +129,13 @@ export interface WalletTestOptions {
   /** where the service listens; default 127.0.0.1, port 0 (any free one) */
   host?: string
   port?: number
-  /** the base URL wallets reach; default http://<host>:<port> once listening */
+  /**
+   * the base URL wallets reach; default http://<host>:<port> once listening (with `tls`:
+   * https://<the certificate's first DNS name>:<port>)
+   */
   publicUrl?: string
+  /** listen with HTTPS (docs/phones.md); the relying-party calls then pin this certificate */
+  tls?: TlsCredentials
   /** how long a wallet has per case; default 60 s (a person with a phone: 120 s) */
   caseTimeoutMs?: number
   /** after a command finished: how long late notifications and answers may still arrive; default 300 ms */
@@ -159,11 +174,13 @@ export async function runWalletTest(options: WalletTestOptions): Promise<WalletT
   if (cases.length === 0)
     throw new Error(`no case of plan ${options.plan} matches ${options.only?.join(', ')}`)
   const host = options.host ?? '127.0.0.1'
+  const leaf = options.tls && tlsLeaf(options.tls)
+  // The host wallets reach: the x509_san_dns cases' client identifier and the verifier leaf's dNSName name it
+  // (OpenID4VP 1.0 §5.9.3), so with TLS it is the certificate's name rather than the listening address.
+  const certificateName = leaf && (certificateHost(leaf) ?? leaf.ips[0])
   const publicHost = options.publicUrl
     ? new URL(options.publicUrl).hostname
-    : host === '0.0.0.0' || host === '::'
-      ? '127.0.0.1'
-      : host
+    : (certificateName ?? (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host))
   const { config, keys, trustAnchorPem } = await walletTestConfig(cases, publicHost, options.publicUrl)
   const tmp = mkdtempSync(join(tmpdir(), 'vc-harness-wallet-test-'))
   const workDir = options.workDir ?? tmp
@@ -173,7 +190,15 @@ export async function runWalletTest(options: WalletTestOptions): Promise<WalletT
 
   const faults = new FaultRegistry()
   let listening = ''
-  const app = await buildApp({ config, faults, publicUrl: () => options.publicUrl ?? listening })
+  const app = await buildApp({
+    config,
+    faults,
+    publicUrl: () => options.publicUrl ?? listening,
+    ...(options.tls ? { tls: options.tls } : {}),
+  })
+  // The runner's own relying-party calls go to the loopback address, which the certificate does not name.
+  const apiFetch = leaf ? (await import('../loopback-fetch.ts')).pinnedFetch(leaf.der) : fetch
+  const scheme = options.tls ? 'https' : 'http'
   let endCase: (() => void) | undefined
   const live: LiveState = { plan: options.plan, results: [], finished: false, next: () => endCase?.() }
   await options.configureApp?.(app, () => live)
@@ -183,35 +208,45 @@ export async function runWalletTest(options: WalletTestOptions): Promise<WalletT
     const address = app.server.address()
     const port = typeof address === 'object' && address ? address.port : options.port
     const bracket = (h: string) => (h.includes(':') ? `[${h}]` : h)
-    listening = `http://${bracket(publicHost)}:${port}`
+    listening = `${scheme}://${bracket(publicHost)}:${port}`
     const serviceUrl = options.publicUrl ?? listening
     // The "other origin" of response-uri-foreign-origin: the same service on another port, so a careless
     // wallet's answer still arrives and is seen.
     // x509_san_dns compares host names, redirect_uri whole URIs: another name for this machine and another
     // port break both. A LAN address has no second name a phone could resolve: the machine's own name is used.
+    // With TLS, a second DNS name of the certificate is the best other name: the foreign listener presents the
+    // same certificate, so only a name it proves lets a careless wallet's answer arrive (docs/phones.md).
+    const secondName = leaf?.dnsNames.find((n) => n !== publicHost && !n.includes('*'))
     const otherName =
-      publicHost === '127.0.0.1' || publicHost === '::1'
+      secondName ??
+      (publicHost === '127.0.0.1' || publicHost === '::1'
         ? 'localhost'
         : publicHost === 'localhost'
           ? '127.0.0.1'
-          : hostname()
-    const second = await startForeignOrigin(app, { host })
+          : hostname())
+    const second = await startForeignOrigin(app, { host, ...(options.tls ? { tls: options.tls } : {}) })
     foreign = second
     faults.foreignOrigin = `${new URL(serviceUrl).protocol}//${bracket(otherName)}:${new URL(second.url).port}`
     const apiHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '::1' : host
-    const api = new RelyingPartyClient(`http://${bracket(apiHost)}:${port}`)
+    const apiUrl = `${scheme}://${bracket(apiHost)}:${port}`
+    const api = new RelyingPartyClient(apiUrl, apiFetch)
     options.onProgress?.({
       kind: 'ready',
       serviceUrl,
       cases: cases.length,
       trustAnchorFile,
       pageUrl: `${serviceUrl}/wallet-test`,
+      notes: [
+        ...setupNotes(cases, publicHost, serviceUrl),
+        ...(options.tls ? tlsWarnings(options.tls, serviceUrl) : []),
+      ],
     })
     const windowMs = options.caseTimeoutMs ?? (options.driver.interactive ? 120_000 : 60_000)
     for (const [i, testCase] of cases.entries()) {
       const result = await runCase({
         testCase,
-        apiUrl: `http://${bracket(apiHost)}:${port}`,
+        apiUrl,
+        fetch: apiFetch,
         index: i + 1,
         total: cases.length,
         api,
@@ -256,13 +291,38 @@ export async function runWalletTest(options: WalletTestOptions): Promise<WalletT
 }
 
 /**
+ * What the run's set-up means for a phone (docs/phones.md): an IP literal as the public host cannot be an
+ * x509_san_dns client identifier (OpenID4VP 1.0 §5.9.3 asks for a DNS name, RFC 5280 §4.2.1.6 puts addresses
+ * in iPAddress, not dNSName): the cases still run, with the address as text in a dNSName, which our wallet
+ * compares as text but a strict wallet refuses before it looks at the fault.
+ */
+function setupNotes(cases: readonly WalletCase[], publicHost: string, serviceUrl: string): string[] {
+  const notes: string[] = []
+  const bare = publicHost.replace(/^\[|\]$/g, '')
+  const x509Dns = cases.some(
+    (c) => c.flow.kind === 'presentation' && c.flow.clientIdPrefix === 'x509_san_dns',
+  )
+  if (x509Dns && isIP(bare) !== 0) {
+    notes.push(
+      `the public host ${bare} is an IP address, not a DNS name: the x509_san_dns cases need a name (their client_id is x509_san_dns:${bare}, which a strict wallet refuses). Use a DNS name: vc-harness dev-cert --name …, --tls-cert/--tls-key and --public-url https://<name>:<port> (docs/phones.md)`,
+    )
+  }
+  if (new URL(serviceUrl).protocol === 'http:' && !['127.0.0.1', '::1', 'localhost'].includes(bare)) {
+    notes.push(
+      'wallets on phones refuse http:// URLs: serve over HTTPS with --tls-cert/--tls-key under a DNS name (docs/phones.md)',
+    )
+  }
+  return notes
+}
+
+/**
  * A presentation case's verification template, created over the portal as the tenant's administrator would,
  * just before its first flow: a template trusts its own tenant's issuers by default, and the credential comes
  * from the plan's setup case, so that tenant's DIDs (public in its issuer metadata) become the trusted issuers.
  */
 async function createVerificationTemplate(run: CaseRun, tenant: string, flow: PresentationFlow) {
   const setup = tenantOf({ id: `${run.testCase.plan}:setup` } as WalletCase)
-  const metadata = await fetch(`${run.apiUrl}/.well-known/openid-credential-issuer/oid4vci/${setup}`)
+  const metadata = await run.fetch(`${run.apiUrl}/.well-known/openid-credential-issuer/oid4vci/${setup}`)
   const dids = metadata.ok
     ? (((await metadata.json()) as { vc_harness_issuer_dids?: string[] }).vc_harness_issuer_dids ?? [])
     : []
@@ -281,6 +341,8 @@ interface CaseRun {
   testCase: WalletCase
   /** the relying-party API's base URL (loopback) */
   apiUrl: string
+  /** how it is called (with TLS: pinning the served certificate) */
+  fetch: typeof fetch
   index: number
   total: number
   api: RelyingPartyClient

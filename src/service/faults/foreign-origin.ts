@@ -1,6 +1,8 @@
-import { createServer, type IncomingMessage } from 'node:http'
+import { createServer, type IncomingMessage, type RequestListener } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import type { FastifyInstance } from 'fastify'
+import type { TlsCredentials } from '../tls.ts'
 
 // "Another origin" for the response-uri-foreign-origin fault: a second listener of the same app on another
 // port (and, for x509_san_dns, another host name), so a careless wallet that posts its answer to a
@@ -23,6 +25,8 @@ export interface ForeignOriginOptions {
    * host, not only the port.
    */
   urlHost?: string
+  /** Serve HTTPS with the service's own certificate (the public URL is https, so the foreign one is too). */
+  tls?: TlsCredentials
 }
 
 export interface ForeignOrigin {
@@ -40,10 +44,13 @@ export async function startForeignOrigin(
   options: ForeignOriginOptions,
 ): Promise<ForeignOrigin> {
   await app.ready()
-  const server = createServer((req, res) => {
+  const handler: RequestListener = (req, res) => {
     foreign.add(req)
     app.routing(req, res)
-  })
+  }
+  const server = options.tls
+    ? createHttpsServer({ cert: options.tls.cert, key: options.tls.key }, handler)
+    : createServer(handler)
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(options.port ?? 0, options.host, () => {
@@ -53,7 +60,7 @@ export async function startForeignOrigin(
   })
   const { port } = server.address() as AddressInfo
   const host = options.urlHost ?? options.host
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+  const url = `${options.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${port}`
   return {
     url,
     close: () =>
