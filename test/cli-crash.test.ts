@@ -87,7 +87,27 @@ describe('vc-harness serve', { concurrency: true }, () => {
     )
     const unknown = await run(['frobnicate'])
     assert.equal(unknown.code, 2)
-    assert.match(unknown.out, /unknown command "frobnicate"/)
+    assert.match(unknown.out, /^vc-harness: unknown command "frobnicate"\.\n/)
+    // Issue 32: the likely command first; `help <command>` is that command's help; a wallet subcommand's
+    // error is one line, not buried under the usage.
+    const near = await run(['serv'])
+    assert.equal(near.code, 2)
+    assert.match(near.out, /^vc-harness: unknown command "serv"\. Did you mean "serve"\?\n/)
+    const help = await run(['help', 'serve'])
+    assert.equal(help.code, 0)
+    assert.match(help.out, /^Usage: vc-harness serve /)
+    const option = await run(['conformance', '--paralel', '2'])
+    assert.equal(option.code, 2)
+    assert.equal(
+      option.out.trim(),
+      'vc-harness conformance: unknown option --paralel. Did you mean --parallel? See its options with --help.',
+    )
+    const wallet = await run(['wallet', 'recieve'])
+    assert.equal(wallet.code, 2)
+    assert.equal(
+      wallet.out.trim(),
+      'vc-harness wallet: unknown command "recieve". Did you mean "receive"? See vc-harness wallet --help.',
+    )
   })
 
   test('a configured secret is never printed (only the embedded demo prints its keys)', async () => {
