@@ -27,7 +27,7 @@ import { DEMO_CONFIG_PATH, loadConfigFile } from '../src/service/config/index.ts
 import { resolveTemplate } from '../src/service/config/schema.ts'
 import { RemoteStatusLists, StatusChecker, type StatusListSource } from '../src/service/credentials/status.ts'
 import type { IssuerCertificates } from '../src/service/crypto/issuer-certificates.ts'
-import type { IssuerKey, IssuerKeys } from '../src/service/crypto/issuer-keys.ts'
+import type { IssuerKeys } from '../src/service/crypto/issuer-keys.ts'
 import {
   prepareCredentials,
   signCredential,
@@ -35,16 +35,16 @@ import {
 } from '../src/service/issuance/credentials.ts'
 import { PresentationExchangeRequests } from '../src/service/oid4vp/request.ts'
 import { Openid4vp1Requests } from '../src/service/oid4vp/request-v1.ts'
-import { StatusLists } from '../src/service/status/service.ts'
-import type { Repositories, StatusListRecord, Store } from '../src/service/store/index.ts'
+import type { Repositories } from '../src/service/store/index.ts'
 import { PublicUrls } from '../src/service/util/urls.ts'
 import { type Verdict, verifyDcqlResponse, verifyResponse } from '../src/service/verification/checks.ts'
 import { buildDcqlQuery } from '../src/service/verification/dcql-query.ts'
 import { buildDefinition } from '../src/service/verification/definition.ts'
-import { didKeyFromPublicKey, generateKeyPair, JWS_ALGS, type JwsAlg } from '../src/shared/did-key.ts'
+import { didKeyFromPublicKey, generateKeyPair } from '../src/shared/did-key.ts'
 import { signJws } from '../src/shared/jws.ts'
 import { presentSdJwtVc } from '../src/shared/sd-jwt.ts'
 import { JWT_MEDIA_TYPE, JWT_TYP, STATUS_LIST_JWT_MEDIA_TYPE } from '../src/shared/wire.ts'
+import { memoryIssuer } from './memory-issuer.ts'
 import { CREDENTIAL_CONTENT } from './protocol.ts'
 import { percentile } from './stats.ts'
 
@@ -227,40 +227,9 @@ async function buildRows(port: number, publish: (p: Published) => Promise<void>)
   const verifierUrls = new PublicUrls(() => 'https://verifier.example', 'openid-credential-offer')
   const now = Date.now()
   const iat = Math.floor(now / 1000)
-  const keys = new Map<JwsAlg, IssuerKey>(
-    JWS_ALGS.map((alg) => {
-      const pair = generateKeyPair(alg)
-      const { did, kid } = didKeyFromPublicKey(pair.publicKey)
-      return [alg, { alg, did, kid, privateKey: pair.privateKey, publicKey: pair.publicKey }]
-    }),
-  )
-  const key = keys.get('EdDSA') as IssuerKey
-  const trustedIssuers = [...keys.values()].map((k) => k.did)
-  const records = new Map<string, StatusListRecord>()
-  const listStore = {
-    statusLists: {
-      get: async (id: string) => records.get(id),
-      version: async (id: string) => {
-        const list = records.get(id)
-        return list && { tenantId: list.tenantId, version: list.version }
-      },
-      reserveEntry: async (tenantId: string, alg: string, fillLimit: number) => {
-        const list = [...records.values()].reverse().find((l) => l.tenantId === tenantId && l.alg === alg)
-        if (!list || list.used >= fillLimit * list.size) return undefined
-        list.used++
-        return { id: list.id, size: list.size }
-      },
-      create: async (list: StatusListRecord) => void records.set(list.id, list),
-    },
-    issuedCredentials: { create: async () => {} },
-  }
-  const statusLists = new StatusLists(
-    listStore as unknown as Store,
-    { forTenant: async (_t: string, alg: JwsAlg) => keys.get(alg) } as unknown as IssuerKeys,
-    { now: () => now },
-    issuerUrls,
-    config.statusListSize,
-  )
+  const issuer = memoryIssuer(issuerUrls, now, config.statusListSize)
+  const key = issuer.key('EdDSA')
+  const { trustedIssuers, statusLists, store: listStore } = issuer
   /** In memory, by URL: the "memory" rows' source and what the list server is sent. */
   const inMemory = new Map<string, string>()
   async function publishList(url: string) {

@@ -29,7 +29,7 @@ import { CHECKS } from '../src/service/credentials/outcomes.ts'
 import { presentationExchangeByPex } from '../src/service/credentials/presentation-exchange.ts'
 import { StatusChecker } from '../src/service/credentials/status.ts'
 import type { IssuerCertificates } from '../src/service/crypto/issuer-certificates.ts'
-import type { IssuerKey, IssuerKeys } from '../src/service/crypto/issuer-keys.ts'
+import type { IssuerKeys } from '../src/service/crypto/issuer-keys.ts'
 import {
   prepareCredentials,
   signCredential,
@@ -37,8 +37,7 @@ import {
 } from '../src/service/issuance/credentials.ts'
 import { PresentationExchangeRequests } from '../src/service/oid4vp/request.ts'
 import { Openid4vp1Requests, RESPONSE_ALG, RESPONSE_ENC_VALUES } from '../src/service/oid4vp/request-v1.ts'
-import { StatusLists } from '../src/service/status/service.ts'
-import type { Repositories, StatusListRecord, Store } from '../src/service/store/index.ts'
+import type { Repositories } from '../src/service/store/index.ts'
 import { PublicUrls } from '../src/service/util/urls.ts'
 import {
   type ResponseContext,
@@ -48,10 +47,11 @@ import {
 } from '../src/service/verification/checks.ts'
 import { buildDcqlQuery } from '../src/service/verification/dcql-query.ts'
 import { buildDefinition } from '../src/service/verification/definition.ts'
-import { didKeyFromPublicKey, generateKeyPair, JWS_ALGS, type JwsAlg } from '../src/shared/did-key.ts'
+import { didKeyFromPublicKey, generateKeyPair, type JwsAlg } from '../src/shared/did-key.ts'
 import { signJws } from '../src/shared/jws.ts'
 import { presentSdJwtVc } from '../src/shared/sd-jwt.ts'
 import { JWT_TYP } from '../src/shared/wire.ts'
+import { memoryIssuer } from './memory-issuer.ts'
 import { CREDENTIAL_CONTENT } from './protocol.ts'
 import { percentile } from './stats.ts'
 
@@ -89,47 +89,14 @@ const urls = new PublicUrls(() => 'https://vc-harness.example', 'openid-credenti
 const now = Date.now()
 const iat = Math.floor(now / 1000)
 
-/** The tenant's did:key per algorithm, as IssuerKeys generates them; EdDSA is also the verifier's. */
-const tenantKeys = new Map<JwsAlg, IssuerKey>(
-  JWS_ALGS.map((alg) => {
-    const pair = generateKeyPair(alg)
-    const { did, kid } = didKeyFromPublicKey(pair.publicKey)
-    return [alg, { alg, did, kid, privateKey: pair.privateKey, publicKey: pair.publicKey }]
-  }),
-)
-const tenantKey = (alg: JwsAlg) => tenantKeys.get(alg) as IssuerKey
+// The tenant's did:key per algorithm and its StatusLists, in memory (bench/memory-issuer.ts); EdDSA is also
+// the verifier's key.
+const issuer = memoryIssuer(urls, now, config.statusListSize)
+const tenantKey = issuer.key
 const verifier = tenantKey('EdDSA')
 /** The default trust list of a session: the tenant's own issuer DIDs. */
-const trustedIssuers = [...tenantKeys.values()].map((k) => k.did)
-
-// StatusLists over a store that holds only its status lists (allocate and sign need nothing else).
-const lists = new Map<string, StatusListRecord>()
-const listStore = {
-  statusLists: {
-    get: async (id: string) => lists.get(id),
-    version: async (id: string) => {
-      const list = lists.get(id)
-      return list && { tenantId: list.tenantId, version: list.version }
-    },
-    // StatusListRepository.reserveEntry: the newest list of the tenant and alg while it has room
-    reserveEntry: async (tenantId: string, alg: string, fillLimit: number) => {
-      const list = [...lists.values()].reverse().find((l) => l.tenantId === tenantId && l.alg === alg)
-      if (!list || list.used >= fillLimit * list.size) return undefined
-      list.used++
-      return { id: list.id, size: list.size }
-    },
-    create: async (list: StatusListRecord) => void lists.set(list.id, list),
-  },
-  issuedCredentials: { create: async () => {} },
-}
-const fixedClock = { now: () => now }
-const statusLists = new StatusLists(
-  listStore as unknown as Store,
-  { forTenant: async (_tenant: string, alg: JwsAlg) => tenantKey(alg) } as unknown as IssuerKeys,
-  fixedClock,
-  urls,
-  config.statusListSize,
-)
+const trustedIssuers = issuer.trustedIssuers
+const { statusLists, store: listStore } = issuer
 const published = new Map<string, string>()
 /** What the service's status source answers for its own lists, taken out of the measured path. */
 async function publish(url: string) {
