@@ -16,8 +16,8 @@ const BIN = new URL('../bin/vc-harness.mjs', import.meta.url).pathname
 const dir = mkdtempSync(join(tmpdir(), 'wallet-plan-by-hand-'))
 after(() => rmSync(dir, { recursive: true, force: true }))
 
-test('a plan driven by hand: QR codes in the terminal and on the page, Enter or Next case ends a refused case, reports at the end', async () => {
-  const reports = join(dir, 'reports')
+/** `serve --sandbox --wallet-plan presentation-pe` as a child, and a reader of its terminal output. */
+function byHand(reports: string) {
   const child = spawn(
     process.execPath,
     [
@@ -63,6 +63,17 @@ test('a plan driven by hand: QR codes in the terminal and on the page, Enter or 
       })
     }
   }
+  return {
+    child,
+    next,
+    exited,
+    output: () => ({ stdout, stderr, consumed }),
+  }
+}
+
+test('a plan driven by hand: QR codes in the terminal and on the page, Enter or Next case ends a refused case, reports at the end', async () => {
+  const reports = join(dir, 'reports')
+  const { child, next, exited, output } = byHand(reports)
   try {
     const page = (await next(/^The current case is also shown at (\S+)$/))[1] as string
     const cases = planCases('presentation-pe')
@@ -95,12 +106,58 @@ test('a plan driven by hand: QR codes in the terminal and on the page, Enter or 
       const verdict = await next(
         new RegExp(`^([✔✘]) \\[${i + 1}/${cases.length}\\] .*\\(${c.id.replace(/[.:]/g, '\\$&')}\\)$`),
       )
+      const { stdout, consumed } = output()
       assert.equal(verdict[1], '✔', `${c.id}:\n${stdout.slice(consumed - 400, consumed + 400)}`)
     }
-    assert.equal(await exited, 0, stderr)
+    assert.equal(await exited, 0, output().stderr)
     const run = JSON.parse(readFileSync(join(reports, 'wallet-test.json'), 'utf8')) as WalletTestRun
     assert.equal(run.totals.pass, cases.length)
     assert.match(run.wallet, /by hand/)
+  } finally {
+    child.kill()
+  }
+})
+
+test('Ctrl-C after a passed case: the reports list the cases judged so far, the summary is printed, exit 0', async () => {
+  const reports = join(dir, 'reports-interrupted')
+  const { child, next, exited, output } = byHand(reports)
+  try {
+    const cases = planCases('presentation-pe')
+    const setup = cases[0] as (typeof cases)[number]
+    await next(new RegExp(`^=== Case 1/${cases.length}: `))
+    const link = (
+      await next(/^Scan the QR code with the wallet, or open the deep link on the phone:\n(\S+)$/)
+    )[1] as string
+    const wallet = await Wallet.create()
+    await wallet.open(link)
+    await next(new RegExp(`^✔ \\[1/${cases.length}\\] .*\\(${setup.id}\\)$`))
+    // The second case is live (its QR code printed) when the person presses Ctrl-C.
+    await next(new RegExp(`^=== Case 2/${cases.length}: `))
+    const interrupted = Date.now()
+    child.kill('SIGINT')
+    assert.equal(await exited, 0, output().stderr)
+    assert.ok(Date.now() - interrupted < 10_000, 'Ctrl-C ends the run at once')
+    const { stdout, stderr } = output()
+    assert.match(stderr, /SIGINT: stopping; the reports cover the cases judged so far/)
+    assert.match(stdout, new RegExp(`^Interrupted after 1 of ${cases.length} cases`, 'm'))
+    assert.match(stdout, /^ {2}JSON {6}\S+wallet-test\.json$/m)
+    assert.match(stdout, /^Verdict: the wallet behaved correctly in every case judged$/m)
+
+    const run = JSON.parse(readFileSync(join(reports, 'wallet-test.json'), 'utf8')) as WalletTestRun
+    assert.deepEqual(
+      run.results.map((r) => [r.id, r.verdict.pass]),
+      [[setup.id, true]],
+    )
+    assert.deepEqual(run.interrupted, { planned: cases.length })
+    assert.equal(run.passed, true)
+    const md = readFileSync(join(reports, 'wallet-test.md'), 'utf8')
+    assert.match(md, new RegExp(`<sub>${setup.id}</sub> .* \\| PASS \\|`))
+    assert.match(
+      md,
+      new RegExp(`\\*\\*Interrupted\\*\\* \\(stopped by hand\\) after 1 of ${cases.length} cases`),
+    )
+    const junit = readFileSync(join(reports, 'wallet-test.xml'), 'utf8')
+    assert.match(junit, /<testsuites name="vc-harness wallet-test" tests="1" failures="0"/)
   } finally {
     child.kill()
   }

@@ -1,10 +1,19 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, test } from 'node:test'
 import { commandFor, commandProblem, shellQuote } from '../src/harness/wallet-test/drivers.ts'
 import { type Evidence, judge, settled } from '../src/harness/wallet-test/judge.ts'
 import { PLAN_NAMES, planCases, tenantOf, type WalletCase } from '../src/harness/wallet-test/plans.ts'
-import { renderJunit, renderMarkdown } from '../src/harness/wallet-test/report.ts'
+import {
+  renderConsoleSummary,
+  renderJunit,
+  renderMarkdown,
+  walletReason,
+  writeWalletTestReports,
+} from '../src/harness/wallet-test/report.ts'
 import type { WalletTestRun } from '../src/harness/wallet-test/runner.ts'
 import { ISSUANCE_FAULTS, PRESENTATION_FAULTS } from '../src/service/faults/index.ts'
 
@@ -308,5 +317,99 @@ describe('reports', () => {
       /\| The wallet refuses a request without a nonce <sub>presentation-pe:nonce-missing<\/sub> \| @OID4VP-draft20-5\.2 @OID4VP-draft20-14\.1 \| nonce-missing \| \*\*FAIL\*\* \| answered \|/,
     )
     assert.match(md, /## Failures in detail/)
+  })
+
+  // What our CLI wallet prints when it refuses a request without a nonce (stdout JSON, then its stderr line),
+  // with an access token in it, as a vendor's wallet may log one.
+  const refusal = [
+    'holder: did:key:z6MkegC4 (Ed25519)',
+    '{',
+    '  "kind": "presentation",',
+    '  "status": "failed",',
+    '  "error": "invalid_request_object"',
+    '}',
+    'vc-harness wallet: request: 200 invalid_request_object: the request object has no nonce (Authorization: Bearer eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl)',
+  ].join('\n')
+  const refused = {
+    ...(run.results[1] as WalletTestRun['results'][number]),
+    id: c.id,
+    title: c.title,
+    fault: 'nonce-missing',
+    verdict: {
+      outcome: 'nothing' as const,
+      pass: true,
+      reason: 'refused: sent nothing after fetching the request (the wallet command exited 1)',
+      observed: ['GET request → 200', 'the wallet command exited 1'],
+    },
+    exitCode: 1,
+    output: refusal,
+  }
+
+  test('Markdown: the wallet\'s own reason beside "the wallet command exited 1", masked and bounded', () => {
+    const md = renderMarkdown({ ...run, results: [refused] })
+    const row = md.split('\n').find((line) => line.includes('<sub>presentation-pe:nonce-missing</sub>'))
+    assert.ok(row)
+    assert.match(
+      row,
+      /\| refused: sent nothing after fetching the request \(the wallet command exited 1\)<br>the wallet said: `vc-harness wallet: request: 200 invalid_request_object: the request object has no nonce \(Authorization: Bearer \[redacted:access-token\]\)` \|$/,
+    )
+    assert.equal(md.includes('eyJhbGciOiJFZERTQSJ9'), false, 'the token is masked')
+    // A failed case: the same line in its details, and the whole output, masked.
+    const failed = renderMarkdown({
+      ...run,
+      results: [{ ...refused, verdict: { ...refused.verdict, pass: false } }],
+    })
+    assert.match(failed, /^- The wallet said: `vc-harness wallet: request: 200 invalid_request_object: /m)
+    assert.match(failed, /^ {2}"status": "failed",$/m)
+    assert.equal(failed.includes('eyJhbGciOiJFZERTQSJ9'), false)
+
+    // One line of at most 300 characters, whatever the wallet printed.
+    const long = walletReason({ ...refused, output: `Error: ${'x'.repeat(1000)}` })
+    assert.equal(long?.length, 300)
+    assert.match(long ?? '', /^Error: x+…$/)
+    // No error line: the last line the wallet printed.
+    assert.equal(
+      walletReason({ ...refused, output: 'step 1\nstep 2: waiting for the user' }),
+      'step 2: waiting for the user',
+    )
+    // Exit 0 (it completed) or no output: nothing to say.
+    assert.equal(walletReason({ ...refused, exitCode: 0 }), undefined)
+    assert.equal(walletReason({ ...refused, output: undefined }), undefined)
+  })
+
+  test('the JSON and JUnit reports mask the same output', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wallet-test-report-'))
+    try {
+      writeWalletTestReports({ ...run, results: [refused] }, dir)
+      const json = JSON.parse(readFileSync(join(dir, 'wallet-test.json'), 'utf8')) as WalletTestRun
+      assert.match(json.results[0]?.output ?? '', /Bearer \[redacted:access-token\]\)$/)
+      assert.equal(json.results[0]?.exitCode, 1)
+      for (const file of ['wallet-test.json', 'wallet-test.md', 'wallet-test.xml'])
+        assert.equal(readFileSync(join(dir, file), 'utf8').includes('eyJhbGciOiJFZERTQSJ9'), false, file)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  test('a run stopped by hand says so in the Markdown and the summary; none judged is no pass', () => {
+    const stopped: WalletTestRun = {
+      ...run,
+      totals: { cases: 1, pass: 1, fail: 0 },
+      passed: true,
+      results: [refused],
+      interrupted: { planned: 9 },
+    }
+    assert.match(renderMarkdown(stopped), /the wallet behaved correctly in every case judged/)
+    assert.match(renderMarkdown(stopped), /\*\*Interrupted\*\* \(stopped by hand\) after 1 of 9 cases/)
+    const summary = renderConsoleSummary(stopped)
+    assert.match(summary, /^Interrupted after 1 of 9 cases/m)
+    assert.match(summary, /^Verdict: the wallet behaved correctly in every case judged$/m)
+    const none = renderConsoleSummary({
+      ...stopped,
+      totals: { cases: 0, pass: 0, fail: 0 },
+      passed: false,
+      results: [],
+    })
+    assert.match(none, /^Verdict: FAILED \(no case was judged\)$/m)
   })
 })

@@ -87,7 +87,11 @@ export async function walletTest(argv: string[]): Promise<number> {
   if (unknown.length)
     throw usageError(`--case ${unknown.join(', ')}: not a case of plan ${plan} (see --list)`)
   const command = values['wallet-command']
-  if (command === undefined) throw usageError('--wallet-command is required')
+  // A newcomer with a phone looks here first: the by-hand mode lives under serve.
+  if (command === undefined)
+    throw usageError(
+      `--wallet-command is required (to drive a wallet by hand with a phone: vc-harness serve --sandbox --wallet-plan ${plan})`,
+    )
   const { cliLauncherDir, commandDriver, commandProblem } = await import('../harness/wallet-test/drivers.ts')
   const problem = commandProblem(command)
   if (problem) throw usageError(problem)
@@ -195,6 +199,18 @@ export async function walletPlanByHand(options: {
   // Enter ends a case; stdin is read only while the plan runs (a closed stdin simply never says so).
   const stdin = process.stdin
   stdin.resume()
+  // Ctrl-C (or a SIGTERM) ends the run, not the process: the case in progress stops unjudged and the
+  // reports and summary cover the cases judged so far. A second one quits at once, as a person expects.
+  const stop = new AbortController()
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stop.signal.aborted) process.exit(130)
+    console.error(
+      `vc-harness: ${signal}: stopping; the reports cover the cases judged so far (again to quit at once)`,
+    )
+    stop.abort()
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
   try {
     return await runAndReport(
       {
@@ -207,10 +223,13 @@ export async function walletPlanByHand(options: {
         caseTimeoutMs: timeout * 1000,
         reports: resolve(options.reports ?? 'reports/wallet-test'),
         configureApp: walletTestPage,
+        signal: stop.signal,
       },
       print,
     )
   } finally {
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
     stdin.pause()
   }
 }

@@ -70,6 +70,11 @@ export interface WalletTestOptions {
   env?: NodeJS.ProcessEnv
   /** Told as the run goes: ready (with the service URL), each case, each result. */
   onProgress?: (event: Progress) => void
+  /**
+   * Stops the run: the case in progress is dropped unjudged and the result holds the cases judged so far
+   * (`interrupted`), as Ctrl-C does in the by-hand mode.
+   */
+  signal?: AbortSignal
 }
 
 export interface WalletTestResult extends WalletTestRun {
@@ -133,6 +138,7 @@ export async function runWalletTest(options: WalletTestOptions): Promise<WalletT
       caseTimeoutMs: timeout,
       ...(reports ? { workDir: reports } : {}),
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
     })
     const written = reports ? writeWalletTestReports(run, reports) : []
     return { ...run, reports: written.map(([label, path]) => ({ label, path })) }

@@ -91,6 +91,8 @@ export interface CaseResult {
   link?: string
   verdict: Verdict
   durationMs: number
+  /** the wallet command's exit status (null: stopped when the window closed); absent when a person drove it */
+  exitCode?: number | null
   output?: string
 }
 
@@ -105,6 +107,8 @@ export interface WalletTestRun {
   totals: { cases: number; pass: number; fail: number }
   passed: boolean
   results: CaseResult[]
+  /** set when the run was stopped (Ctrl-C by hand) before every case was judged: `results` are those judged */
+  interrupted?: { planned: number }
 }
 
 export type Progress =
@@ -143,6 +147,11 @@ export interface WalletTestOptions {
   /** where trust-anchor.pem is written (and kept, for vendors to configure); default a temporary folder */
   workDir?: string
   onProgress?: (event: Progress) => void
+  /**
+   * Stops the run (Ctrl-C by hand): the case in progress ends at once and is not judged, no further case
+   * starts, and the run returns the cases judged before it.
+   */
+  signal?: AbortSignal
   /** told the app before it listens (the interactive page registers its routes) */
   configureApp?: (app: import('fastify').FastifyInstance, state: () => LiveState) => Promise<void> | void
 }
@@ -150,6 +159,8 @@ export interface WalletTestOptions {
 /** What the interactive page shows. */
 export interface LiveState {
   plan: PlanChoice
+  /** the number of cases the run has */
+  total: number
   current?: {
     index: number
     total: number
@@ -200,7 +211,16 @@ export async function runWalletTest(options: WalletTestOptions): Promise<WalletT
   const apiFetch = leaf ? (await import('../loopback-fetch.ts')).pinnedFetch(leaf.der) : fetch
   const scheme = options.tls ? 'https' : 'http'
   let endCase: (() => void) | undefined
-  const live: LiveState = { plan: options.plan, results: [], finished: false, next: () => endCase?.() }
+  const live: LiveState = {
+    plan: options.plan,
+    total: cases.length,
+    results: [],
+    finished: false,
+    next: () => endCase?.(),
+  }
+  // A stop ends the case in progress like "Next case" would; the loop then drops that case unjudged.
+  const interrupt = () => endCase?.()
+  options.signal?.addEventListener('abort', interrupt, { once: true })
   await options.configureApp?.(app, () => live)
   let foreign: { url: string; close(): Promise<void> } | undefined
   try {
@@ -243,6 +263,7 @@ export async function runWalletTest(options: WalletTestOptions): Promise<WalletT
     })
     const windowMs = options.caseTimeoutMs ?? (options.driver.interactive ? 120_000 : 60_000)
     for (const [i, testCase] of cases.entries()) {
+      if (options.signal?.aborted) break
       const result = await runCase({
         testCase,
         apiUrl,
@@ -261,12 +282,16 @@ export async function runWalletTest(options: WalletTestOptions): Promise<WalletT
         live,
         setEnd: (end) => {
           endCase = end
+          // Stopped while the case was being opened: it ends as soon as it is live.
+          if (options.signal?.aborted) end()
         },
       })
+      if (options.signal?.aborted) break
       live.results.push(result)
       options.onProgress?.({ kind: 'result', result, index: i + 1, total: cases.length })
     }
   } finally {
+    options.signal?.removeEventListener('abort', interrupt)
     live.finished = true
     delete live.current
     await foreign?.close()
@@ -285,8 +310,10 @@ export async function runWalletTest(options: WalletTestOptions): Promise<WalletT
     finishedAt: new Date(finished).toISOString(),
     durationMs: finished - started,
     totals: { cases: results.length, pass, fail: results.length - pass },
-    passed: pass === results.length,
+    // Nothing green on nothing: a run stopped before its first verdict did not pass.
+    passed: results.length > 0 && pass === results.length,
     results,
+    ...(results.length < cases.length ? { interrupted: { planned: cases.length } } : {}),
   }
 }
 
@@ -473,7 +500,9 @@ async function runCase(run: CaseRun): Promise<CaseResult> {
       (exchange.endpoint === 'credential' || exchange.endpoint === 'deferred') &&
       exchange.status === 200
     ) {
-      setTimeout(stop, 10_000)
+      // Unref'd: the window's timer keeps the process up while the case runs; once the case has ended some
+      // other way, this one must not hold the process open after the last case (or a Ctrl-C) for 10 s.
+      setTimeout(stop, 10_000).unref()
     }
   })
   let result: DriverResult = {}
@@ -514,6 +543,7 @@ async function runCase(run: CaseRun): Promise<CaseResult> {
     link: flow.link,
     verdict: judge(testCase, evidence),
     durationMs: Date.now() - started,
+    ...(driver.interactive ? {} : { exitCode: result.exitCode ?? null }),
     ...(result.output ? { output: result.output } : {}),
   }
 }
