@@ -1,1 +1,1 @@
-await (await import('./members.ts')).importShare(1, 4)
+await (await import('./members.ts')).importShare(1, 6)

@@ -1,1 +1,1 @@
-await (await import('./members.ts')).importShare(2, 4)
+await (await import('./members.ts')).importShare(2, 6)
