@@ -382,18 +382,17 @@ export async function checkPresentations(
   // matchingIds: the service's own evaluation of the query, and the wallet's mapping against it.
   // Only credentials whose issuer signature verified are evaluated (issue 30): a query's work is never
   // spent on what an attacker could have written, and an unproven claim never satisfies a query.
-  const proven = credentials.filter((c) => c.issuer !== undefined)
   if (!ctx.query) out.notRun('matchingIds', 'nothing was asked for')
-  else if (proven.length === 0 && credentials.length > 0) {
+  else if (verified.length === 0 && credentials.length > 0) {
     out.notRun('matchingIds', 'no credential passed credentialProof, so none was evaluated against the query')
   } else {
     started = performance.now()
     const { language, query, mapping } = ctx.query
-    const evaluation = language.evaluate(query, proven)
+    const evaluation = language.evaluate(query, verified)
     const failures: string[] = []
-    if (evaluation.outcome !== 'satisfied' && proven.length < credentials.length) {
-      const unproven = credentials.filter((c) => c.issuer === undefined).map(where)
-      failures.push(`not evaluated, as their credentialProof failed: ${unproven.join(', ')}`)
+    if (evaluation.outcome !== 'satisfied' && verified.length < credentials.length) {
+      const unverified = credentials.filter((c) => c.issuer === undefined).map(where)
+      failures.push(`not evaluated, as their credentialProof failed: ${unverified.join(', ')}`)
     }
     if (evaluation.outcome === 'error') {
       failures.push(`the credentials cannot be evaluated against the query: ${evaluation.detail}`)
