@@ -1,13 +1,10 @@
 import assert from 'node:assert/strict'
 import type { JsonWebKey } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
+import { bindingFailures } from '../src/formats/binding.ts'
+import { jwtVcJson, jwtVpJson } from '../src/formats/jwt-vc/verify.ts'
+import type { CredentialFormat, PresentationFormat, ReadCredential } from '../src/formats/types.ts'
 import { buildApp } from '../src/service/app.ts'
-import type {
-  CredentialFormat,
-  PresentationFormat,
-  ReadCredential,
-} from '../src/service/credentials/formats.ts'
-import { jwtVcJson, jwtVpJson } from '../src/service/credentials/jwt-vc.ts'
 import { CHECKS } from '../src/service/credentials/outcomes.ts'
 import {
   type CheckTimings,
@@ -224,14 +221,18 @@ const toyPresentation: PresentationFormat = {
   read: (token) => ({
     format: 'toy_vp',
     mechanisms: 'toy_vp',
-    binding: {
-      nonce: 'n-1',
-      audiences: ['did:key:verifier'],
-      issuedAt: seconds,
-      expiresAt: undefined,
-      audienceShown: 'did:key:verifier',
-      names: { presentation: 'toy', nonce: 'nonce', audience: 'aud', issuedAt: 'iat', expiresAt: 'exp' },
-    },
+    verifyBinding: (session) =>
+      bindingFailures(
+        {
+          nonce: 'n-1',
+          audiences: ['did:key:verifier'],
+          issuedAt: seconds,
+          expiresAt: undefined,
+          audienceShown: 'did:key:verifier',
+          names: { presentation: 'toy', nonce: 'nonce', audience: 'aud', issuedAt: 'iat', expiresAt: 'exp' },
+        },
+        session,
+      ),
     credentials: (token as unknown[]).map((raw, index) => ({ index, raw })),
     unreadable: [],
     verifyProof: async () => ({ ok: true, holder, proofEntry: {} }),

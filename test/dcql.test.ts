@@ -3,10 +3,10 @@ import type { JsonWebKey } from 'node:crypto'
 import { describe, test } from 'node:test'
 import { DcqlQuery } from 'dcql'
 import { dcql } from '../src/service/credentials/dcql.ts'
-import type { ReadCredential } from '../src/service/credentials/formats.ts'
-import { jwtVcJson } from '../src/service/credentials/jwt-vc.ts'
+import type { ReadCredential } from '../src/formats/types.ts'
+import { jwtVcJson } from '../src/formats/jwt-vc/verify.ts'
 import type { QueryCandidate } from '../src/service/credentials/query.ts'
-import { sdJwtVcCredential } from '../src/service/credentials/sd-jwt-vc.ts'
+import { sdJwtVcCredential } from '../src/formats/sd-jwt-vc/verify.ts'
 import {
   buildDcqlQuery,
   type DcqlQueryInput,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import fc from 'fast-check'
-import { sdJwtVcCredential } from '../src/service/credentials/sd-jwt-vc.ts'
+import { sdJwtVcCredential } from '../src/formats/sd-jwt-vc/verify.ts'
 import { didKeyFromPublicKey, generateKeyPair, JWS_ALGS, resolveDidKey } from '../src/shared/did-key.ts'
 import { SD_JWT_LIMITS, SdJwtError, sdJwtClaims, verifySdJwtVc } from '../src/shared/sd-jwt.ts'
 import { fanOutSdJwt } from './fixtures/sd-jwt-attacks.ts'

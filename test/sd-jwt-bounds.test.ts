@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { createHash, type JsonWebKey } from 'node:crypto'
 import { describe, test } from 'node:test'
-import { sdJwtVcCredential } from '../src/service/credentials/sd-jwt-vc.ts'
+import { sdJwtVcCredential } from '../src/formats/sd-jwt-vc/verify.ts'
 import { didKeyFromPublicKey, generateKeyPair, JWS_ALGS, resolveDidKey } from '../src/shared/did-key.ts'
 import {
   readDisclosures,

@@ -6,17 +6,16 @@
 // clear refusal naming the credential queries nothing held satisfies.
 
 import { type DcqlCredential, DcqlQuery } from 'dcql'
+import { type FormatId, formatOf } from '../formats/registry.ts'
 import { isObject } from '../shared/json.ts'
-import { decodeJws } from '../shared/jws.ts'
-import { sdJwtClaims } from '../shared/sd-jwt.ts'
 import { WalletUsageError } from './errors.ts'
 import type { StoredCredential } from './store.ts'
 
 /** A claims path pointer (1.0 §7): object keys, array indexes, null for every element. */
 export type ClaimPath = (string | number | null)[]
 
-/** The formats this wallet presents in a 1.0 answer. */
-export type V1Format = 'dc+sd-jwt' | 'jwt_vc_json'
+/** The formats this wallet presents in a 1.0 answer: every format of the registry. */
+export type V1Format = FormatId
 
 export interface DcqlChoice {
   queryId: string
@@ -50,33 +49,9 @@ interface Candidate {
   dcql: DcqlCredential
 }
 
-/** A held credential as the dcql package sees it: format, type, claims, holder binding. */
+/** A held credential as the dcql package sees it (its format's model: src/formats/<format>/index.ts). */
 async function asDcqlCredential(stored: StoredCredential): Promise<DcqlCredential | undefined> {
-  if (stored.format === 'dc+sd-jwt') {
-    // the claims path root of an SD-JWT VC is its payload with every disclosure applied (1.0 §7.1)
-    const claims = await sdJwtClaims(stored.credential)
-    const vct = stored.vct ?? claims.vct
-    if (typeof vct !== 'string') return undefined
-    return {
-      credential_format: 'dc+sd-jwt',
-      vct,
-      claims: claims as never,
-      cryptographic_holder_binding: isObject(claims.cnf),
-    }
-  }
-  if (stored.format === 'jwt_vc_json') {
-    // W3C VCs: claims paths match on the root of the credential, the `vc` claim of a VC 1.1 JWT (§B.1.2)
-    const { payload } = decodeJws(stored.credential)
-    const vc = isObject(payload.vc) ? payload.vc : payload
-    const type = Array.isArray(vc.type) ? vc.type.map(String) : typeof vc.type === 'string' ? [vc.type] : []
-    return {
-      credential_format: 'jwt_vc_json',
-      type,
-      claims: vc as never,
-      cryptographic_holder_binding: true,
-    }
-  }
-  return undefined
+  return formatOf(stored.format).dcql.heldModel(stored.credential, stored.vct)
 }
 
 /** The issue messages of a dcql result (nested records of string arrays), flattened and shortened. */

@@ -1,11 +1,12 @@
 // Receiving an SD-JWT VC (format `dc+sd-jwt`, OpenID4VCI 1.0 Appendix A.3): the shared verifier
-// (src/shared/sd-jwt.ts) checks the issuer's signature, every disclosure, iat/nbf/exp; this module finds the
-// issuer key and checks what only the holder knows: that `cnf.jwk` is its own key.
+// (src/shared/sd-jwt.ts) checks the issuer's signature, every disclosure, iat/nbf/exp; the issuer key is
+// the one the service's verifier would accept (src/formats/sd-jwt-vc/issuer.ts); this module checks what
+// only the holder knows: that `cnf.jwk` is its own key.
 import { createHash, type KeyObject } from 'node:crypto'
-import { DidKeyError, didOf, JWS_ALGS, resolveDidKey } from '../shared/did-key.ts'
+import { IssuerKeyError, sdJwtIssuer, subjectClaims } from '../formats/sd-jwt-vc/issuer.ts'
+import { JWS_ALGS } from '../shared/did-key.ts'
 import { decodeJws } from '../shared/jws.ts'
 import { SdJwtError, sdJwtClaims, splitSdJwt, verifySdJwtVc } from '../shared/sd-jwt.ts'
-import { loadX509 } from './lazy.ts'
 
 /** A verified SD-JWT VC, as the store keeps it. */
 export interface ReceivedSdJwt {
@@ -33,64 +34,27 @@ export class SdJwtReceiveError extends Error {
   }
 }
 
-const REGISTERED = ['iss', 'iat', 'nbf', 'exp', 'cnf', 'vct', 'status', 'vct#integrity', '_sd', '_sd_alg']
-
 /**
- * The issuer key from the header (SD-JWT VC §3.5). `x5c`: the chain must validate to one of the configured
- * trust anchors (RFC 5280 §6, src/shared/x509.ts) and the leaf must name the issuer: `iss` is one of its SAN
- * URIs, or an https URL whose host is one of its SAN dNSNames. Otherwise `kid` must be a did:key URL (and
- * its DID the `iss`, when `iss` is a DID).
+ * The issuer key from the header (SD-JWT VC §3.5), by the rule the service's verifier applies too
+ * (src/formats/sd-jwt-vc/issuer.ts): an `x5c` chain to a configured trust anchor whose leaf names `iss`, or
+ * a did:key `kid` whose DID is the `iss` when there is one. Refusals phrased for the wallet's user.
  */
 async function issuerKey(
   header: Record<string, unknown>,
   payload: Record<string, unknown>,
   trust: { anchors: readonly string[]; now: number },
-) {
-  if (header.x5c !== undefined) return x5cIssuerKey(header.x5c, payload.iss, trust)
-  const kid = header.kid
-  if (typeof kid !== 'string' || !kid.startsWith('did:key:')) {
-    throw new SdJwtError(`header kid ${JSON.stringify(kid)} is not a did:key URL`)
-  }
-  if (typeof payload.iss === 'string' && payload.iss.startsWith('did:') && payload.iss !== didOf(kid)) {
-    throw new SdJwtError(`header kid ${kid} is not a key of the issuer ${payload.iss}`)
-  }
+): Promise<KeyObject> {
   try {
-    return resolveDidKey(kid).publicKey
+    return (await sdJwtIssuer(header, payload, trust)).key
   } catch (error) {
-    if (error instanceof DidKeyError) throw new SdJwtError(`header kid ${kid}: ${error.message}`)
-    throw error
+    if (!(error instanceof IssuerKeyError)) throw error
+    if (error.code === 'no_anchor') {
+      throw new SdJwtError(
+        'the issuer names its key with an x5c chain, but this wallet has no trust anchor configured (Wallet.create trustAnchors, --trust-anchor)',
+      )
+    }
+    throw new SdJwtError(error.code === 'chain' ? `x5c: ${error.message}` : error.message)
   }
-}
-
-async function x5cIssuerKey(x5c: unknown, iss: unknown, trust: { anchors: readonly string[]; now: number }) {
-  if (trust.anchors.length === 0) {
-    throw new SdJwtError(
-      'the issuer names its key with an x5c chain, but this wallet has no trust anchor configured (Wallet.create trustAnchors, --trust-anchor)',
-    )
-  }
-  const { verifyX5c, X509Error } = await loadX509()
-  let chain: Awaited<ReturnType<typeof verifyX5c>>
-  try {
-    chain = await verifyX5c(x5c, trust.anchors, trust.now)
-  } catch (error) {
-    if (error instanceof X509Error) throw new SdJwtError(`x5c: ${error.message}`)
-    throw error
-  }
-  if (typeof iss !== 'string')
-    throw new SdJwtError('an SD-JWT VC signed with x5c must name its issuer in iss')
-  let host: string | undefined
-  try {
-    const url = new URL(iss)
-    if (url.protocol === 'https:') host = url.hostname
-  } catch {
-    // not a URL: only an exact SAN URI can match it
-  }
-  if (!chain.uris.includes(iss) && !(host !== undefined && chain.dns.includes(host))) {
-    throw new SdJwtError(
-      `x5c: the leaf certificate does not name the issuer ${iss} (SAN URIs ${JSON.stringify(chain.uris)}, dNSNames ${JSON.stringify(chain.dns)})`,
-    )
-  }
-  return chain.publicKey
 }
 
 function sameKey(a: JsonWebKey, b: JsonWebKey): boolean {
@@ -169,7 +133,7 @@ function received(
   claims: Record<string, unknown>,
   issuerKey: KeyObject | undefined,
 ): ReceivedSdJwt {
-  const shown = Object.fromEntries(Object.entries(claims).filter(([key]) => !REGISTERED.includes(key)))
+  const shown = subjectClaims(claims)
   const issuedAt = iso(claims.nbf ?? claims.iat)
   const expiresAt = iso(claims.exp)
   return {

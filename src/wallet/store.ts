@@ -8,13 +8,14 @@
 import { randomBytes } from 'node:crypto'
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises'
 import { basename, dirname, join, resolve } from 'node:path'
+import type { FormatId } from '../formats/registry.ts'
 import { isObject } from '../shared/json.ts'
 
 export type HolderKeyType = 'Ed25519' | 'P-256' | 'secp256k1'
 export const HOLDER_KEY_TYPES: readonly HolderKeyType[] = ['Ed25519', 'P-256', 'secp256k1']
 
-/** What the wallet receives and keeps: W3C JWT VCs, and SD-JWT VCs (OpenID4VCI 1.0 Appendix A.3). */
-export type StoredFormat = 'jwt_vc_json' | 'dc+sd-jwt'
+/** What the wallet receives and keeps: a credential format of the registry (src/formats/registry.ts). */
+export type StoredFormat = FormatId
 
 export interface StoredHolder {
   keyType: HolderKeyType

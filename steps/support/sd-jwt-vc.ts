@@ -1,4 +1,5 @@
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list'
+import { subjectClaims } from '../../src/formats/sd-jwt-vc/issuer.ts'
 import { JWS_ALGS, resolveDidKey } from '../../src/shared/did-key.ts'
 import { decodeJws, verifyJws } from '../../src/shared/jws.ts'
 import { splitSdJwt, verifySdJwtVc } from '../../src/shared/sd-jwt.ts'
@@ -15,7 +16,6 @@ export const STATUS_TYPES = { VALID: 0, INVALID: 1, SUSPENDED: 2 } as const
 export type StatusType = keyof typeof STATUS_TYPES
 
 /** JWT claims of an SD-JWT VC that are not the credential's own claims (SD-JWT VC §3.2.2, RFC 7519). */
-const REGISTERED = ['iss', 'sub', 'jti', 'iat', 'nbf', 'exp', 'vct', 'vct#integrity', 'cnf', 'status']
 
 export class SdJwtVcFlow {
   /** The Token Status List JWT read last, and the entry it was read for. */
@@ -147,7 +147,7 @@ export class SdJwtVcFlow {
   /** The disclosed claims, the registered JWT claims aside, are the credentialSubject the application submitted. */
   async expectSubmittedClaims() {
     const { claims } = await this.verify()
-    const own = Object.fromEntries(Object.entries(claims).filter(([name]) => !REGISTERED.includes(name)))
+    const own = subjectClaims(claims)
     const submitted = DEGREE_CONTENT[0]?.credentialSubject
     if (JSON.stringify(own) !== JSON.stringify(submitted))
       this.world.fail(

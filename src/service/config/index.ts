@@ -3,6 +3,7 @@ import { isIP } from 'node:net'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { ErrorObject, ValidateFunction } from 'ajv'
+import { DEFAULT_DCQL_FORMAT, FORMATS, formatNamed, isFormatId } from '../../formats/registry.ts'
 import { parseCertificates } from '../../shared/x509.ts'
 import { configuredVerifier } from '../crypto/issuer-certificates.ts'
 import { newAjv } from '../util/ajv.ts'
@@ -186,8 +187,12 @@ export function issuanceTemplateProblem(template: {
       message: `issuerKeyBinding x5c needs signingAlg ES256 (the test CA certifies P-256 keys), not ${template.signingAlg ?? 'EdDSA'}`,
     }
   }
-  if (template.format !== 'dc+sd-jwt') {
-    return { field: 'format', message: 'issuerKeyBinding x5c is offered for format dc+sd-jwt only' }
+  const x5cFormats = FORMATS.filter((f) => f.issuance.x5cIssuer).map((f) => f.id)
+  if (!x5cFormats.some((id) => id === template.format)) {
+    return {
+      field: 'format',
+      message: `issuerKeyBinding x5c is offered for format ${x5cFormats.join(', ')} only`,
+    }
   }
   return undefined
 }
@@ -231,8 +236,10 @@ export function verificationTemplateProblem(template: {
     }
   }
   if (dcql?.vctValues !== undefined) {
-    if ((dcql.format ?? 'dc+sd-jwt') !== 'dc+sd-jwt') {
-      return { field: 'dcql/vctValues', message: 'is only meaningful with format dc+sd-jwt' }
+    const format = formatNamed(dcql.format ?? DEFAULT_DCQL_FORMAT)
+    if (format?.typedBy !== 'vct') {
+      const vctFormats = FORMATS.filter((f) => f.typedBy === 'vct').map((f) => f.id)
+      return { field: 'dcql/vctValues', message: `is only meaningful with format ${vctFormats.join(', ')}` }
     }
     const requested = new Set([
       ...template.credentialTypes,
@@ -248,7 +255,7 @@ export function verificationTemplateProblem(template: {
     credentialTypes: template.credentialTypes,
     optionalGroups: template.optionalGroups?.map((g) => ({ ...g, min: g.min ?? 1 })),
     requestedFields: template.requestedFields?.map((f) => ({ ...f, optional: f.optional ?? false })),
-    format: dcql?.format === 'jwt_vc_json' ? 'jwt_vc_json' : 'dc+sd-jwt',
+    format: isFormatId(dcql?.format) ? dcql.format : DEFAULT_DCQL_FORMAT,
     vctValues: (type) => [`vct:${type}`],
   })
   return problem === undefined ? undefined : { field: 'credentialTypes', message: problem }

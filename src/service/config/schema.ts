@@ -1,3 +1,4 @@
+import { DEFAULT_DCQL_FORMAT, DEFAULT_ISSUANCE_FORMAT, FORMAT_IDS } from '../../formats/registry.ts'
 import { CREDENTIAL_OFFER_SCHEME } from '../../shared/wire.ts'
 import { type Static, Type } from '../util/typebox.ts'
 import { applyDefaults } from './defaults.ts'
@@ -150,8 +151,8 @@ export const IssuanceTemplate = Type.Object(
     ),
     format: Type.Optional(
       Type.Enum(
-        ['jwt_vc_json', 'dc+sd-jwt'],
-        withDefault('jwt_vc_json', {
+        FORMAT_IDS,
+        withDefault(DEFAULT_ISSUANCE_FORMAT, {
           description:
             'Credential format (OpenID4VCI 1.0 Appendix A): a W3C VC as a JWT, or an IETF SD-JWT VC with selectively disclosable claims and key binding (docs/issuance.md, SD-JWT VC).',
         }),
@@ -272,8 +273,8 @@ export const DcqlSettings = Type.Object(
   {
     format: Type.Optional(
       Type.Enum(
-        ['dc+sd-jwt', 'jwt_vc_json'],
-        withDefault('dc+sd-jwt', {
+        FORMAT_IDS,
+        withDefault(DEFAULT_DCQL_FORMAT, {
           description:
             'Credential format every credential query asks for (OpenID4VP 1.0 Appendix B): dc+sd-jwt (SD-JWT VC with key binding) or jwt_vc_json.',
         }),

@@ -3,11 +3,11 @@ import {
   type DcqlCredentialPresentation,
   DcqlPresentationResult,
   DcqlQuery,
-  type DcqlW3cVcCredential,
   runDcqlQuery,
 } from 'dcql'
+import { formatNamed } from '../../formats/registry.ts'
+import type { ReadCredential } from '../../formats/types.ts'
 import { isObject } from '../../shared/json.ts'
-import type { ReadCredential } from './formats.ts'
 import type { QueryCandidate, QueryEvaluation, QueryLanguage } from './query.ts'
 
 // DCQL (OpenID4VP 1.0 Final §6) as a query language of the pipeline: the dcql_query is the query, the
@@ -93,28 +93,12 @@ function parseQuery(query: unknown): Parsed | string {
   return parsed
 }
 
-const json = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T
-
-/**
- * Our credential in dcql's model, or why it has none. Holder binding is declared true: the pipeline
- * checks the holder's proof itself (KB-JWT, the jwt_vp signed by the subject), never on dcql's word.
- */
+/** Our credential in dcql's model (its format's, src/formats/<format>/index.ts), or why it has none. */
 function toDcql(credential: ReadCredential): DcqlCredential | string {
-  if (credential.format === 'dc+sd-jwt' && isObject(credential.queryInput)) {
-    // sd-jwt-vc.ts already reads it as dcql's model: {credential_format, vct, claims}
-    return json({ ...credential.queryInput, cryptographic_holder_binding: true }) as DcqlCredential
-  }
-  if (credential.format === 'jwt_vc_json') {
-    // Appendix B.1.2: W3C claims paths start at the credential's root (`credentialSubject`, `type`, …).
-    const { proof: _proof, ...vc } = credential.sharedView
-    return {
-      credential_format: 'jwt_vc_json',
-      type: [...credential.types],
-      claims: json(vc) as DcqlW3cVcCredential['claims'],
-      cryptographic_holder_binding: true,
-    }
-  }
-  return `format ${JSON.stringify(credential.format)} cannot be evaluated with DCQL`
+  const format = formatNamed(credential.format)
+  return format
+    ? format.dcql.model(credential)
+    : `format ${JSON.stringify(credential.format)} cannot be evaluated with DCQL`
 }
 
 const pathOf = (claim: ClaimQuery): Path =>
@@ -195,16 +179,6 @@ function failureReasons(cq: CredentialQuery, credential: DcqlCredential, failed:
 // ---- over-disclosure (OpenID4VP 1.0 §6.4: wallets MUST NOT send selectively disclosable claims that
 // were not selected) ----
 
-/**
- * The claim paths an SD-JWT VC disclosed, as its format read them after its proof verified
- * (`ReadCredential.disclosed`). Without them, every claim outside the SD-JWT VC registered ones counts as
- * disclosed: `ReadCredential.claims` cannot tell a disclosed claim from an always-visible one.
- */
-function disclosedPaths(credential: ReadCredential): string[][] {
-  if (credential.disclosed) return credential.disclosed.map((path) => path.map(String))
-  return Object.keys(credential.claims).map((name) => [name])
-}
-
 /** A query path asks for a disclosed claim when one leads to the other (a parent opens its children). */
 function asks(queryPath: Path, disclosed: string[]): boolean {
   const n = Math.min(queryPath.length, disclosed.length)
@@ -217,10 +191,13 @@ function asks(queryPath: Path, disclosed: string[]): boolean {
 }
 
 function overDisclosure(cq: CredentialQuery, credential: ReadCredential): string[] {
-  if (credential.format !== 'dc+sd-jwt') return []
+  // Only a selectively disclosing format says what was disclosed (ReadCredential.disclosed, once its
+  // proof verified); a format that discloses everything cannot over-disclose.
+  if (credential.disclosed === undefined) return []
   // §6.4.1: without `claims` the verifier asks for no selectively disclosable claim at all.
   const wanted = (cq.claims ?? []).map(pathOf)
-  const extra = disclosedPaths(credential).filter((d) => !wanted.some((q) => asks(q, d)))
+  const disclosed = credential.disclosed.map((path) => path.map(String))
+  const extra = disclosed.filter((d) => !wanted.some((q) => asks(q, d)))
   // Name a disclosed object once, not each of its disclosed members as well: a path is dropped when one of
   // its prefixes is also extra (a set lookup per prefix: linear in the claims, not quadratic).
   const key = (path: readonly string[]) => JSON.stringify(path)

@@ -1,14 +1,14 @@
 import { createPublicKey, type KeyObject } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
-import { type DidKey, resolveDidKey } from '../../shared/did-key.ts'
+import { FUTURE_SKEW_SECONDS, type SessionExpectation } from '../../formats/binding.ts'
 import type {
   CredentialFormat,
   FormatPolicy,
   KeyResolver,
-  PresentationBinding,
   PresentationFormat,
   ReadCredential,
-} from './formats.ts'
+} from '../../formats/types.ts'
+import { type DidKey, resolveDidKey } from '../../shared/did-key.ts'
 import { CHECKS, Outcomes } from './outcomes.ts'
 import type { QueryLanguage } from './query.ts'
 import type { StatusChecker } from './status.ts'
@@ -17,23 +17,9 @@ import type { StatusChecker } from './status.ts'
 // whether it arrives as an OpenID4VCI di_vp key proof (issuance, a template's requiredPresentation) or as
 // an OpenID4VP vp_token (verification). Every check runs that can; a check whose input is missing because
 // an earlier one failed is reported as not_run, with the reason. Formats and query languages plug in
-// (formats.ts, query.ts); the callers turn the outcomes into their own error style.
+// (src/formats/, query.ts); the callers turn the outcomes into their own error style.
 
-const FUTURE_SKEW_SECONDS = 60
-
-/** What binds the presentation to this exchange. */
-export interface SessionExpectation {
-  /** The nonce it must carry; undefined when the caller checks it itself (OpenID4VCI consumes the c_nonce). */
-  nonce?: string
-  /** OpenID4VP: the verifier's client_id; OpenID4VCI: the credential issuer identifier. */
-  audience: string
-  /** For messages: "the nonce of this session's request", "this verifier's client_id". */
-  nonceRole: string
-  audienceRole: string
-  now: number
-  /** When set, the presentation must say when it was made, at most this long ago (OpenID4VCI proof age). */
-  maxAgeSeconds?: number
-}
+export type { SessionExpectation }
 
 /** Where the time of one run went (milliseconds), for benchmarks. */
 export interface CheckTimings {
@@ -111,36 +97,6 @@ export interface PipelineResult {
 }
 
 const where = (c: { label: string }) => c.label
-
-function sessionBinding(binding: PresentationBinding, expect: SessionExpectation): string[] {
-  const failures: string[] = []
-  const { names } = binding
-  if (expect.nonce !== undefined && binding.nonce !== expect.nonce) {
-    failures.push(`${names.nonce} ${JSON.stringify(binding.nonce)} is not ${expect.nonceRole}`)
-  }
-  if (!binding.audiences.includes(expect.audience)) {
-    failures.push(
-      `${names.audience} ${JSON.stringify(binding.audienceShown)} is not ${expect.audienceRole} ${expect.audience}`,
-    )
-  }
-  const now = Math.floor(expect.now / 1000)
-  const { issuedAt, expiresAt } = binding
-  if (issuedAt === undefined) {
-    if (expect.maxAgeSeconds !== undefined) failures.push(`${names.issuedAt} is missing`)
-  } else if (typeof issuedAt !== 'number' || !Number.isFinite(issuedAt)) {
-    failures.push(`${names.issuedAt} is not a number`)
-  } else if (issuedAt > now + FUTURE_SKEW_SECONDS) {
-    failures.push(`${names.issuedAt} is in the future`)
-  } else if (expect.maxAgeSeconds !== undefined && issuedAt < now - expect.maxAgeSeconds) {
-    failures.push(
-      `${names.issuedAt} is ${now - issuedAt} s old; at most ${expect.maxAgeSeconds} s is accepted`,
-    )
-  }
-  if (expiresAt !== undefined && (typeof expiresAt !== 'number' || expiresAt <= now)) {
-    failures.push(`the ${names.presentation} has expired (${names.expiresAt})`)
-  }
-  return failures
-}
 
 function holderBinding(c: CheckedCredential, holder: DidKey): string | undefined {
   const binding = c.credential.holderBinding
@@ -275,10 +231,10 @@ export async function checkPresentations(
   )
   const holder = read.find((r) => r.holder)?.holder ?? null
 
-  // sessionBinding: made for this exchange and this audience, now.
+  // sessionBinding: made for this exchange and this audience, now (each format knows how it is bound).
   out.record(
     'sessionBinding',
-    read.flatMap((r) => prefixed(r.part, sessionBinding(r.presentation.binding, ctx.session))),
+    read.flatMap((r) => prefixed(r.part, r.presentation.verifyBinding(ctx.session))),
     "nonce and audience are this exchange's",
   )
 

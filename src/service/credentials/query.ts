@@ -1,4 +1,4 @@
-import type { ReadCredential } from './formats.ts'
+import type { ReadCredential } from '../../formats/types.ts'
 
 // The plug-in point for query languages: DIF Presentation Exchange v2 today (presentation-exchange.ts),
 // DCQL (OpenID4VP 1.0 §6) next. The service always evaluates the query itself; what the wallet says

@@ -1,17 +1,16 @@
 import { randomUUID } from 'node:crypto'
-import { resolveDidKey } from '../../shared/did-key.ts'
+import { signJwtVc } from '../../formats/jwt-vc/issue.ts'
+import { signSdJwtVc } from '../../formats/sd-jwt-vc/issue.ts'
+import type { FormatModule, StatusAllocation } from '../../formats/types.ts'
 import { isObject } from '../../shared/json.ts'
-import { signJws } from '../../shared/jws.ts'
-import { issueSdJwtVc } from '../../shared/sd-jwt.ts'
-import { JWT_TYP } from '../../shared/wire.ts'
 import type { IssuanceTemplate } from '../config/schema.ts'
 import type { SigningKey } from '../crypto/issuer-certificates.ts'
 import { AppError } from '../errors/problem.ts'
 import type { IssuedCredential, JwtProof, PreparedCredential, TemplateRecord } from '../store/types.ts'
 import type { PublicUrls } from '../util/urls.ts'
 
-// Credential objects of section 2.3: validation and defaults (rules 1–3), then signing as jwt_vc_json or
-// as an SD-JWT VC.
+// Credential objects of section 2.3: validation and defaults (rules 1–3), then signing in the template's
+// format (src/formats/<format>/issue.ts).
 
 export const VC_V1_CONTEXT = 'https://www.w3.org/2018/credentials/v1'
 const ALLOWED_FIELDS = new Set([
@@ -221,68 +220,71 @@ function complete(prepared: PreparedCredential, input: SigningInput) {
 }
 
 /**
- * Completes a prepared credential for `holderDid` (rule 3) and signs it as a jwt_vc_json JWT.
- * Returns the credential object (with its proof, as the process shows it) and the JWT.
+ * Completes a prepared credential for `holderDid` (rule 3) and signs it in `format` (its signer is the
+ * format's: src/formats/<format>/issue.ts), the status entry in the format's form.
+ */
+export function signIn(
+  format: FormatModule,
+  prepared: PreparedCredential,
+  input: Omit<SigningInput, 'status'> & {
+    status: StatusAllocation
+    vct: string
+    disclosable?: readonly string[] | undefined
+  },
+): Promise<IssuedCredential> {
+  const { issuance } = format
+  const { credential, notBefore, expires } = complete(prepared, {
+    ...input,
+    status: issuance.statusEntry(input.status),
+  })
+  return issuance.sign({
+    credential,
+    notBefore,
+    expires,
+    holderDid: input.holderDid,
+    key: input.key,
+    now: input.now,
+    vct: input.vct,
+    disclosable: input.disclosable,
+  }) as Promise<IssuedCredential>
+}
+
+/**
+ * Completes a prepared credential for `holderDid` (rule 3) and signs it as a jwt_vc_json JWT (tests and
+ * benches sign this way). Returns the credential object (with its proof, as the process shows it) and the JWT.
  */
 export function signCredential(
   prepared: PreparedCredential,
   input: SigningInput,
 ): { credential: IssuedCredential; jwt: string } {
   const { credential, notBefore, expires } = complete(prepared, input)
-  const jwt = signJws(
-    { alg: input.key.alg, typ: JWT_TYP, kid: input.key.kid },
-    {
-      iss: input.key.did,
-      sub: input.holderDid,
-      jti: credential.id,
-      nbf: notBefore,
-      iat: Math.floor(input.now / 1000),
-      ...(expires !== undefined ? { exp: expires } : {}),
-      vc: credential,
-    },
-    input.key.privateKey,
-  )
-  const proof: JwtProof = { type: 'JwtProof2020', jwt }
-  return { credential: { ...credential, proof }, jwt }
+  const signed = signJwtVc({
+    credential,
+    notBefore,
+    expires,
+    holderDid: input.holderDid,
+    key: input.key,
+    now: input.now,
+  })
+  return { credential: signed.credential as IssuedCredential, jwt: signed.jwt }
 }
 
-/**
- * Signs `prepared` as an SD-JWT VC (IETF SD-JWT VC; OpenID4VCI 1.0 Appendix A.3), the same credential object
- * of section 2.3 mapped onto its claims: credentialSubject's properties become claims (`id` becomes `sub`),
- * issuanceDate/validFrom `nbf`, expirationDate/validUntil (or validityDays) `exp`, the status entry a Token
- * Status List reference, and the holder's key `cnf.jwk`. The process `data` keeps the credential object
- * with the SD-JWT VC as its proof (`type: SdJwtVc`).
- */
-export async function signSdJwtCredential(
+/** The same as signIn for dc+sd-jwt with a status entry already in its form (tests and benches sign this way). */
+export function signSdJwtCredential(
   prepared: PreparedCredential,
   input: SigningInput & { vct: string; disclosable?: readonly string[] | undefined },
 ): Promise<IssuedCredential> {
   const { credential, notBefore, expires } = complete(prepared, input)
-  const { id: _subject, ...claims } = prepared.credentialSubject ?? {}
-  // A VC 2.0 object's validUntil bounds an SD-JWT VC too (a JWT VC keeps it inside `vc`).
-  const until =
-    expires ?? (typeof prepared.validUntil === 'string' ? seconds(prepared.validUntil) : undefined)
-  // SD-JWT VC §3.5: with an x5c chain the issuer is the credential issuer URL its leaf certifies (SAN URI),
-  // and the header carries the chain instead of a did:key kid (HAIP asks for x5c).
-  const { x5c } = input.key
-  const payload = {
-    ...claims,
-    iss: x5c ? x5c.issuer : input.key.did,
-    sub: input.holderDid,
-    ...(prepared.id ? { jti: prepared.id } : {}),
-    iat: Math.floor(input.now / 1000),
-    nbf: notBefore,
-    ...(until !== undefined ? { exp: until } : {}),
+  return signSdJwtVc({
+    credential,
+    notBefore,
+    expires,
+    holderDid: input.holderDid,
+    key: input.key,
+    now: input.now,
     vct: input.vct,
-    cnf: { jwk: resolveDidKey(input.holderDid).publicJwk },
-    status: input.status,
-  }
-  const jwt = await issueSdJwtVc(payload, input.disclosable ?? Object.keys(claims), {
-    alg: input.key.alg,
-    privateKey: input.key.privateKey,
-    header: x5c ? { x5c: x5c.x5c } : { kid: input.key.kid },
-  })
-  return { ...credential, proof: { type: 'SdJwtVc', jwt } }
+    disclosable: input.disclosable,
+  }) as Promise<IssuedCredential>
 }
 
 export function holderConflict(prepared: PreparedCredential[], holderDid: string): string | undefined {

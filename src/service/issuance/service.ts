@@ -1,6 +1,6 @@
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto'
+import { issuedFormat } from '../../formats/registry.ts'
 import type { IssuanceStep } from '../../shared/flow.ts'
-import { SD_JWT_VC_TYP } from '../../shared/wire.ts'
 import { hasRole } from '../auth/service.ts'
 import type { Principal } from '../auth/tokens.ts'
 import type { IssuerCertificates, SigningKey } from '../crypto/issuer-certificates.ts'
@@ -26,14 +26,7 @@ import {
 import { type Clock, isoTime } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
 import type { WebhookOutbox } from '../webhooks/outbox.ts'
-import {
-  holderConflict,
-  type PreparedCredential,
-  prepareCredentials,
-  signCredential,
-  signSdJwtCredential,
-  vctOf,
-} from './credentials.ts'
+import { holderConflict, type PreparedCredential, prepareCredentials, signIn, vctOf } from './credentials.ts'
 import { nextStamp, type ProcessEvent, type ProcessRefusal, processChanged, transition } from './lifecycle.ts'
 
 export const PROCESS_TYPE = 'OIDC4VCI_PRE_AUTHORIZED'
@@ -370,23 +363,19 @@ export class IssuanceService {
         }
         throw error
       }
-      // One list entry, referenced the way each format does: a Bitstring Status List entry in a W3C VC,
-      // a Token Status List reference in an SD-JWT VC.
+      // One list entry, referenced the way each format does (a Bitstring Status List entry in a W3C VC,
+      // a Token Status List reference in an SD-JWT VC); signed by the template's format.
       const { token, ...bitstring } = allocation
-      const { validityDays } = template.body
       data.push(
-        template.body.format === SD_JWT_VC_TYP
-          ? await signSdJwtCredential(credential, {
-              holderDid,
-              key,
-              status: { ...token },
-              now,
-              validityDays,
-              vct: vctOf(template, this.deps.urls),
-              disclosable: template.body.selectivelyDisclosable,
-            })
-          : signCredential(credential, { holderDid, key, status: { ...bitstring }, now, validityDays })
-              .credential,
+        await signIn(issuedFormat(template.body.format), credential, {
+          holderDid,
+          key,
+          status: { bitstring: { ...bitstring }, token: { ...token } },
+          now,
+          validityDays: template.body.validityDays,
+          vct: vctOf(template, this.deps.urls),
+          disclosable: template.body.selectivelyDisclosable,
+        }),
       )
     }
     const issued: ProcessRecord = {

@@ -1,5 +1,6 @@
+import { issuedFormat } from '../../formats/registry.ts'
 import { JWS_ALGS } from '../../shared/did-key.ts'
-import { PRE_AUTHORIZED_GRANT, SD_JWT_VC_TYP } from '../../shared/wire.ts'
+import { PRE_AUTHORIZED_GRANT } from '../../shared/wire.ts'
 import { DEFAULT_LOCALE, type ResolvedIssuanceTemplate } from '../config/schema.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import { OAuthError } from '../errors/oauth.ts'
@@ -82,10 +83,10 @@ export class IssuerMetadata {
         ...(body.display?.textColor ? { text_color: body.display.textColor } : {}),
       },
     ]
-    const sdJwt = body.format === SD_JWT_VC_TYP
+    const { issuance } = issuedFormat(body.format)
     // Claims path pointers (Appendix C): from the credential's root, so a W3C VC's start at credentialSubject.
     const claims = (body.claims ?? []).map((claim) => ({
-      path: [...(sdJwt ? [] : ['credentialSubject']), ...claim.path.split('.')],
+      path: [...issuance.claimsRoot, ...claim.path.split('.')],
       ...(claim.mandatory !== undefined ? { mandatory: claim.mandatory } : {}),
       ...(claim.name
         ? { display: [{ name: claim.name, locale: display[0]?.locale ?? DEFAULT_LOCALE }] }
@@ -96,17 +97,15 @@ export class IssuerMetadata {
     return {
       format: body.format,
       scope: template.id,
-      // An SD-JWT VC binds the key itself (cnf.jwk): a did:key kid or a bare jwk in the proof both work.
-      cryptographic_binding_methods_supported: sdJwt ? ['jwk', 'did:key'] : ['did:key'],
+      cryptographic_binding_methods_supported: [...issuance.bindingMethods],
       credential_signing_alg_values_supported: [body.signingAlg],
-      proof_types_supported: sdJwt
+      // A template that requires a presentation takes it as the key proof (di_vp), so a jwt proof cannot do.
+      proof_types_supported: !issuance.dataIntegrityProofs
         ? jwtProofs
         : body.requiredPresentation
           ? { di_vp: diVp, ldp_vp: diVp }
           : { ...jwtProofs, di_vp: diVp, ldp_vp: diVp },
-      ...(sdJwt
-        ? { vct: vctOf(template, this.deps.urls) }
-        : { credential_definition: { type: ['VerifiableCredential', body.credentialType] } }),
+      ...issuance.describe({ credentialType: body.credentialType, vct: vctOf(template, this.deps.urls) }),
       ...(!draft15 && { credential_metadata: { display, ...(claims.length > 0 ? { claims } : {}) } }),
       display,
     }

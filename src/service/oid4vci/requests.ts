@@ -1,5 +1,4 @@
-import { isObject } from '../../shared/json.ts'
-import { SD_JWT_VC_TYP, SD_JWT_VC_TYP_LEGACY } from '../../shared/wire.ts'
+import { formatNamed } from '../../formats/registry.ts'
 import { OAuthError } from '../errors/oauth.ts'
 import { vctOf } from '../issuance/credentials.ts'
 import type { TemplateRecord } from '../store/index.ts'
@@ -37,23 +36,14 @@ export function requestedConfiguration(
   const { format } = body
   const grantedFormat = granted.body.format
   const describes = `this access token grants "${granted.id}" (${grantedFormat})`
-  if (format === 'jwt_vc_json' || format === 'jwt_vc') {
-    const types = isObject(body.credential_definition) ? body.credential_definition.type : undefined
-    if (!Array.isArray(types))
-      throw invalid(`format ${format} needs credential_definition.type (draft 13 Appendix A.1)`)
-    if (grantedFormat !== 'jwt_vc_json' || !types.includes(granted.body.credentialType)) {
-      throw invalid(`format ${format} with type ${JSON.stringify(types)} does not describe what ${describes}`)
-    }
-    return granted.id
+  const named = formatNamed(format)
+  if (!named) throw invalid(`format ${JSON.stringify(format)} is not one this issuer offers; ${describes}`)
+  // The format reads its own description of the credential: credential_definition.type, or vct.
+  const request = named.issuance.legacyRequest(body, format)
+  if (typeof request === 'string') throw invalid(request)
+  const type = { credentialType: granted.body.credentialType, vct: vctOf(granted, urls) }
+  if (grantedFormat !== named.id || !request.names(type)) {
+    throw invalid(`format ${format} ${request.shown} does not describe what ${describes}`)
   }
-  if (format === SD_JWT_VC_TYP || format === SD_JWT_VC_TYP_LEGACY) {
-    const vct = vctOf(granted, urls)
-    if (grantedFormat !== SD_JWT_VC_TYP || body.vct !== vct) {
-      throw invalid(
-        `format ${format} with vct ${JSON.stringify(body.vct)} does not describe what ${describes}`,
-      )
-    }
-    return granted.id
-  }
-  throw invalid(`format ${JSON.stringify(format)} is not one this issuer offers; ${describes}`)
+  return granted.id
 }

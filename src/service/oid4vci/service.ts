@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
+import { issuedFormat } from '../../formats/registry.ts'
 import { isObject } from '../../shared/json.ts'
-import { PRE_AUTHORIZED_GRANT, SD_JWT_VC_TYP } from '../../shared/wire.ts'
+import { PRE_AUTHORIZED_GRANT } from '../../shared/wire.ts'
 import type { Oid4vciOptions } from '../config/schema.ts'
 import type { CheckMetrics } from '../credentials/pipeline.ts'
 import type { StatusChecker } from '../credentials/status.ts'
@@ -292,7 +293,7 @@ export class Oid4vciService {
       ownIssuers: () => this.deps.issuerKeys.didsOf(tenantId),
       status: this.deps.status,
       metrics: this.deps.metrics,
-      acceptJwk: template.body.format === SD_JWT_VC_TYP,
+      acceptJwk: issuedFormat(template.body.format).issuance.bindingMethods.includes('jwk'),
     }
   }
 

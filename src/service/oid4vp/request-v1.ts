@@ -1,7 +1,8 @@
 import { generateKeyPairSync, type JsonWebKey, type KeyObject, randomBytes } from 'node:crypto'
+import { formatOf } from '../../formats/registry.ts'
 import { JWS_ALGS } from '../../shared/did-key.ts'
 import { signJws } from '../../shared/jws.ts'
-import { OPENID4VP_SCHEME, REQUEST_OBJECT_TYP, SD_JWT_VC_TYP, SIOP_AUDIENCE } from '../../shared/wire.ts'
+import { OPENID4VP_SCHEME, REQUEST_OBJECT_TYP, SIOP_AUDIENCE } from '../../shared/wire.ts'
 import type { ResolvedVerificationTemplate } from '../config/schema.ts'
 import type { ConfiguredVerifier, IssuerCertificates } from '../crypto/issuer-certificates.ts'
 import type { IssuerKey, IssuerKeys } from '../crypto/issuer-keys.ts'
@@ -43,10 +44,7 @@ interface Signer {
 
 /** Appendix B: the algorithms this verifier accepts, per format it asks for. */
 function vpFormatsSupported(format: Settings['format']) {
-  const algs = [...JWS_ALGS]
-  return format === SD_JWT_VC_TYP
-    ? { [SD_JWT_VC_TYP]: { 'sd-jwt_alg_values': algs, 'kb-jwt_alg_values': algs } }
-    : { jwt_vc_json: { alg_values: algs } }
+  return formatOf(format).vpFormatsSupported(JWS_ALGS)
 }
 
 /** A fresh ECDH-ES key for one session's encrypted response; the private JWK is kept with the session. */

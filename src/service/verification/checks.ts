@@ -1,7 +1,8 @@
+import { jwtVcJson, jwtVpJson } from '../../formats/jwt-vc/verify.ts'
+import { DEFAULT_DCQL_FORMAT, formatNamed, formatOf } from '../../formats/registry.ts'
 import { isJwsAlg, JWS_ALGS } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { dcql } from '../credentials/dcql.ts'
-import { jwtVcJson, jwtVpJson } from '../credentials/jwt-vc.ts'
 import { CHECKS, type CheckName } from '../credentials/outcomes.ts'
 import {
   type CheckTimings,
@@ -12,7 +13,6 @@ import {
 } from '../credentials/pipeline.ts'
 import { presentationExchange } from '../credentials/presentation-exchange.ts'
 import type { QueryLanguage } from '../credentials/query.ts'
-import { sdJwtVcCredential, sdJwtVcPresentation } from '../credentials/sd-jwt-vc.ts'
 import type { StatusChecker } from '../credentials/status.ts'
 import type { Validations } from '../store/index.ts'
 
@@ -105,14 +105,6 @@ function verdictOf(result: PipelineResult): Verdict {
   }
 }
 
-/**
- * How a DCQL answer is read per credential format (OpenID4VP 1.0 Appendix B): an SD-JWT VC is its own
- * presentation (KB-JWT); a jwt_vc_json credential travels in a jwt_vp_json presentation.
- */
-const DCQL_FORMATS = {
-  'dc+sd-jwt': { presentationFormat: sdJwtVcPresentation, credentialFormats: [sdJwtVcCredential] },
-  jwt_vc_json: { presentationFormat: jwtVpJson, credentialFormats: [jwtVcJson] },
-} as const
 const ALL_ALGS = { algorithms: JWS_ALGS }
 /** How old a KB-JWT or VP may be (its `iat`): a presentation is made for one exchange, now. */
 export const PRESENTATION_MAX_AGE_SECONDS = 300
@@ -127,10 +119,12 @@ export async function verifyDcqlResponse(
   ctx: ResponseContext & { dcqlQuery: Record<string, unknown> },
 ): Promise<Verdict> {
   const queries = Array.isArray(ctx.dcqlQuery.credentials) ? ctx.dcqlQuery.credentials : []
-  const formatOf = (id: string) => {
+  // How a DCQL answer is read per credential format (OpenID4VP 1.0 Appendix B): the credential query's
+  // format names it (the session's own query: this service wrote it); its presentation format reads it.
+  const partOf = (id: string) => {
     const query = queries.find((q) => isObject(q) && q.id === id) ?? queries[0]
-    const format = isObject(query) ? query.format : undefined
-    return format === 'jwt_vc_json' ? DCQL_FORMATS.jwt_vc_json : DCQL_FORMATS['dc+sd-jwt']
+    const format = formatNamed(isObject(query) ? query.format : undefined) ?? formatOf(DEFAULT_DCQL_FORMAT)
+    return { presentationFormat: format.presentation, credentialFormats: [format.credential] }
   }
   const parts: PresentationPart[] = Object.entries(vpToken).flatMap(([queryId, value]) =>
     // A bare presentation instead of an array is read anyway; dcql's mapping check names the mistake.
@@ -138,7 +132,7 @@ export async function verifyDcqlResponse(
       token,
       queryId,
       label: `vp_token.${queryId}[${i}]`,
-      ...formatOf(queryId),
+      ...partOf(queryId),
       presentationPolicy: ALL_ALGS,
       credentialPolicy: ALL_ALGS,
     })),

@@ -1,4 +1,5 @@
 import { DcqlQuery } from 'dcql'
+import { type FormatId, formatOf } from '../../formats/registry.ts'
 
 // The dcql_query of a verification template (OpenID4VP 1.0 Final §6): the DCQL counterpart of the
 // presentation definition (definition.ts). One credential query per credential type; requested fields
@@ -22,7 +23,7 @@ export interface DcqlQueryInput {
     optional: boolean
     purpose?: string
   }[]
-  format: 'dc+sd-jwt' | 'jwt_vc_json'
+  format: FormatId
   /** The SD-JWT VC `vct` values a type is accepted under (dc+sd-jwt only). */
   vctValues(type: string): string[]
 }
@@ -34,7 +35,7 @@ export interface DcqlClaimsQueryJson {
 
 export interface DcqlCredentialQueryJson {
   id: string
-  format: 'dc+sd-jwt' | 'jwt_vc_json'
+  format: FormatId
   meta: { vct_values: string[] } | { type_values: string[][] }
   claims?: DcqlClaimsQueryJson[]
   claim_sets?: string[][]
@@ -104,8 +105,8 @@ function claimsOf(
   }
   const fields = [...byPath.values()]
   if (fields.length === 0) return {}
-  const pathOf = (segments: string[]) =>
-    input.format === 'jwt_vc_json' ? ['credentialSubject', ...segments] : segments
+  const { dcql } = formatOf(input.format)
+  const pathOf = (segments: string[]) => dcql.claimPath(segments)
   if (fields.every((f) => !f.optional)) return { claims: fields.map((f) => ({ path: pathOf(f.segments) })) }
   const ids = new Set<string>()
   const claims = fields.map((f) => ({ id: uniqueId(f.segments.join('_'), ids), path: pathOf(f.segments) }))
@@ -113,7 +114,7 @@ function claimsOf(
   if (required.length > 0) return { claims, claim_sets: [claims.map((c) => c.id), required] }
   // Every field optional: a claim set cannot be empty (§6.1), so the fallback asks for a claim every
   // credential of the format carries and no wallet discloses selectively: `vct` (SD-JWT VC), `type` (W3C).
-  const anchorName = input.format === 'jwt_vc_json' ? 'type' : 'vct'
+  const anchorName = dcql.anchorClaim
   const anchor = { id: uniqueId(anchorName, ids), path: [anchorName] }
   return { claims: [...claims, anchor], claim_sets: [claims.map((c) => c.id), [anchor.id]] }
 }
@@ -124,18 +125,15 @@ function credentialQuery(
   input: DcqlQueryInput,
   problems: string[],
 ): DcqlCredentialQueryJson {
-  let meta: DcqlCredentialQueryJson['meta']
-  if (input.format === 'dc+sd-jwt') {
-    const vct = input.vctValues(type)
-    // Appendix B.3.5: vct_values is a non-empty array.
-    if (vct.length === 0) problems.push(`credential type "${type}" has no vct value for dc+sd-jwt`)
-    meta = { vct_values: [...vct] }
-  } else {
-    // Appendix B.1.1: each inner array lists types the credential's `type` must all include. The
-    // template's type names are not defined by a JSON-LD @context, so they stand as they are.
-    meta = { type_values: [[...new Set(['VerifiableCredential', type])]] }
+  // Appendix B: the format says how a credential query names the type (vct_values, type_values).
+  const meta = formatOf(input.format).dcql.meta(type, () => input.vctValues(type))
+  if (typeof meta === 'string') problems.push(meta)
+  return {
+    id,
+    format: input.format,
+    meta: typeof meta === 'string' ? { vct_values: [] } : meta,
+    ...claimsOf(type, input, problems),
   }
-  return { id, format: input.format, meta, ...claimsOf(type, input, problems) }
 }
 
 function build(input: DcqlQueryInput, problems: string[]): DcqlQueryJson {

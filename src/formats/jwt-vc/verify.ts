@@ -1,6 +1,7 @@
 import { type DidKey, isJwsAlg, resolveDidKey } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { type DecodedJws, decodeJws, JwsError, verifyJws } from '../../shared/jws.ts'
+import { bindingFailures } from '../binding.ts'
 import type {
   CredentialFormat,
   FormatPolicy,
@@ -10,7 +11,7 @@ import type {
   ReadCredential,
   ReadPresentation,
   ValidityBound,
-} from './formats.ts'
+} from '../types.ts'
 
 // JWT-secured W3C credentials and presentations (VC Data Model 1.1 JWT encoding, section 6.3.1):
 // OpenID4VC format `jwt_vc_json` (Veramo and PEX say `jwt_vc`) and `jwt_vp_json` (`jwt_vp`). Keys are
@@ -179,20 +180,24 @@ function readJwtPresentation(token: unknown, policy: FormatPolicy): ReadPresenta
   return {
     format: 'jwt_vp_json',
     mechanisms: `jwt_vp (${alg}) by a did:key holder`,
-    binding: {
-      nonce: payload.nonce,
-      audiences: Array.isArray(payload.aud) ? payload.aud : [payload.aud],
-      issuedAt: payload.iat,
-      expiresAt: payload.exp,
-      audienceShown: payload.aud,
-      names: {
-        presentation: 'VP',
-        nonce: 'VP nonce',
-        audience: 'VP aud',
-        issuedAt: 'VP iat',
-        expiresAt: 'exp',
-      },
-    },
+    verifyBinding: (session) =>
+      bindingFailures(
+        {
+          nonce: payload.nonce,
+          audiences: Array.isArray(payload.aud) ? payload.aud : [payload.aud],
+          issuedAt: payload.iat,
+          expiresAt: payload.exp,
+          audienceShown: payload.aud,
+          names: {
+            presentation: 'VP',
+            nonce: 'VP nonce',
+            audience: 'VP aud',
+            issuedAt: 'VP iat',
+            expiresAt: 'exp',
+          },
+        },
+        session,
+      ),
     credentials: raw.map((entry, index) => ({ index, raw: entry })),
     unreadable: [],
     async verifyProof() {

@@ -5,7 +5,8 @@ import { type DecodedJws, decodeJws, JwsError, verifyJws } from '../../shared/jw
 import { type ClaimPath, readDisclosures, SD_JWT_LIMITS, splitSdJwt } from '../../shared/sd-jwt.ts'
 import { tokenStatusReference } from '../../shared/token-status-list.ts'
 import { KB_JWT_TYP, SD_JWT_VC_TYP, SD_JWT_VC_TYP_LEGACY } from '../../shared/wire.ts'
-import { verifyX5c } from '../../shared/x509.ts'
+import { bindingFailures } from '../binding.ts'
+import { verifyIssuerJws } from '../jwt-vc/verify.ts'
 import type {
   CredentialFormat,
   FormatPolicy,
@@ -16,33 +17,17 @@ import type {
   ReadPresentation,
   StatusReference,
   ValidityBound,
-} from './formats.ts'
-import { verifyIssuerJws } from './jwt-vc.ts'
+} from '../types.ts'
+import { IssuerKeyError, type SdJwtIssuer, sdJwtIssuer, subjectClaims } from './issuer.ts'
 
 // SD-JWT VC (`dc+sd-jwt`; draft-ietf-oauth-sd-jwt-vc, SD-JWT RFC 9901) for the pipeline. A presentation
 // is `<issuer-signed JWT>~<disclosures>~<KB-JWT>`: the same string is the credential (read by
 // `sdJwtVcCredential`) and its own presentation (`sdJwtVcPresentation`, whose proof is the KB-JWT).
-// The issuer names its key by a did:key `kid`, or by an `x5c` chain to one of the verifier's trust anchors.
+// The issuer names its key by a did:key `kid`, or by an `x5c` chain to one of the verifier's trust anchors
+// (issuer.ts decides who signed, for the service and the wallet alike).
 // Work is bounded before anything is trusted (issue 30): reading decodes the issuer-signed JWT only; the
 // disclosures are decoded, digested and applied by shared/sd-jwt.ts's readDisclosures (RFC 9901 §7.1, its
 // limits) once the issuer's signature verified. Until then the claims are the payload's plain ones.
-
-/** SD-JWT VC registered claims (draft §3.2.2) and SD-JWT internals: not the subject's claims. */
-const REGISTERED = new Set([
-  'iss',
-  'sub',
-  'jti',
-  'aud',
-  'iat',
-  'nbf',
-  'exp',
-  'cnf',
-  'vct',
-  'vct#integrity',
-  'status',
-  '_sd',
-  '_sd_alg',
-])
 
 const isoOf = (seconds: number) => new Date(seconds * 1000).toISOString()
 
@@ -107,39 +92,33 @@ function parse(raw: unknown, policy: FormatPolicy, what: string): Parsed {
 
 /**
  * SD-JWT VC §3.5 / HAIP: the issuer-signed JWT names its key by an `x5c` chain that must end in one of the
- * verifier's trust anchors, and `iss` must be named by the leaf (a SAN URI, or its host a dNSName).
+ * verifier's trust anchors and name `iss` (issuer.ts, the rule the wallet applies too).
  */
 async function verifyX5cIssuer(
   jwt: string,
-  x5c: unknown,
-  iss: unknown,
+  header: Record<string, unknown>,
+  payload: Record<string, unknown>,
   policy: FormatPolicy,
   context: ProofContext | undefined,
 ): Promise<ProofResult> {
-  if (!context || context.trustAnchors.length === 0) {
-    return {
-      ok: false,
-      reason: 'names its issuer key by x5c, and this verifier has no trust anchor configured',
-    }
-  }
-  let chain: Awaited<ReturnType<typeof verifyX5c>>
+  let signer: SdJwtIssuer
   try {
-    chain = await verifyX5c(x5c, context.trustAnchors, context.now)
+    signer = await sdJwtIssuer(header, payload, {
+      anchors: context?.trustAnchors ?? [],
+      now: context?.now ?? Date.now(),
+    })
   } catch (error) {
-    return { ok: false, reason: `x5c chain: ${(error as Error).message}` }
-  }
-  if (typeof iss !== 'string') return { ok: false, reason: 'iss is missing (x5c issuers are named by URL)' }
-  let host: string | undefined
-  try {
-    host = new URL(iss).hostname
-  } catch {
-    host = undefined
-  }
-  if (!chain.uris.includes(iss) && !(host !== undefined && chain.dns.includes(host))) {
-    return { ok: false, reason: `iss ${JSON.stringify(iss)} is not named by the x5c leaf certificate` }
+    if (!(error instanceof IssuerKeyError)) throw error
+    const reason =
+      error.code === 'no_anchor'
+        ? 'names its issuer key by x5c, and this verifier has no trust anchor configured'
+        : error.code === 'chain'
+          ? `x5c chain: ${error.message}`
+          : error.message
+    return { ok: false, reason }
   }
   try {
-    verifyJws(jwt, chain.publicKey, { algorithms: policy.algorithms })
+    verifyJws(jwt, signer.key, { algorithms: policy.algorithms })
   } catch (error) {
     return {
       ok: false,
@@ -149,7 +128,12 @@ async function verifyX5cIssuer(
           : `cannot be checked: ${(error as Error).message}`,
     }
   }
-  return { ok: true, issuer: iss, anchor: chain.anchor.subject, issuerKey: chain.publicKey }
+  return {
+    ok: true,
+    issuer: signer.issuer,
+    ...(signer.anchor !== undefined && { anchor: signer.anchor }),
+    issuerKey: signer.key,
+  }
 }
 
 function readSdJwtCredential(raw: unknown, policy: FormatPolicy): ReadCredential {
@@ -165,8 +149,7 @@ function readSdJwtCredential(raw: unknown, policy: FormatPolicy): ReadCredential
   let disclosed: ClaimPath[] = []
   let view: { claims: Record<string, unknown>; sharedView: Record<string, unknown>; queryInput: unknown }
   const refresh = () => {
-    const claims: Record<string, unknown> = {}
-    for (const [k, v] of Object.entries(all)) if (!REGISTERED.has(k)) claims[k] = v
+    const claims = subjectClaims(all)
     view = {
       claims,
       sharedView: {
@@ -204,7 +187,7 @@ function readSdJwtCredential(raw: unknown, policy: FormatPolicy): ReadCredential
     verifyProof(keys, context) {
       // the issuer's signature first: nothing of a disclosure is decoded for an unsigned token
       if (header.x5c !== undefined) {
-        return verifyX5cIssuer(issuerJwt, header.x5c, payload.iss, policy, context).then(applyDisclosures)
+        return verifyX5cIssuer(issuerJwt, header, payload, policy, context).then(applyDisclosures)
       }
       return applyDisclosures(verifyIssuerJws(issuerJwt, header.kid, payload.iss, keys, policy, false))
     },
@@ -267,20 +250,24 @@ function readSdJwtPresentation(token: unknown, policy: FormatPolicy): ReadPresen
   return {
     format: SD_JWT_VC_TYP,
     mechanisms: `${SD_JWT_VC_TYP} (${String(decoded.header.alg)}) with ${kb ? `a KB-JWT (${String(kb.header.alg)})` : 'no KB-JWT'}`,
-    binding: {
-      nonce: p.nonce,
-      audiences: Array.isArray(p.aud) ? p.aud : [p.aud],
-      issuedAt: p.iat,
-      expiresAt: p.exp,
-      audienceShown: p.aud,
-      names: {
-        presentation: 'KB-JWT',
-        nonce: 'KB-JWT nonce',
-        audience: 'KB-JWT aud',
-        issuedAt: 'KB-JWT iat',
-        expiresAt: 'KB-JWT exp',
-      },
-    },
+    verifyBinding: (session) =>
+      bindingFailures(
+        {
+          nonce: p.nonce,
+          audiences: Array.isArray(p.aud) ? p.aud : [p.aud],
+          issuedAt: p.iat,
+          expiresAt: p.exp,
+          audienceShown: p.aud,
+          names: {
+            presentation: 'KB-JWT',
+            nonce: 'KB-JWT nonce',
+            audience: 'KB-JWT aud',
+            issuedAt: 'KB-JWT iat',
+            expiresAt: 'KB-JWT exp',
+          },
+        },
+        session,
+      ),
     credentials: [{ index: 0, raw: token }],
     unreadable: [],
     async verifyProof() {

@@ -1,7 +1,8 @@
 import { unwrapEnvelopedCredential, verifyPresentation } from '../../shared/data-integrity.ts'
 import { resolveDidKey } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
-import type { PresentationFormat, ReadPresentation } from './formats.ts'
+import { bindingFailures } from '../binding.ts'
+import type { PresentationFormat, ReadPresentation } from '../types.ts'
 
 // A VC 2.0 presentation secured with Data Integrity (eddsa-rdfc-2022) by a did:key holder: OpenID4VCI's
 // `di_vp` key proof (draft 13 `ldp_vp`), and OpenID4VP's `ldp_vp`. Its binding is the proof's `challenge`
@@ -34,20 +35,24 @@ function readDiPresentation(vp: unknown): ReadPresentation {
   return {
     format: 'ldp_vp',
     mechanisms: `ldp_vp (${String(options.cryptosuite ?? options.type)}) by a did:key holder`,
-    binding: {
-      nonce: options.challenge,
-      audiences: domains,
-      issuedAt: secondsOf(options.created),
-      expiresAt: secondsOf(options.expires),
-      audienceShown: options.domain,
-      names: {
-        presentation: 'presentation',
-        nonce: 'proof challenge',
-        audience: 'proof domain',
-        issuedAt: 'proof created',
-        expiresAt: 'proof expires',
-      },
-    },
+    verifyBinding: (session) =>
+      bindingFailures(
+        {
+          nonce: options.challenge,
+          audiences: domains,
+          issuedAt: secondsOf(options.created),
+          expiresAt: secondsOf(options.expires),
+          audienceShown: options.domain,
+          names: {
+            presentation: 'presentation',
+            nonce: 'proof challenge',
+            audience: 'proof domain',
+            issuedAt: 'proof created',
+            expiresAt: 'proof expires',
+          },
+        },
+        session,
+      ),
     credentials,
     unreadable,
     async verifyProof() {

@@ -1,0 +1,231 @@
+import type { JsonWebKey, KeyObject } from 'node:crypto'
+import type { DcqlCredential } from 'dcql'
+import type { DidKey, JwsAlg } from '../shared/did-key.ts'
+import type { SessionExpectation } from './binding.ts'
+
+export type { PresentationBinding, SessionExpectation } from './binding.ts'
+
+// What a credential format is, for every part that handles one: the service's checking pipeline
+// (src/service/credentials/pipeline.ts), its issuer and metadata, its verifier's requests, and the wallet.
+// A format is one folder beside this file (jwt-vc/, sd-jwt-vc/, data-integrity/) whose index.ts exports a
+// FormatModule; registry.ts lists them. A format reads and verifies what it carries, including how a
+// presentation is bound to its exchange (a KB-JWT's nonce and aud, a future mdoc's SessionTranscript);
+// what a careful verifier concludes from what it read stays the pipeline's, so issuance (OpenID4VCI di_vp)
+// and verification (OpenID4VP) apply the same rules to every format. This folder imports only src/shared/
+// and libraries: the service and the wallet both use it (one verifier for both sides of the wire).
+
+/** Finds the public key behind a key id (did:key today; did:web, x5c or an issuer's JWKS later). */
+export type KeyResolver = (kid: string) => DidKey
+
+/** What a query language and the format's own algorithm policy allow, per format identifier. */
+export interface FormatPolicy {
+  /** Signature algorithms the query allows for this format; empty means none. */
+  algorithms: readonly JwsAlg[]
+}
+
+/** How a credential names the one it was issued to. */
+export type HolderBinding =
+  /** W3C VCs: the holder is the subject (`sub` / `credentialSubject.id`); `conflict` when they differ. */
+  | { kind: 'subject'; id: string | undefined; conflict?: string }
+  /** SD-JWT VC and mdoc: the holder proves possession of this key (`cnf.jwk`), e.g. with a KB-JWT. */
+  | { kind: 'key'; jwk: JsonWebKey }
+
+/** A status entry a credential points at. */
+export type StatusReference =
+  /** W3C Bitstring Status List v1.0 `credentialStatus` entry (BitstringStatusListEntry). */
+  | { kind: 'bitstring'; entry: unknown }
+  /** IETF Token Status List (`status.status_list {idx, uri}`), used by SD-JWT VC. */
+  | { kind: 'token-status-list'; uri: string; index: number }
+
+/** One instant a credential is valid from or until (ms), and how the credential wrote it. */
+export interface ValidityBound {
+  kind: 'notBefore' | 'notAfter'
+  at: number
+  shown: string
+}
+
+/** The outcome of a signature check: the verified issuer, or why there is none. */
+export type ProofResult =
+  /**
+   * `anchor`: the trust anchor an x5c chain ended in (the issuer is trusted by it, not by a DID list);
+   * `issuerKey`: then the leaf's key, which must also sign the issuer's status list.
+   */
+  | { ok: true; issuer: string; anchor?: string; issuerKey?: import('node:crypto').KeyObject }
+  | { ok: false; reason: string }
+
+/** What an issuer's proof is checked against besides did:key resolution. */
+export interface ProofContext {
+  /** PEM certificates an `x5c` issuer chain must end in (SD-JWT VC §3.5, HAIP); none: x5c fails. */
+  trustAnchors: readonly string[]
+  /** When the chain must be valid (ms). */
+  now: number
+}
+
+/** A credential as its format read it: nothing here is trusted before `verifyProof` says ok. */
+export interface ReadCredential {
+  /** The format identifier (OpenID4VC `format`): `jwt_vc_json`, `dc+sd-jwt`. */
+  readonly format: string
+  /** The signature algorithm (for securityMechanisms). */
+  readonly alg: string
+  /** The credential types (W3C `type`, or the SD-JWT `vct`), most specific last. */
+  readonly types: readonly string[]
+  /** Verifies the issuer's signature, resolving the issuer key with `keys` (or its x5c chain to an anchor). */
+  verifyProof(keys: KeyResolver, context?: ProofContext): ProofResult | Promise<ProofResult>
+  readonly holderBinding: HolderBinding
+  readonly validity: readonly ValidityBound[]
+  /** Status entries; empty when the credential carries none. */
+  readonly status: readonly StatusReference[]
+  /** The subject's claims (disclosed ones only, for selective disclosure), `id` left out. */
+  readonly claims: Record<string, unknown>
+  /** The credential as section 2.4 shows it (decoded, W3C-shaped, with the original in `proof`). */
+  readonly sharedView: Record<string, unknown>
+  /** What query languages evaluate: the form `@sphereon/pex` and `dcql` accept (a JWT string for jwt_vc). */
+  readonly queryInput: unknown
+  /**
+   * Selective disclosure: the paths of the claims the holder disclosed (array positions as numbers), once the
+   * proof verified; undefined for formats that disclose everything.
+   */
+  readonly disclosed?: readonly (readonly (string | number)[])[]
+}
+
+export interface CredentialFormat {
+  /** The format identifier and the older names a wallet or a query may use for it (jwt_vc). */
+  readonly id: string
+  readonly aliases: readonly string[]
+  /** Whether `raw`, one entry of a presentation, looks like this format (no validation yet). */
+  accepts(raw: unknown): boolean
+  /** Decodes `raw`; throws an Error whose message says what is wrong. */
+  read(raw: unknown, policy: FormatPolicy): ReadCredential
+}
+
+/** The holder's proof over the presentation: the proven holder key, or the failures. */
+export type PresentationProofResult =
+  | { ok: true; holder: DidKey; proofEntry: Record<string, unknown> }
+  | { ok: false; failures: string[] }
+
+/** A presentation as its format read it. */
+export interface ReadPresentation {
+  readonly format: string
+  /** A one-line description of the security mechanisms used, for the passed securityMechanisms check. */
+  readonly mechanisms: string
+  /**
+   * The sessionBinding check: failures when the presentation was not made for this exchange (nonce,
+   * audience, time; an mdoc's SessionTranscript), empty when it was. The format owns it.
+   */
+  verifyBinding(session: SessionExpectation): string[]
+  /** The credentials as carried (unwrapped from envelopes), by position in the presentation. */
+  readonly credentials: readonly { index: number; raw: unknown }[]
+  /** Entries that cannot be read as a credential (securityMechanisms failures). */
+  readonly unreadable: readonly string[]
+  /** Verifies the holder's signature over the presentation (not the binding: the pipeline judges it). */
+  verifyProof(): Promise<PresentationProofResult>
+}
+
+export interface PresentationFormat {
+  readonly id: string
+  readonly aliases: readonly string[]
+  /** Decodes a presentation; throws an Error whose message says what is wrong (a securityMechanisms failure). */
+  read(token: unknown, policy: FormatPolicy): ReadPresentation
+}
+
+// ---- a format as every part uses it (one folder per format; registry.ts lists them) ----
+
+/** How a format takes part in DCQL (OpenID4VP 1.0 §6, Appendix B): queries the verifier builds and evaluates. */
+export interface DcqlProfile {
+  /** Appendix B: a template's `$.credentialSubject.a.b` field as this format's claims path. */
+  claimPath(segments: readonly string[]): string[]
+  /** A claim every credential of the format carries and no wallet discloses selectively (a claim set's fallback). */
+  readonly anchorClaim: string
+  /** The credential query's `meta` for a credential type (`vctValues` asked only by vct-typed formats), or why there is none. */
+  meta(
+    type: string,
+    vctValues: () => readonly string[],
+  ): { vct_values: string[] } | { type_values: string[][] } | string
+  /** A presented credential in the `dcql` package's model (what it disclosed), or why it cannot be evaluated. */
+  model(credential: ReadCredential): DcqlCredential | string
+  /**
+   * A credential the wallet holds (its issued form, as stored) in the `dcql` package's model: every claim
+   * the holder could disclose (§7.1); undefined when it cannot be read so.
+   */
+  heldModel(issued: string, vct: string | undefined): Promise<DcqlCredential | undefined>
+}
+
+/** The one status-list entry allocated for a credential, in both forms; a format references it its own way. */
+export interface StatusAllocation {
+  /** W3C Bitstring Status List v1.0 `credentialStatus` entry. */
+  bitstring: Record<string, unknown>
+  /** IETF Token Status List reference (`status.status_list {idx, uri}`). */
+  token: Record<string, unknown>
+}
+
+/** An issuer key as a template signs with it: a did:key, with an x5c chain when the template asks for one. */
+export interface IssuerSigningKey {
+  alg: JwsAlg
+  kid: string
+  did: string
+  privateKey: KeyObject
+  /** SD-JWT VC §3.5: the chain to name the key by, and the issuer URL its leaf certifies. */
+  x5c?: { x5c: string[]; issuer: string }
+}
+
+/** A credential object of section 2.3 completed for its holder (issuer, dates, subject id, status), to be signed. */
+export interface IssueInput {
+  credential: Record<string, unknown> & { id?: unknown; credentialSubject: Record<string, unknown> }
+  /** Seconds since the epoch: valid from, and until (when it expires). */
+  notBefore: number
+  expires: number | undefined
+  holderDid: string
+  key: IssuerSigningKey
+  now: number
+  /** SD-JWT VC: its `vct`, and the subject claims disclosed selectively (all of them when undefined). */
+  vct: string
+  disclosable: readonly string[] | undefined
+}
+
+/** A signed credential as a process's `data` shows it: the credential object with its signed form as proof. */
+export type SignedCredential = Record<string, unknown> & {
+  proof: { type: 'JwtProof2020' | 'SdJwtVc'; jwt: string }
+}
+
+/** How a format is issued over OpenID4VCI (1.0 Appendix A) by the service. */
+export interface IssuanceProfile {
+  /** Appendix C: where this format's claims path pointers start (a W3C VC's at `credentialSubject`). */
+  readonly claimsRoot: readonly string[]
+  /** `cryptographic_binding_methods_supported`; with `jwk`, a key proof may name the holder key by a bare jwk. */
+  readonly bindingMethods: readonly string[]
+  /** Whether a key proof may be a Data Integrity presentation (`di_vp`, `ldp_vp`): W3C credentials only. */
+  readonly dataIntegrityProofs: boolean
+  /** Whether the issuer key may be named by an x5c chain (SD-JWT VC §3.5, HAIP). */
+  readonly x5cIssuer: boolean
+  /** The credential configuration members naming the type: `vct`, or `credential_definition`. */
+  describe(type: { credentialType: string; vct: string }): Record<string, unknown>
+  /**
+   * A draft 13/14 credential request naming the credential by `format` plus `credential_definition` or
+   * `vct`: how it describes the credential (for messages) and whether that is `type`, or why it cannot be read.
+   */
+  legacyRequest(
+    body: Record<string, unknown>,
+    format: string,
+  ): { shown: string; names(type: { credentialType: string; vct: string }): boolean } | string
+  /** The status entry in this format's form. */
+  statusEntry(allocation: StatusAllocation): Record<string, unknown>
+  /** Signs the completed credential for its holder. */
+  sign(input: IssueInput): Promise<SignedCredential>
+}
+
+/** A credential format, everything of it in one place. */
+export interface FormatModule<Id extends string = string> {
+  /** The format identifier (OpenID4VCI / OpenID4VP `format`) and the older names wallets and queries use. */
+  readonly id: Id
+  readonly aliases: readonly string[]
+  /** Reads and verifies a credential of this format: the service's pipeline, the wallet at receipt. */
+  readonly credential: CredentialFormat
+  /** How a credential of this format travels in an OpenID4VP 1.0 vp_token entry (Appendix B). */
+  readonly presentation: PresentationFormat
+  /** How a credential of this format names its type: SD-JWT VC `vct`, W3C `type`. */
+  readonly typedBy: 'vct' | 'type'
+  /** Its member of `vp_formats_supported` (OpenID4VP 1.0 §11.1, Appendix B) for these algorithms. */
+  vpFormatsSupported(algs: readonly JwsAlg[]): Record<string, unknown>
+  readonly dcql: DcqlProfile
+  readonly issuance: IssuanceProfile
+}
