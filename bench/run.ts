@@ -320,7 +320,7 @@ export interface ExternalContext {
 const tsxLoader = () => import.meta.resolve('tsx')
 
 // Servers run as a deployment runs them: NODE_ENV=production turns off the service's development checks
-// (the transaction guard, store/sqlite-commit.ts); the baselines have none to turn off.
+// (the transaction guard, store/transaction-guard.ts); the baselines have none to turn off.
 function child(file: string, profileDir?: string, args: string[] = []): ChildProcess {
   const profile = profileDir ? ['--cpu-prof', '--cpu-prof-dir', profileDir] : []
   return fork(join(HERE, file), args, {

@@ -3,11 +3,11 @@ import { execFileSync } from 'node:child_process'
 import { after, before, describe, test } from 'node:test'
 import { type Store, TransactionMisuseError } from '../src/service/store/index.ts'
 import { openSqliteStore } from '../src/service/store/sqlite.ts'
-import { TRANSACTION_GUARD } from '../src/service/store/sqlite-commit.ts'
+import { TRANSACTION_GUARD } from '../src/service/store/transaction-guard.ts'
 import { ManualClock } from '../src/service/util/clock.ts'
 import { STORE_KINDS, type TestDatabase } from './fixtures/stores.ts'
 
-const COMMIT_MODULE = new URL('../src/service/store/sqlite-commit.ts', import.meta.url).href
+const COMMIT_MODULE = new URL('../src/service/store/transaction-guard.ts', import.meta.url).href
 
 // Group commit (src/service/store/sqlite.ts): transactions asked for in one turn of the event loop share
 // one BEGIN IMMEDIATE … COMMIT; when one fails, the batch runs again with a savepoint each. What must hold:

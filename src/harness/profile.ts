@@ -160,13 +160,6 @@ export function readProfileFile(path: string): {
   return { values, problems, reported }
 }
 
-/** readProfileFile for a file that must have no structural problem: throws TargetConfigError listing them. */
-export function readProfile(path: string): Map<string, unknown> {
-  const { values, problems } = readProfileFile(path)
-  if (problems.length > 0) throw new TargetConfigError(problems.join('\n'))
-  return values
-}
-
 /** Checks one value; returns the normalised text or a problem that names no value. */
 function check(setting: Setting, raw: unknown): { value: string } | { problem: string } {
   if (setting.kind === 'port') {

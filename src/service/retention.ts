@@ -4,7 +4,7 @@ import type { Clock } from './util/clock.ts'
 
 // The background purge of the retention policy (config `retention`; docs/security.md, "Retention"): once
 // shortly after start, then every purgeIntervalSeconds, each run deleting in bounded batches of their own
-// transactions (store/sqlite-retention.ts says what goes, table by table).
+// transactions (store/retention.ts says what goes, table by table).
 
 /** Records per transaction: a backlog is purged in many short write transactions, never one long one. */
 export const PURGE_BATCH = 500

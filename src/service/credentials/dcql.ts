@@ -217,6 +217,10 @@ interface Keyed {
 
 export const dcql: QueryLanguage = {
   id: 'dcql',
+  words: {
+    query: "this session's dcql_query",
+    satisfied: 'the credentials satisfy the dcql_query under the credential query ids the vp_token names',
+  },
 
   evaluate(query, candidates): QueryEvaluation {
     const prepared = parseQuery(query)

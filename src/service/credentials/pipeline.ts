@@ -353,9 +353,8 @@ export async function checkPresentations(
     if (evaluation.outcome === 'error') {
       failures.push(`the credentials cannot be evaluated against the query: ${evaluation.detail}`)
     } else if (evaluation.outcome === 'unsatisfied') {
-      const asked = language.id === 'dcql' ? "this session's dcql_query" : 'the presentation definition'
       failures.push(
-        `the shared credentials do not satisfy ${asked}${evaluation.detail ? ` (${evaluation.detail})` : ''}`,
+        `the shared credentials do not satisfy ${language.words.query}${evaluation.detail ? ` (${evaluation.detail})` : ''}`,
       )
     }
     timings.queryMs = performance.now() - started
@@ -367,13 +366,7 @@ export async function checkPresentations(
       )
       failures.push(...language.checkMapping(mapping.value, query, evaluation, presented))
     }
-    out.record(
-      'matchingIds',
-      failures,
-      language.id === 'dcql'
-        ? 'the credentials satisfy the dcql_query under the credential query ids the vp_token names'
-        : 'the credentials satisfy the definition as the submission maps them',
-    )
+    out.record('matchingIds', failures, language.words.satisfied)
   }
   return done({ holder, proofEntry, credentials })
 }

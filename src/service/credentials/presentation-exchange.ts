@@ -75,6 +75,10 @@ function requiredDescriptors(definition: unknown): string[] {
 /** Presentation Exchange over an evaluator of definitions. */
 const over = (evaluateWith: Evaluator): QueryLanguage => ({
   id: 'presentation_exchange',
+  words: {
+    query: 'the presentation definition',
+    satisfied: 'the credentials satisfy the definition as the submission maps them',
+  },
 
   evaluate(definition, candidates): QueryEvaluation {
     const evaluation = evaluateWith(

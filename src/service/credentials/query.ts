@@ -1,7 +1,7 @@
 import type { ReadCredential } from '../../formats/types.ts'
 
-// The plug-in point for query languages: DIF Presentation Exchange v2 today (presentation-exchange.ts),
-// DCQL (OpenID4VP 1.0 §6) next. The service always evaluates the query itself; what the wallet says
+// The plug-in point for query languages: DIF Presentation Exchange v2 (presentation-exchange.ts) and DCQL
+// (OpenID4VP 1.0 §6, dcql.ts). The service always evaluates the query itself; what the wallet says
 // about its answer (a PE presentation_submission, the credential query ids keying a DCQL vp_token) is
 // only checked against that evaluation, never trusted.
 
@@ -30,6 +30,8 @@ export interface QueryEvaluation {
 export interface QueryLanguage {
   /** `presentation_exchange`, `dcql` */
   readonly id: string
+  /** How matchingIds messages name the query and a passed check: the language's own words. */
+  readonly words: { query: string; satisfied: string }
   /** Do these credentials satisfy the query, and which credential matches which query id. */
   evaluate(query: unknown, candidates: readonly QueryCandidate[]): QueryEvaluation
   /**

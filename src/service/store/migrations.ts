@@ -285,7 +285,7 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('verification_sessions').addColumn('response_key', 'text').execute()
     },
   },
-  // Retention (issue 19): the background purge (store/sqlite-retention.ts) finds closed flows by age
+  // Retention (issue 19): the background purge (store/retention.ts) finds closed flows by age
   // through these, without reading the young rows of big tables.
   '0007_retention': {
     async up(db: Kysely<unknown>) {
@@ -319,7 +319,7 @@ export const migrations: Record<string, Migration> = {
   // written already leased to the enqueuing process's dispatcher), counts the attempts in its log and carries
   // the newest one as JSON; recording an attempt is one UPDATE of the row, and this trigger appends the
   // attempt to webhook_attempts and, on a 410 Gone, disables the endpoint, as the dispatcher did before in a
-  // transaction of its own (store/sqlite-webhooks.ts recordAttempt).
+  // transaction of its own (store/webhooks.ts recordAttempt).
   '0008_webhook_attempt_statement': {
     async up(db: Kysely<unknown>) {
       await db.schema.alterTable('webhook_events').addColumn('lease_owner', 'text').execute()

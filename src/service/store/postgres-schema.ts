@@ -76,7 +76,7 @@ export function postgresMigrations(migrations: Record<string, Migration>): Recor
 /**
  * Migration 0008's trigger in PL/pgSQL: an UPDATE that counts one more attempt in an event's log appends
  * that attempt (carried as JSON in `last_attempt`) to webhook_attempts and, on a 410 Gone, disables the
- * endpoint, in the same statement as the event's change (store/sqlite-webhooks.ts recordAttempt).
+ * endpoint, in the same statement as the event's change (store/webhooks.ts recordAttempt).
  */
 export async function postgresAttemptTrigger(db: Kysely<unknown>) {
   await sql`create function webhook_attempt_logged() returns trigger language plpgsql as $$

@@ -9,11 +9,11 @@ import { Kysely as KyselyClass, Migrator, PostgresDialect } from './kysely.ts'
 import { migrations } from './migrations.ts'
 import { PostgresFeed } from './postgres-feed.ts'
 import { postgresMigrations } from './postgres-schema.ts'
-import type { OneRowQuery } from './prepared.ts'
-import { type Caches, repositories, type StoreSchema } from './sqlite.ts'
-import { guardStore, inTransactionScope } from './sqlite-commit.ts'
-import { resealSecretsOnPostgres, StoreSecrets } from './sqlite-secrets.ts'
-import { type TemplateAnnouncer, TemplateCache } from './sqlite-templates.ts'
+import { type OneRowQuery, prepared, rows, run } from './prepared.ts'
+import { type Caches, repositories, type StoreSchema } from './repositories.ts'
+import { pendingReseals, type Row, type SecretsDb, StoreSecrets } from './secrets.ts'
+import { type TemplateAnnouncer, TemplateCache } from './templates.ts'
+import { guardStore, inTransactionScope } from './transaction-guard.ts'
 
 // The PostgreSQL connection of a shared deployment (issue 21; docs/scaling.md): a pg pool under Kysely's
 // PostgreSQL dialect, migrated by the same list of migrations as SQLite. `pg` loads only when a PostgreSQL
@@ -220,4 +220,29 @@ export async function migratePostgres(db: Kysely<unknown>, url: string): Promise
     })
   }
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
+}
+
+/**
+ * The secret columns (secrets.ts) re-sealed on PostgreSQL (issue 21), in one transaction of its own. Instances starting together with a
+ * new key each find the same values pending; the conditional UPDATEs (`AND value = the old one`) let only the
+ * first re-seal each value, the others change nothing. Returns how many values this call re-sealed.
+ */
+async function resealSecretsOnPostgres(
+  // biome-ignore lint/suspicious/noExplicitAny: the statements name their tables
+  db: Kysely<any>,
+  secrets: StoreSecrets,
+): Promise<number> {
+  // Fixed texts (prepared.ts): the PostgreSQL connection runs their `$n` form.
+  const on = (conn: typeof db): SecretsDb => ({
+    all: (text, parameters) => rows<Row>(conn, prepared(text), parameters),
+    run: async (text, parameters) => {
+      await run(conn, prepared(text), parameters)
+    },
+  })
+  if ((await pendingReseals(on(db), secrets)).length === 0) return 0
+  return db.transaction().execute(async (trx) => {
+    const work = await pendingReseals(on(trx), secrets)
+    for (const reseal of work) await reseal()
+    return work.length
+  })
 }

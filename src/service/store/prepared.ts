@@ -1,8 +1,9 @@
 import type { CompiledQuery, Kysely, RootOperationNode } from 'kysely'
 
 // Fixed SQL texts for the hot paths: built once, run without Kysely building or compiling a query per call
-// (query building was ~10 % of the service's CPU in a full flow, bench/README.md). The text is constant,
-// so the driver's prepared statement is reused (sqlite-driver.ts). Cold paths keep Kysely's builder.
+// (query building was ~10 % of the service's CPU in a full flow:
+// bench/results/2026-11-22-flow-bench-before-issue-20.md). The text is constant, so the driver's prepared
+// statement is reused (sqlite-driver.ts). Cold paths keep Kysely's builder.
 // Placeholders are `?` (`$n` on PostgreSQL); the tests of each repository run every text.
 
 /**

@@ -1,13 +1,13 @@
-import { AsyncLocalStorage } from 'node:async_hooks'
 import type { Kysely } from 'kysely'
 import type { Repositories } from './index.ts'
-import { TransactionMisuseError } from './index.ts'
 import { CompiledQuery } from './kysely.ts'
 import type { WalSync } from './sqlite-driver.ts'
+import { inTransactionScope } from './transaction-guard.ts'
 
-// Transactions grouped into one commit, nobody told of success before it is durable, and the guard that
-// refuses root-store calls from inside a transaction. The connection beneath (statement cache, WAL sync,
-// SQLITE_BUSY) is sqlite-driver.ts; the repositories (sqlite.ts and sqlite-*.ts) know nothing of either.
+// Transactions grouped into one commit, nobody told of success before it is durable (the guard that refuses
+// root-store calls from inside a transaction is transaction-guard.ts, shared with PostgreSQL). The connection
+// beneath (statement cache, WAL sync, SQLITE_BUSY) is sqlite-driver.ts; the repositories (repositories.ts
+// and the modules it assembles) know nothing of either.
 
 /** Transactions committed together at most: bounds how long one batch holds the connection. */
 const MAX_BATCH = 64
@@ -16,76 +16,6 @@ interface Queued {
   work: (repos: Repositories) => Promise<unknown>
   resolve(value: unknown): void
   reject(error: unknown): void
-}
-
-/**
- * Which store's transaction callback the current async context runs in. `active` turns false once the
- * callback settles, so work it merely scheduled (a timer, an event handler) may use the store later.
- */
-interface TransactionScope {
-  owner: object
-  active: boolean
-}
-const insideTransaction = new AsyncLocalStorage<TransactionScope>()
-
-/**
- * The guard is a development check, on unless NODE_ENV=production: AsyncLocalStorage makes Node 20 run a
- * hook for every promise of the process, which cost 4–8 % of a full flow's throughput (issue 20, measured
- * by `vc-harness bench`). The tests run with it on, so a misuse fails there instead of deadlocking later.
- */
-export const TRANSACTION_GUARD = process.env.NODE_ENV !== 'production'
-
-/** Runs a transaction callback of `owner`'s store; the root store refuses calls made from inside it. */
-export async function inTransactionScope<T>(owner: object, work: () => Promise<T>): Promise<T> {
-  if (!TRANSACTION_GUARD) return work()
-  const scope: TransactionScope = { owner, active: true }
-  try {
-    return await insideTransaction.run(scope, work)
-  } finally {
-    scope.active = false
-  }
-}
-
-/**
- * The root store's repositories and `transaction`, refusing calls from inside one of this store's own
- * transaction callbacks: the batch holds the only connection, so such a call would wait forever. A call
- * answers only once every write made so far is on disk (`sync`, SQLite's; a PostgreSQL commit is durable
- * when it returns): its own (an autocommit write) and any another request made that it may have read.
- */
-function guardRoot<T extends object>(target: T, owner: object, name: string, sync?: WalSync): T {
-  const refuse = (member: string) => {
-    const scope = insideTransaction.getStore()
-    if (scope?.owner !== owner || !scope.active) return undefined
-    return new TransactionMisuseError(
-      `store.${name ? `${name}.` : ''}${member}() was called inside a store.transaction() callback, whose batch holds the only database connection: use the callback's repositories argument instead`,
-    )
-  }
-  return new Proxy(target, {
-    get(object, property, receiver) {
-      const value = Reflect.get(object, property, receiver)
-      if (typeof value !== 'function') return value
-      return (...args: unknown[]) => {
-        const misuse = refuse(String(property))
-        // Every store method is async: the misuse arrives as a rejection like any other store error.
-        if (misuse) return Promise.reject(misuse)
-        const answer = value.apply(object, args) as Promise<unknown>
-        return answer.then((result) => (sync?.pending ? sync.settle().then(() => result) : result))
-      }
-    },
-  })
-}
-
-/** A store's root repositories and `transaction`, each guarded by guardRoot (either database). */
-export function guardStore(
-  root: Repositories,
-  transaction: <T>(work: (repos: Repositories) => Promise<T>) => Promise<T>,
-  owner: object,
-  sync?: WalSync,
-): Repositories & { transaction: typeof transaction } {
-  const guarded = Object.fromEntries(
-    Object.entries(root).map(([name, repo]) => [name, guardRoot(repo, owner, name, sync)]),
-  ) as unknown as Repositories
-  return { ...guarded, ...guardRoot({ transaction }, owner, '', sync) }
 }
 
 /** The batch's own statements, compiled once (each `sql` template would be compiled per execution). */

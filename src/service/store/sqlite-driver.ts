@@ -34,7 +34,7 @@ const isBusy = (error: unknown) => (error as { code?: string }).code?.startsWith
  * disk, as with `synchronous=FULL`, but the event loop serves other requests meanwhile, and one fsync
  * covers every write made before it started (group commit across batches). Checkpoints sync the WAL and
  * the database file themselves (SQLite's rule for NORMAL). A read that saw a write not yet on disk waits
- * for it too (sqlite-commit.ts), so no answer shows state that a power cut could take back.
+ * for it too (transaction-guard.ts), so no answer shows state that a power cut could take back.
  */
 export class WalSync {
   /** Writes run on the connection so far (a counter: which of them a sync covers). */

@@ -16,7 +16,7 @@ import { deliveryHeaders } from './signing.ts'
 // One SQL statement per attempt (issue 20). The outbox writes an event already leased to this dispatcher
 // and hands it over in memory (OutboxHandoff); it is sent once the service announces that the change
 // committed (its terminal ServiceEvent), and the attempt is recorded by one UPDATE of the event that also
-// logs it (store/sqlite-webhooks.ts). A retry due soon stays leased and in memory. The outbox is scanned
+// logs it (store/webhooks.ts). A retry due soon stays leased and in memory. The outbox is scanned
 // (due, claim, nextDueAt) only at start, on kick(), on timers, and when memory does not hold the work: an
 // event another process wrote or left (its lease ended), a retry far ahead, a subject's later event.
 

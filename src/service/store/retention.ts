@@ -76,7 +76,7 @@ const affected = (result: { numAffectedRows?: bigint }) => Number(result.numAffe
  * out when it no longer qualifies, e.g. content submitted to a lapsed offer, an event redelivered), and a
  * later one waits for the purge's commit, then finds no row.
  */
-export class SqliteRetention implements RetentionRepository {
+export class SqlRetention implements RetentionRepository {
   constructor(
     private readonly db: Db,
     private readonly nonces: NonceRepository,

@@ -1,9 +1,9 @@
 import type { Kysely, Selectable } from 'kysely'
 import { JsonInterner } from '../util/frozen.ts'
+import { insertOrConflict } from './conflicts.ts'
 import type { SessionRecord, SessionRepository, SessionStatus, Validations } from './index.ts'
 import { first, prepared, run } from './prepared.ts'
-import { insertOrConflict } from './sqlite-errors.ts'
-import type { StoreSecrets } from './sqlite-secrets.ts'
+import type { StoreSecrets } from './secrets.ts'
 
 // Verification sessions (migration 0003) and their repository.
 
@@ -100,7 +100,7 @@ const COMPLETE = prepared(`UPDATE verification_sessions
   SET status = ?, submission = ?, submission_format = ?, validations = ?, subject = ?, source_wallet = ?, updated_at = ?
   WHERE id = ? AND status = 'PENDING' AND expires_at > ?`)
 
-export class SqliteSessions implements SessionRepository {
+export class SqlSessions implements SessionRepository {
   constructor(
     private readonly db: Db,
     private readonly secrets: StoreSecrets,

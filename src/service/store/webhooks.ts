@@ -1,4 +1,5 @@
 import type { Generated, Kysely, Selectable } from 'kysely'
+import { insertOrConflict } from './conflicts.ts'
 import type {
   DeliveryState,
   LeasedWebhookEvent,
@@ -10,7 +11,6 @@ import type {
   WebhookRepository,
 } from './index.ts'
 import { first, flag, prepared, rows, run } from './prepared.ts'
-import { insertOrConflict } from './sqlite-errors.ts'
 
 // The webhook outbox, its delivery log and disabled endpoints (migrations 0004 and 0008). What the
 // dispatcher runs per delivery (enqueue in the state change's transaction, recordAttempt after the HTTP
@@ -198,7 +198,7 @@ const toLeased = (r: LeasedRow): LeasedWebhookEvent => ({
   endpointDisabled: r.endpoint_disabled,
 })
 
-export class SqliteWebhooks implements WebhookRepository {
+export class SqlWebhooks implements WebhookRepository {
   constructor(private readonly db: Db) {}
 
   async enqueue(e: WebhookEventRecord) {

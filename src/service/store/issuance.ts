@@ -1,5 +1,6 @@
 import type { Kysely, Selectable } from 'kysely'
 import { JsonInterner } from '../util/frozen.ts'
+import { insertOrConflict, isUniqueViolation } from './conflicts.ts'
 import type { ExclusiveCache } from './exclusive-cache.ts'
 import {
   ConflictError,
@@ -26,8 +27,7 @@ import {
 } from './index.ts'
 import { sql } from './kysely.ts'
 import { first, type Prepared, prepared, run } from './prepared.ts'
-import { insertOrConflict, isUniqueViolation } from './sqlite-errors.ts'
-import type { StoreSecrets } from './sqlite-secrets.ts'
+import type { StoreSecrets } from './secrets.ts'
 
 // Tables of the wallet-facing issuance protocol (migration 0002) and their repositories.
 
@@ -124,8 +124,8 @@ export interface IssuanceProtocolSchema {
 }
 type Db = Kysely<IssuanceProtocolSchema>
 
-// Private JWKs are sealed with the data key (sqlite-secrets.ts); the row's identity is the place it is sealed for.
-export class SqliteIssuerKeys implements IssuerKeyRepository {
+// Private JWKs are sealed with the data key (secrets.ts); the row's identity is the place it is sealed for.
+export class SqlIssuerKeys implements IssuerKeyRepository {
   constructor(
     private readonly db: Db,
     private readonly secrets: StoreSecrets,
@@ -176,7 +176,7 @@ export class SqliteIssuerKeys implements IssuerKeyRepository {
   }
 }
 
-export class SqliteIssuerCertificates implements IssuerCertificateRepository {
+export class SqlIssuerCertificates implements IssuerCertificateRepository {
   constructor(
     private readonly db: Db,
     private readonly secrets: StoreSecrets,
@@ -277,7 +277,7 @@ const PROCESS_UPDATE = prepared(`UPDATE issuance_processes
   SET status = ?, data = ?, validator = ?, submitted = ?, rejected_reason = ?, updated_at = ?
   WHERE id = ? AND updated_at = ?`)
 
-export class SqliteProcesses implements ProcessRepository {
+export class SqlProcesses implements ProcessRepository {
   constructor(private readonly db: Db) {}
   async get(id: string) {
     const row = await first<Selectable<ProcessesTable>>(this.db, PROCESS_BY_ID, [id])
@@ -424,7 +424,7 @@ const RECORD_NOTIFICATION_BY_TOKEN = prepared(`UPDATE oid4vci_grants SET notific
 
 type GrantWithProcessRow = Selectable<GrantsTable> & Omit<Selectable<ProcessesTable>, 'id' | 'tenant_id'>
 
-export class SqliteGrants implements GrantRepository {
+export class SqlGrants implements GrantRepository {
   constructor(private readonly db: Db) {}
   async create(g: GrantRecord) {
     await insertOrConflict(
@@ -562,7 +562,7 @@ const NONCE_USE = prepared(
   'INSERT INTO nonces (value, tenant_id, expires_at) VALUES (?, ?, ?) ON CONFLICT (value) DO NOTHING',
 )
 
-export class SqliteNonces implements NonceRepository {
+export class SqlNonces implements NonceRepository {
   constructor(private readonly db: Db) {}
   async use(value: string, tenantId: string, expiresAt: number) {
     // The row is the use: a second INSERT of the same nonce conflicts and inserts nothing.
@@ -617,7 +617,7 @@ const ISSUED_INSERT = prepared(`INSERT INTO issued_credentials
   (id, process_id, tenant_id, list_id, list_index, status, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)
   ON CONFLICT (list_id, list_index) DO NOTHING`)
 
-export class SqliteStatusLists implements StatusListRepository {
+export class SqlStatusLists implements StatusListRepository {
   constructor(
     private readonly db: Db,
     private readonly versions: ExclusiveCache<{ tenantId: string; version: number }>,
@@ -680,7 +680,7 @@ export class SqliteStatusLists implements StatusListRepository {
   }
 }
 
-export class SqliteIssuedCredentials implements IssuedCredentialRepository {
+export class SqlIssuedCredentials implements IssuedCredentialRepository {
   constructor(private readonly db: Db) {}
   async create(c: IssuedCredentialRecord) {
     let inserted: number

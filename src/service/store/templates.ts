@@ -2,9 +2,9 @@ import type { Insertable, Kysely, Selectable } from 'kysely'
 import { resolveTemplate } from '../config/schema.ts'
 import type { Clock } from '../util/clock.ts'
 import { deepFreeze } from '../util/frozen.ts'
+import { insertOrConflict } from './conflicts.ts'
 import type { TemplateKind, TemplateRecord, TemplateRepository } from './index.ts'
-import { insertOrConflict } from './sqlite-errors.ts'
-import type { StoreSecrets } from './sqlite-secrets.ts'
+import type { StoreSecrets } from './secrets.ts'
 
 // Templates: the one table every request reads, so reads go through a short cache on the injected clock,
 // dropped on every local write (another worker's writes are seen within TEMPLATE_CACHE_MS).
@@ -24,7 +24,7 @@ export interface TemplatesSchema {
 
 type StoredBody = Parameters<typeof resolveTemplate<TemplateKind>>[1]
 
-// Webhook secrets inside a body are sealed with the data key (sqlite-secrets.ts), opened on read: a read
+// Webhook secrets inside a body are sealed with the data key (secrets.ts), opened on read: a read
 // from the database happens once per TEMPLATE_CACHE_MS at most, so the cache also spares the decryption.
 const toTemplate = (row: Selectable<TemplatesTable>, secrets: StoreSecrets): TemplateRecord => ({
   tenantId: row.tenant_id,
@@ -81,7 +81,7 @@ export class TemplateCache {
  */
 export type TemplateAnnouncer = (db: Kysely<TemplatesSchema>, tenantId: string, id: string) => Promise<void>
 
-export class SqliteTemplates implements TemplateRepository {
+export class SqlTemplates implements TemplateRepository {
   constructor(
     private readonly db: Kysely<TemplatesSchema>,
     private readonly cache: TemplateCache,
