@@ -2,11 +2,11 @@ import assert from 'node:assert/strict'
 import type { JsonWebKey } from 'node:crypto'
 import { describe, test } from 'node:test'
 import { DcqlQuery } from 'dcql'
-import { dcql } from '../src/service/credentials/dcql.ts'
-import type { ReadCredential } from '../src/formats/types.ts'
 import { jwtVcJson } from '../src/formats/jwt-vc/verify.ts'
-import type { QueryCandidate } from '../src/service/credentials/query.ts'
 import { sdJwtVcCredential } from '../src/formats/sd-jwt-vc/verify.ts'
+import type { ReadCredential } from '../src/formats/types.ts'
+import { dcql } from '../src/service/credentials/dcql.ts'
+import type { QueryCandidate } from '../src/service/credentials/query.ts'
 import {
   buildDcqlQuery,
   type DcqlQueryInput,

@@ -10,6 +10,7 @@ import { describe, test } from 'node:test'
 import { FORMAT_IDS, FORMATS, formatNamed, issuedFormat } from '../src/formats/registry.ts'
 import { sdJwtVcCredential } from '../src/formats/sd-jwt-vc/verify.ts'
 import { didKeyFromPublicKey, generateKeyPair, JWS_ALGS } from '../src/shared/did-key.ts'
+import { jwkThumbprint } from '../src/shared/jws.ts'
 import { issueSdJwtVc } from '../src/shared/sd-jwt.ts'
 import { certificatePem, generateTestCa, issueCertificate, x5cOf } from '../src/shared/x509.ts'
 import { verifyReceivedSdJwt } from '../src/wallet/sd-jwt-receive.ts'
@@ -124,7 +125,7 @@ describe('the format registry', () => {
   test('each format answers every part from its own folder: reader, presentation, vp_formats_supported, DCQL, issuance', () => {
     for (const format of FORMATS) {
       assert.equal(format.credential.id, format.id)
-      const supported = format.vpFormatsSupported(['ES256'])
+      const supported = format.vpFormatsSupported({ credential: ['ES256'], holder: ['EdDSA'] })
       assert.deepEqual(
         Object.keys(supported),
         [format.id],
@@ -139,5 +140,19 @@ describe('the format registry', () => {
       formatNamed('dc+sd-jwt')?.dcql.meta('VerifiableId', () => []),
       'credential type "VerifiableId" has no vct value for dc+sd-jwt',
     )
+  })
+})
+
+describe('the JWK thumbprint an mdoc handover binds (RFC 7638 §3.1)', () => {
+  test("the RFC's example key has the RFC's thumbprint; members beyond the required ones do not count", () => {
+    const jwk = {
+      kty: 'RSA',
+      n: '0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw',
+      e: 'AQAB',
+      alg: 'RS256',
+      kid: '2011-04-29',
+    }
+    assert.equal(jwkThumbprint(jwk), 'NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs')
+    assert.throws(() => jwkThumbprint({ kty: 'oct', k: 'x' }), /no RFC 7638 thumbprint for key type "oct"/)
   })
 })

@@ -116,11 +116,14 @@ function plainError(message: string): Error {
 }
 
 async function credentialView(credential: StoredCredential) {
-  // SD-JWT VC: every claim its disclosures reveal (the stored view drops the registered ones)
-  const claims =
-    credential.format === 'dc+sd-jwt'
-      ? (await import('../shared/sd-jwt.ts')).sdJwtClaims(credential.credential)
-      : undefined
+  // A selectively disclosing format (SD-JWT VC): every claim the holder could disclose (the stored view
+  // drops the registered ones). Loaded on use: the CLI starts without the formats.
+  const format = (await import('../formats/registry.ts')).formatOf(credential.format)
+  const claims = format.selectiveDisclosure
+    ? format.dcql
+        .heldModel(credential.credential, credential.vct)
+        .then((m) => (m && 'claims' in m ? m.claims : undefined))
+    : undefined
   return {
     id: credential.id,
     format: credential.format,

@@ -2,6 +2,8 @@
 // management portal.
 // It depends on nothing of the service: it speaks HTTP only, so it drives any deployment.
 
+import type { FormatId } from '../formats/registry.ts'
+
 export interface ServiceUrls {
   /** {auth_url}: login host. */
   authUrl: string
@@ -75,7 +77,7 @@ export interface IssuanceTemplateInput {
   display?: { name: string; description?: string; locale?: string }
   validityDays?: number
   /** jwt_vc_json (default) or an IETF SD-JWT VC (docs/issuance.md) */
-  format?: 'jwt_vc_json' | 'dc+sd-jwt'
+  format?: FormatId
   /** dc+sd-jwt: the credential type; default <credential issuer>/vct/<credentialType> */
   vct?: string
   /** dc+sd-jwt: credentialSubject claims (dotted paths) issued as disclosures; default every top-level one */
@@ -97,7 +99,7 @@ export interface VerificationTemplateInput {
   /** pe (default): draft 20 with Presentation Exchange; dcql: OpenID4VP 1.0 (docs/verification.md) */
   profile?: 'pe' | 'dcql'
   dcql?: {
-    format?: 'dc+sd-jwt' | 'jwt_vc_json'
+    format?: FormatId
     vctValues?: Record<string, string[]>
     clientIdPrefix?: 'decentralized_identifier' | 'x509_san_dns' | 'x509_hash' | 'redirect_uri'
     responseMode?: 'direct_post' | 'direct_post.jwt'

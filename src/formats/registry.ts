@@ -24,16 +24,16 @@ export const isFormatId = (value: unknown): value is FormatId =>
   typeof value === 'string' && (FORMAT_IDS as readonly string[]).includes(value)
 
 /** The format a wire name stands for (its id or an older alias such as `jwt_vc`, `vc+sd-jwt`), if any. */
-export function formatNamed(name: unknown): FormatModule | undefined {
+export function formatNamed(name: unknown): FormatModule<FormatId> | undefined {
   if (typeof name !== 'string') return undefined
   return FORMATS.find((f) => f.id === name || f.aliases.includes(name))
 }
 
 /** The format of a known id. */
-export function formatOf(id: FormatId): FormatModule {
-  return formatNamed(id) as FormatModule
+export function formatOf(id: FormatId): FormatModule<FormatId> {
+  return formatNamed(id) as FormatModule<FormatId>
 }
 
 /** The format an issuance template issues (its `format`, or the default). */
-export const issuedFormat = (format: FormatId | undefined): FormatModule =>
+export const issuedFormat = (format: FormatId | undefined): FormatModule<FormatId> =>
   formatOf(format ?? DEFAULT_ISSUANCE_FORMAT)

@@ -224,8 +224,16 @@ export interface FormatModule<Id extends string = string> {
   readonly presentation: PresentationFormat
   /** How a credential of this format names its type: SD-JWT VC `vct`, W3C `type`. */
   readonly typedBy: 'vct' | 'type'
-  /** Its member of `vp_formats_supported` (OpenID4VP 1.0 §11.1, Appendix B) for these algorithms. */
-  vpFormatsSupported(algs: readonly JwsAlg[]): Record<string, unknown>
+  /** Its claims are disclosed one by one (SD-JWT VC; an mdoc's elements): the holder picks what to show. */
+  readonly selectiveDisclosure: boolean
+  /**
+   * Its member of `vp_formats_supported` (OpenID4VP 1.0 §11.1, Appendix B): the algorithms accepted for the
+   * issuer's signature (`credential`) and the holder's (`holder`: a KB-JWT's, a VP's).
+   */
+  vpFormatsSupported(algs: {
+    credential: readonly JwsAlg[]
+    holder: readonly JwsAlg[]
+  }): Record<string, unknown>
   readonly dcql: DcqlProfile
   readonly issuance: IssuanceProfile
 }

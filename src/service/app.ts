@@ -20,7 +20,9 @@ import { ProblemSchema } from './errors/schemas.ts'
 import { type ServiceEvent, ServiceEvents } from './events.ts'
 import { CredentialFaults } from './faults/credentials.ts'
 import type { FaultRegistry } from './faults/index.ts'
-import { installExchangeObserver } from './faults/observer.ts'
+import { FaultyIssuerMetadata, FaultyOfferGrants, FaultyTokenAnswers } from './faults/issuer.ts'
+import { installExchangeObserver, noteExchange } from './faults/observer.ts'
+import { FaultyVerifier } from './faults/verifier.ts'
 import { issuanceRoutes } from './issuance/routes.ts'
 import { ProcessSchema } from './issuance/schemas.ts'
 import { IssuanceService } from './issuance/service.ts'
@@ -28,6 +30,7 @@ import { PreAuthorizedGrants } from './oid4vci/grants.ts'
 import { IssuerMetadata } from './oid4vci/metadata.ts'
 import { oid4vciRoutes } from './oid4vci/routes.ts'
 import { Oid4vciService } from './oid4vci/service.ts'
+import { requestObjectSigner } from './oid4vp/profile.ts'
 import { PresentationExchangeRequests } from './oid4vp/request.ts'
 import { Openid4vp1Requests } from './oid4vp/request-v1.ts'
 import { oid4vpRoutes } from './oid4vp/routes.ts'
@@ -272,9 +275,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     statusLists,
     events,
     webhooks: outbox,
-    grants,
+    grants: faults ? new FaultyOfferGrants(grants, faults) : grants,
     cursorSecret: key.deriveSecret('list cursor'),
-    ...(faults && { faults }),
   })
   // Lists this service publishes are read in-process; any other issuer's over HTTP under the outbound
   // policy of webhooks.mode, through one shared cache. One checker serves issuance-time (di_vp) and
@@ -304,15 +306,18 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     nonceSecret: key.deriveSecret('oid4vci c_nonce'),
     status,
     ...metrics,
-    ...(faults && { faults: new CredentialFaults(faults, { store, statusLists, clock }) }),
+    ...(faults && { handOut: new CredentialFaults(faults, { store, statusLists, clock }) }),
   })
-  // One request builder per OpenID4VP profile a verification template may choose.
-  const requests = {
-    pe: new PresentationExchangeRequests(urls, faults),
+  // Wallet test plans only: the faulty verifier, wrapped around the request object signer and the profiles.
+  const faultyVerifier = faults && new FaultyVerifier(faults, { publicBase: () => urls.absolute(''), events })
+  const signer = faultyVerifier ? faultyVerifier.signer(requestObjectSigner) : requestObjectSigner
+  // One profile object per OpenID4VP profile a verification template may choose.
+  const genuine = {
+    pe: new PresentationExchangeRequests(urls, signer),
     dcql: new Openid4vp1Requests({
       urls,
       clock,
-      ...(faults && { faults }),
+      signer,
       issuerKeys,
       certificates: issuerCertificates,
       configured: new Map(
@@ -322,6 +327,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       ),
     }),
   }
+  const profiles = faultyVerifier
+    ? { pe: faultyVerifier.profile('pe', genuine.pe), dcql: faultyVerifier.profile('dcql', genuine.dcql) }
+    : genuine
   const verification = new VerificationService({
     store,
     clock,
@@ -329,8 +337,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     issuerKeys,
     certificates: issuerCertificates,
     events,
-    requests,
-    ...(faults && { faults }),
+    requests: profiles,
   })
   const oid4vp = new Oid4vpService({
     store,
@@ -338,9 +345,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     events,
     webhooks: outbox,
     status,
-    requests,
+    profiles,
     ...metrics,
-    ...(faults && { faults }),
   })
   const services: AppServices = {
     store,
@@ -414,14 +420,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     urls,
     pageSize: { default: config.listPageSize, max: config.listMaxPageSize },
   })
+  const metadata = new IssuerMetadata({ store, urls, issuerKeys })
   await app.register(oid4vciRoutes, {
-    oid4vci,
-    metadata: new IssuerMetadata({ store, urls, issuerKeys, ...(faults && { faults }) }),
+    oid4vci: faults ? new FaultyTokenAnswers(oid4vci, faults) : oid4vci,
+    metadata: faults ? new FaultyIssuerMetadata(metadata, faults) : metadata,
     statusLists,
     issuerCertificates,
   })
   await app.register(verificationRoutes, { auth, verification, clock })
-  await app.register(oid4vpRoutes, { oid4vp, observe: faults !== undefined })
+  await app.register(oid4vpRoutes, { oid4vp, ...(faults && { onResponse: noteExchange }) })
   await app.register(streamRoutes, { auth, store, issuance, verification, events, clock })
   await app.register(portalRoutes, {
     prefix: '/portal/v1',

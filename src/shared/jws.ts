@@ -1,6 +1,6 @@
 // Compact JWS (the JWT form) with node:crypto KeyObjects: EdDSA (Ed25519), ES256 (P-256), ES256K (secp256k1).
 // jose cannot do ES256K on Node, and node:crypto is several times faster for the other two.
-import { sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto'
+import { createHash, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto'
 import { algForKey, DidKeyError, isJwsAlg, type JwsAlg } from './did-key.ts'
 
 export type JwsErrorReason = 'malformed' | 'alg_not_allowed' | 'alg_key_mismatch' | 'bad_signature'
@@ -158,4 +158,19 @@ export function verifyInput(
   }
   const bytes = Buffer.from(signature, 'base64url')
   return bytes.toString('base64url') === signature && verifySignature(alg, signingInput, bytes, publicKey)
+}
+
+/** RFC 7638 §3: the members a thumbprint covers, per key type, in lexicographic order. */
+const THUMBPRINT_MEMBERS: Record<string, readonly string[]> = {
+  EC: ['crv', 'kty', 'x', 'y'],
+  OKP: ['crv', 'kty', 'x'],
+  RSA: ['e', 'kty', 'n'],
+}
+
+/** The JWK SHA-256 thumbprint (RFC 7638), base64url; throws for a key type it does not cover. */
+export function jwkThumbprint(jwk: { kty?: string } & Record<string, unknown>): string {
+  const members = THUMBPRINT_MEMBERS[jwk.kty ?? '']
+  if (!members) throw new Error(`no RFC 7638 thumbprint for key type ${JSON.stringify(jwk.kty)}`)
+  const canonical = JSON.stringify(Object.fromEntries(members.map((m) => [m, jwk[m]])))
+  return createHash('sha256').update(canonical).digest('base64url')
 }

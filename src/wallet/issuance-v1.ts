@@ -28,7 +28,8 @@ import {
 } from './errors.ts'
 import { boundedFetch, httpRequest, type WalletHttp } from './http.ts'
 import type { Misbehaviour } from './misbehaviour.ts'
-import { buildTokenRequest, type JwtSigner, randomNonce, signProofJwt } from './proof.ts'
+import { buildTokenRequest, type JwtSigner, signProofJwt } from './proof.ts'
+import { tamperOf } from './tamper.ts'
 
 // The library refuses every http:// URL unless told otherwise, and the setting is process-global: the
 // wallet tests local deployments (http://127.0.0.1:…), so it allows them.
@@ -271,7 +272,7 @@ export class V1Client {
    */
   async token(opts: { txCode?: string; misbehave: readonly Misbehaviour[] }): Promise<WireAnswer> {
     const { misbehave } = opts
-    if (misbehave.includes('wrong-tx-code') || misbehave.includes('missing-tx-code')) {
+    if (tamperOf(misbehave).acts('token.txCode')) {
       const spec = this.offer.grants?.['urn:ietf:params:oauth:grant-type:pre-authorized_code']?.tx_code
       const form = buildTokenRequest({
         preAuthorizedCode: this.preAuthorizedCode,
@@ -322,7 +323,7 @@ export class V1Client {
     const signer: OwfSigner = useJwk
       ? { method: 'jwk', alg: input.signer.alg, publicJwk: input.publicJwk as never }
       : { method: 'did', alg: input.signer.alg, didUrl: input.signer.kid }
-    const nonce = input.misbehave.includes('wrong-nonce') ? randomNonce() : input.nonce
+    const nonce = tamperOf(input.misbehave).apply('proof.nonce', input.nonce) ?? input.nonce
     const client = this.client((_signer, jwt) =>
       signProofJwt(
         input.signer,
@@ -353,18 +354,18 @@ export class V1Client {
     misbehave: readonly Misbehaviour[],
   ): Promise<WireAnswer> {
     // Shapes the library refuses to send (legacy requests, an unsigned proof) go out as plain HTTP.
-    if (misbehave.some((m) => RAW_REQUEST_MISBEHAVIOURS.has(m))) {
+    const tamper = tamperOf(misbehave)
+    if (tamper.acts('credential.plainHttp')) {
       const configuration =
         this.metadata.credentialIssuer.credential_configurations_supported[configurationId]
-      const identification = misbehave.includes('legacy-format-request')
-        ? legacyFormat(configuration as Record<string, unknown> | undefined)
-        : { credential_configuration_id: configurationId }
-      const proofs = misbehave.includes('legacy-proof')
-        ? { proof: { proof_type: 'jwt', jwt: proof } }
-        : { proofs: { jwt: [proof] } }
+      const json = tamper.apply(
+        'credential.request',
+        { credential_configuration_id: configurationId, proofs: { jwt: [proof] } },
+        { configuration: configuration as Record<string, unknown> | undefined, proof },
+      )
       const answer = await this.send('credential', this.metadata.credentialIssuer.credential_endpoint, {
         method: 'POST',
-        json: { ...identification, ...proofs },
+        json,
         bearer: accessToken,
       })
       return { status: answer.status, body: answer.body, wwwAuthenticate: answer.headers['www-authenticate'] }
@@ -414,23 +415,8 @@ export class V1Client {
   }
 }
 
-/** The draft-13/14 way to name a credential: its format and format-specific parameters, no configuration id. */
-function legacyFormat(configuration: Record<string, unknown> | undefined): Record<string, unknown> {
-  if (!configuration) throw new WalletUsageError("'legacy-format-request': unknown credential configuration")
-  const { format } = configuration
-  if (format === 'dc+sd-jwt' || format === 'vc+sd-jwt') return { format, vct: configuration.vct }
-  const definition = isObject(configuration.credential_definition) ? configuration.credential_definition : {}
-  return { format, credential_definition: { type: definition.type } }
-}
-
 /** The `error` of a WalletProtocolError that one of the wallet's HTTP rules caused (errors.ts). */
 const LIMIT_CODES: ReadonlySet<string> = new Set(['timeout', 'response_too_large', 'redirect_not_followed'])
-
-const RAW_REQUEST_MISBEHAVIOURS: ReadonlySet<Misbehaviour> = new Set([
-  'legacy-proof',
-  'legacy-format-request',
-  'alg-none',
-])
 
 /**
  * Which path to take: '1.0' and 'draft15' as asked; 'auto' reads the metadata with @openid4vc/openid4vci

@@ -49,6 +49,7 @@ import { buildDiVpProof, buildJwtProof, buildTokenRequest, type JwtSigner } from
 import { quietly } from './quiet.ts'
 import { ShareNotAllowedError, type SharePolicy, shareAllows, sharesAnything } from './share.ts'
 import type { HolderKeyType, StoredCredential } from './store.ts'
+import { tamperOf } from './tamper.ts'
 
 // re-exported for callers that import the issuance module directly
 export { WalletProtocolError } from './errors.ts'
@@ -353,8 +354,10 @@ export class IssuanceSession {
    */
   async token(opts: { txCode?: string; misbehave?: readonly Misbehaviour[] } = {}): Promise<TokenResponse> {
     const misbehave = assertMisbehaviours(opts.misbehave)
+    const tamper = tamperOf(misbehave)
     const needsCode = this.txCodeSpec !== undefined
-    const deliberate = misbehave.includes('wrong-tx-code') || misbehave.includes('missing-tx-code')
+    // a misbehaviour that decides the transaction code itself needs none from the caller
+    const deliberate = tamper.acts('token.txCode')
     if (needsCode && opts.txCode === undefined && !deliberate) {
       const spec = this.txCodeSpec as TxCode
       throw new WalletUsageError(
@@ -371,7 +374,7 @@ export class IssuanceSession {
         return this.tokenOf(answer)
       }
       let token = await redeem()
-      if (misbehave.includes('replayed-code')) token = await redeem()
+      if (tamper.acts('token.replay')) token = await redeem()
       this.currentToken = token
       this.tokenNonceUsed = false
       return token
@@ -384,7 +387,7 @@ export class IssuanceSession {
       misbehave,
     })
     let response = await this.redeem(form)
-    if (misbehave.includes('replayed-code')) {
+    if (tamper.acts('token.replay')) {
       if (response.error) throw response.error
       response = await this.redeem(form)
     }
@@ -477,15 +480,10 @@ export class IssuanceSession {
     misbehave: readonly Misbehaviour[],
   ): Promise<string | undefined> {
     if (opts.nonce !== undefined) return opts.nonce
-    if (misbehave.includes('replayed-nonce')) {
-      const consumed = this.wallet.lastConsumedNonce()
-      if (!consumed) {
-        throw new WalletUsageError(
-          "'replayed-nonce' needs a nonce this wallet already used in a successful credential request: receive a credential first",
-        )
-      }
-      return consumed
-    }
+    const chosen = tamperOf(misbehave).apply('nonce.choose', undefined, {
+      lastConsumed: () => this.wallet.lastConsumedNonce(),
+    })
+    if (chosen !== undefined) return chosen
     const token = this.requireToken()
     if (token.c_nonce && !this.tokenNonceUsed) {
       this.tokenNonceUsed = true
@@ -632,7 +630,9 @@ export class IssuanceSession {
       configurationId,
       nonce,
       misbehave,
-      privateJwk: misbehave.includes('jwk-with-private-key') ? await this.wallet.privateJwk() : undefined,
+      privateJwk: await tamperOf(misbehave).apply('proof.privateJwk', undefined, {
+        read: () => this.wallet.privateJwk(),
+      }),
     })
     const answer = await v1.credential(token.access_token, configurationId, proof, misbehave)
     if (answer.status < 200 || answer.status >= 300 || !isObject(answer.body)) {
@@ -647,7 +647,8 @@ export class IssuanceSession {
     nonce: string | undefined,
     misbehave: readonly Misbehaviour[],
   ): CredentialResult {
-    if (nonce && !misbehave.includes('wrong-nonce')) this.wallet.rememberConsumedNonce(nonce)
+    const consumed = tamperOf(misbehave).apply('nonce.consumed', nonce)
+    if (consumed) this.wallet.rememberConsumedNonce(consumed)
     this.lastAnswerAt = Date.now()
     if (Array.isArray(body.credentials)) return this.issued(200, body, 'credential')
     if (typeof body.transaction_id === 'string') {

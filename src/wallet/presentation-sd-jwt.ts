@@ -2,8 +2,8 @@
 // issuer-signed JWT, only the disclosures the credential query's claims select (§6.4.1), and a key-binding
 // JWT signed with the holder key the credential is bound to (cnf), with `nonce` = the request nonce, `aud` =
 // the full client_id (prefix included), `iat` and `sd_hash`. @sd-jwt/core finds the disclosures of each claim
-// path; the wallet assembles the KB-JWT itself, so each presentation misbehaviour changes one byte range of an
-// otherwise correct presentation. Pure over a signer: unit-tested without a verifier.
+// path; the wallet assembles the KB-JWT itself, so each presentation misbehaviour (a tamper hook of tamper.ts)
+// changes one byte range of an otherwise correct presentation. Pure over a signer: unit-tested without a verifier.
 
 import { createHash } from 'node:crypto'
 import { SDJwtInstance } from '@sd-jwt/core'
@@ -13,10 +13,12 @@ import { decodeJws } from '../shared/jws.ts'
 import { sdJwtClaims, splitSdJwt } from '../shared/sd-jwt.ts'
 import { KB_JWT_TYP } from '../shared/wire.ts'
 import { WalletUsageError } from './errors.ts'
-import { EXPIRED_IAT_SECONDS, type PresentationMisbehaviour } from './misbehaviour.ts'
+import type { PresentationMisbehaviour } from './misbehaviour.ts'
 import type { ClaimPath } from './presentation-dcql.ts'
-import { randomNonce, tamperValue } from './presentation-vp.ts'
 import type { JwtSigner } from './proof.ts'
+import { tamperOf } from './tamper.ts'
+
+export { withoutPrefix } from './defects.ts'
 
 export interface SdJwtPresentationInput {
   /** the SD-JWT VC as issued (`<jwt>~<disclosure>~…~`) */
@@ -87,21 +89,6 @@ function b64urlJson(value: unknown): string {
   return Buffer.from(JSON.stringify(value), 'utf8').toString('base64url')
 }
 
-/** 'sd-tampered-disclosure': the first disclosure with its value changed after issuance (salt and name kept). */
-function tamperDisclosure(disclosure: string): {
-  disclosure: string
-  claim: string
-  from: unknown
-  to: unknown
-} {
-  const decoded = JSON.parse(Buffer.from(disclosure, 'base64url').toString('utf8')) as unknown[]
-  const from = decoded.at(-1)
-  const to = tamperValue(from)
-  const copy = [...decoded.slice(0, -1), to]
-  const claim = decoded.length === 3 ? String(decoded[1]) : '(array element)'
-  return { disclosure: b64urlJson(copy), claim, from, to }
-}
-
 /**
  * The presentation: the disclosures of `claimPaths` (each path's own disclosure, those of the objects it sits
  * in and of the claims inside it), then the KB-JWT `{typ: kb+jwt, alg}` / `{nonce, aud, iat, sd_hash}`.
@@ -109,7 +96,7 @@ function tamperDisclosure(disclosure: string): {
  * without its last `~`), 'kb-wrong-nonce', 'kb-wrong-aud', 'kb-stale-iat' (an hour old), 'kb-missing'.
  */
 export async function presentSdJwt(input: SdJwtPresentationInput): Promise<SdJwtPresentation> {
-  const misbehave = input.misbehave ?? []
+  const tamper = tamperOf(input.misbehave)
   const sd = instance()
   const issuedJwt = splitSdJwt(input.credential).jwt
   if (
@@ -121,59 +108,34 @@ export async function presentSdJwt(input: SdJwtPresentationInput): Promise<SdJwt
   const keys = await sd.presentableKeys(input.credential)
   const claims = await sdJwtClaims(input.credential)
   const wanted = input.claimPaths.flatMap((path) => concretePaths(path, claims))
-  const selected = keys.filter((key) => wanted.some((path) => related(key, path)))
-  let extra: string | undefined
-  if (misbehave.includes('sd-extra-disclosure')) {
-    // one more claim than asked: the first not selected whose enclosing disclosable objects are disclosed
-    extra = keys.find(
-      (key) => !selected.includes(key) && keys.every((k) => !key.startsWith(`${k}.`) || selected.includes(k)),
-    )
-    if (extra === undefined) {
-      throw new WalletUsageError(
-        `'sd-extra-disclosure': the credential query already selects every one of the credential's ${keys.length} disclosures; there is none to add`,
-      )
-    }
-    selected.push(extra)
-  }
-  let sdJwt = await sd.present(input.credential, frameOf(selected) as never)
-  let tampered: SdJwtPresentation['tampered']
-  if (misbehave.includes('sd-tampered-disclosure')) {
-    const parts = sdJwt.split('~')
-    const first = parts[1]
-    if (parts.length < 3 || !first) {
-      throw new WalletUsageError(
-        "'sd-tampered-disclosure' needs a disclosed claim, but the credential query selects no selectively disclosable claim",
-      )
-    }
-    const changed = tamperDisclosure(first)
-    parts[1] = changed.disclosure
-    sdJwt = parts.join('~')
-    tampered = { claim: changed.claim, from: changed.from, to: changed.to }
-  }
+  const { selected, extra } = tamper.apply(
+    'sd.disclose',
+    { selected: keys.filter((key) => wanted.some((path) => related(key, path))) },
+    { keys },
+  )
+  const { sdJwt, tampered } = tamper.apply('sd.presentation', {
+    sdJwt: await sd.present(input.credential, frameOf(selected) as never),
+  })
   const result = { disclosed: selected, ...(extra && { extra }), ...(tampered && { tampered }) }
-  if (misbehave.includes('kb-missing')) return { presentation: sdJwt, ...result }
+  if (tamper.acts('kb.omit')) return { presentation: sdJwt, ...result }
 
   // RFC 9901 §4.3.1: sd_hash over the US-ASCII bytes of the SD-JWT up to and including the last `~`
-  const hashed = misbehave.includes('kb-wrong-sd-hash') ? sdJwt.slice(0, -1) : sdJwt
+  const hashed = tamper.apply('kb.hashed', sdJwt)
   const header = { typ: KB_JWT_TYP, alg: input.signer.alg }
-  const payload = {
-    nonce: misbehave.includes('kb-wrong-nonce') ? randomNonce() : input.nonce,
-    aud: misbehave.includes('kb-wrong-aud')
-      ? (input.wrongAudience ?? withoutPrefix(input.audience))
-      : input.audience,
-    iat: misbehave.includes('kb-stale-iat') ? input.iat - EXPIRED_IAT_SECONDS : input.iat,
-    sd_hash: createHash('sha256').update(hashed, 'ascii').digest('base64url'),
-  }
+  const payload = tamper.apply(
+    'kb.payload',
+    {
+      nonce: input.nonce,
+      aud: input.audience,
+      iat: input.iat,
+      sd_hash: createHash('sha256').update(hashed, 'ascii').digest('base64url'),
+    },
+    { wrongAudience: input.wrongAudience },
+  )
   const signingInput = `${b64urlJson(header)}.${b64urlJson(payload)}`
   const signature = await input.signer.sign(signingInput)
   return {
     presentation: `${sdJwt}${signingInput}.${Buffer.from(signature).toString('base64url')}`,
     ...result,
   }
-}
-
-/** `x509_san_dns:verifier.example` → `verifier.example`: the audience a wallet that drops the prefix would use. */
-export function withoutPrefix(clientId: string): string {
-  const colon = clientId.indexOf(':')
-  return colon < 0 ? `${clientId}-wrong` : clientId.slice(colon + 1)
 }

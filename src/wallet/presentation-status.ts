@@ -1,12 +1,14 @@
 // Reading the status of held credentials from their Bitstring Status List credentials, for the
 // 'revoked-credential' misbehaviour only (a correct presentation never fetches a status list: checking status
 // is the verifier's job). Each list is fetched once per call; the list credential's signature is not checked
-// (the wallet only looks for a credential the verifier should refuse).
+// (the wallet only looks for a credential the verifier should refuse), and a JSON list is read too. The
+// entry is read from the list by the verifier's own rule (shared/status-check.ts bitstringEntryValue), so
+// the credential picked is one the verifier reads as revoked.
 
-import { getStatus, readStatusList, STATUS_SIZE, type StatusList } from '../shared/bitstring.ts'
+import { readStatusList, STATUS_SIZE, type StatusList } from '../shared/bitstring.ts'
 import { isObject } from '../shared/json.ts'
 import { decodeJws } from '../shared/jws.ts'
-import { JWT_MEDIA_TYPE, STATUS_LIST_JWT_MEDIA_TYPE, VC_JWT_MEDIA_TYPE } from '../shared/wire.ts'
+import { bitstringEntryValue, STATUS_LIST_ACCEPT } from '../shared/status-check.ts'
 import { WalletUsageError } from './errors.ts'
 import { httpRequest, type WalletHttp } from './http.ts'
 
@@ -89,11 +91,7 @@ export class StatusListReader {
     }
     let answer: Awaited<ReturnType<typeof httpRequest>>
     try {
-      answer = await httpRequest(
-        url,
-        { method: 'GET', accept: `${VC_JWT_MEDIA_TYPE}, ${STATUS_LIST_JWT_MEDIA_TYPE}, ${JWT_MEDIA_TYPE}` },
-        this.http,
-      )
+      answer = await httpRequest(url, { method: 'GET', accept: STATUS_LIST_ACCEPT }, this.http)
     } catch (error) {
       return fail((error as Error).message)
     }
@@ -107,10 +105,14 @@ export class StatusListReader {
     }
   }
 
-  /** The status value of an entry (0 when the list is shorter than the index). */
+  /**
+   * The status value of an entry; 0 when the list does not hold it (past its end, another purpose or
+   * statusSize): a verifier finds that status unknown, not revoked.
+   */
   async status(entry: StatusEntry): Promise<number> {
-    const { bits } = await this.list(entry.statusListCredential)
-    return getStatus(bits, entry.statusListIndex, entry.statusSize)
+    const url = entry.statusListCredential
+    const read = bitstringEntryValue(await this.list(url), entry, entry.statusListIndex, url)
+    return read.ok ? read.value : 0
   }
 
   async isRevoked(entry: StatusEntry): Promise<boolean> {

@@ -2,33 +2,36 @@
 // object fetched by reference (request_uri_method get, or post with wallet_metadata and wallet_nonce, §5.10),
 // taken by value (a `request` JWT, or the parameters themselves for the unsigned `redirect_uri:` prefix), its
 // signature verified per client identifier prefix (§5.9.3), and the parameters this wallet answers checked
-// (§5.1, §8.2, §8.3). Every refusal is a WalletProtocolError of step `request` whose description names the
+// (§5.1, §8.2, §8.3); the rule of each prefix is in src/shared/client-id-prefix.ts. Every refusal is a WalletProtocolError of step `request` whose description names the
 // rule and its clause; nothing is sent to the verifier. The OWF @openid4vc/openid4vp client is not used here:
 // its request_uri POST sends the wallet metadata members as flat form fields and no wallet_nonce (0.4.6), and
 // the interop test's verifier is built on it, so the wallet stays an independent implementation.
 
 import { randomBytes } from 'node:crypto'
 import { DcqlError, DcqlQuery } from 'dcql'
-import { DidKeyError, didOf, JWS_ALGS, type JwsAlg, resolveDidKey } from '../shared/did-key.ts'
+import { FORMATS } from '../formats/registry.ts'
+import {
+  ClientIdPrefixError,
+  checkClientRequest,
+  type KnownClientIdPrefix,
+  parseClientId,
+  refusalOf,
+  requestsAreSigned,
+  VERIFIED_CLIENT_ID_PREFIXES,
+  type VerifiedClientIdPrefix,
+  walletRule,
+} from '../shared/client-id-prefix.ts'
+import { JWS_ALGS, type JwsAlg } from '../shared/did-key.ts'
 import { isObject } from '../shared/json.ts'
-import { decodeJws, JwsError, verifyJws } from '../shared/jws.ts'
+import { decodeJws } from '../shared/jws.ts'
 import { JWT_MEDIA_TYPE, REQUEST_OBJECT_MEDIA_TYPE, REQUEST_OBJECT_TYP } from '../shared/wire.ts'
 import { protocolError, replayedNonce, transportError, WalletProtocolError } from './errors.ts'
 import { type HttpAnswer, httpRequest, type WalletHttp } from './http.ts'
-import { loadX509 } from './lazy.ts'
 import type { ParsedPresentationLink } from './presentation-link.ts'
 
-/** The client identifier prefixes this wallet verifies (OpenID4VP 1.0 §5.9.3). */
-export const SUPPORTED_CLIENT_ID_PREFIXES = [
-  'decentralized_identifier',
-  'x509_san_dns',
-  'x509_hash',
-  'redirect_uri',
-] as const
-export type ClientIdPrefix = (typeof SUPPORTED_CLIENT_ID_PREFIXES)[number]
-
-/** Prefixes 1.0 §5.9.3 defines (and the drafts' x509_san_uri) that this wallet recognises but refuses. */
-const REFUSED_PREFIXES = ['openid_federation', 'verifier_attestation', 'x509_san_uri', 'origin']
+/** The client identifier prefixes this wallet verifies (OpenID4VP 1.0 §5.9.3): those with a wallet rule. */
+export const SUPPORTED_CLIENT_ID_PREFIXES: readonly VerifiedClientIdPrefix[] = VERIFIED_CLIENT_ID_PREFIXES
+export type ClientIdPrefix = VerifiedClientIdPrefix
 
 /** Response modes this wallet answers: §8.2 and §8.3.1. */
 export type ResponseModeV1 = 'direct_post' | 'direct_post.jwt'
@@ -109,18 +112,6 @@ function refuse(status: number, error: string, description: string, body?: unkno
 }
 
 /**
- * The prefix of a client_id per 1.0 §5.9.1: the string before the first `:`, when it is a prefix 1.0 defines.
- * A bare DID (`did:key:…`) is the drafts' client_id with no prefix (`decentralized_identifier:` in 1.0).
- */
-export function clientIdPrefixOf(clientId: string): { prefix: string; identifier: string } | undefined {
-  const colon = clientId.indexOf(':')
-  if (colon < 0) return undefined
-  const prefix = clientId.slice(0, colon)
-  if (![...SUPPORTED_CLIENT_ID_PREFIXES, ...REFUSED_PREFIXES].includes(prefix)) return undefined
-  return { prefix, identifier: clientId.slice(colon + 1) }
-}
-
-/**
  * Whether a link is an OpenID4VP 1.0 request: its client_id carries a client identifier prefix (1.0 §5.9.1:
  * whatever precedes the first `:` — one this wallet does not know included, which resolveRequestV1 then
  * refuses rather than taking it for a draft-20 client_id), or it carries the request parameters themselves
@@ -129,13 +120,10 @@ export function clientIdPrefixOf(clientId: string): { prefix: string; identifier
  */
 export function isV1Link(parsed: ParsedPresentationLink): boolean {
   if (parsed.byValue) return true
-  const clientId = parsed.clientId
-  if (clientId === undefined || clientId.startsWith('did:')) return false
-  return clientIdPrefixOf(clientId) !== undefined || PREFIX_SHAPE.test(clientId)
+  if (parsed.clientId === undefined) return false
+  const { kind } = parseClientId(parsed.clientId)
+  return kind === 'known' || kind === 'unknown'
 }
-
-/** `<prefix>:<identifier>`: how a 1.0 client_id with a prefix looks, whether or not the prefix is known. */
-const PREFIX_SHAPE = /^[A-Za-z][\w.+-]*:./
 
 /**
  * What the wallet tells a verifier in a request_uri POST (§5.10, §10.1): the formats and algorithms it
@@ -144,12 +132,12 @@ const PREFIX_SHAPE = /^[A-Za-z][\w.+-]*:./
  */
 export function walletMetadata(holderAlg: JwsAlg, prefix: string): Record<string, unknown> {
   return {
-    vp_formats_supported: {
-      'dc+sd-jwt': { 'sd-jwt_alg_values': [...JWS_ALGS], 'kb-jwt_alg_values': [holderAlg] },
-      jwt_vc_json: { alg_values: [...JWS_ALGS] },
-    },
+    vp_formats_supported: Object.assign(
+      {},
+      ...FORMATS.map((f) => f.vpFormatsSupported({ credential: JWS_ALGS, holder: [holderAlg] })),
+    ),
     client_id_prefixes_supported: [...SUPPORTED_CLIENT_ID_PREFIXES],
-    ...(prefix !== 'redirect_uri' && { request_object_signing_alg_values_supported: [...JWS_ALGS] }),
+    ...(requestsAreSigned(prefix) && { request_object_signing_alg_values_supported: [...JWS_ALGS] }),
     response_types_supported: ['vp_token'],
     response_modes_supported: ['direct_post', 'direct_post.jwt'],
     authorization_encryption_alg_values_supported: [RESPONSE_ENCRYPTION_ALG],
@@ -204,141 +192,6 @@ function parametersByValue(params: Record<string, string>, status: number): Reco
     }
   }
   return payload
-}
-
-/** Verifies the signature of a request object per its client identifier prefix (1.0 §5.9.3). */
-async function verifyByPrefix(
-  prefix: ClientIdPrefix,
-  identifier: string,
-  compact: string,
-  header: Record<string, unknown>,
-  payload: Record<string, unknown>,
-  ctx: ResolveContext & { requestUri: string | undefined },
-  status: number,
-): Promise<ResolvedRequestV1['certificate']> {
-  const signature = (key: Parameters<typeof verifyJws>[1], what: string) => {
-    try {
-      verifyJws(compact, key, { algorithms: JWS_ALGS })
-    } catch (error) {
-      const reason = error instanceof JwsError ? error.message : message(error)
-      throw refuse(status, 'invalid_request_object', `${prefix} (OpenID4VP 1.0 §5.9.3): ${what}: ${reason}`)
-    }
-  }
-  if (prefix === 'decentralized_identifier') {
-    // the key is the DID's, named by the JOSE header kid
-    if (!identifier.startsWith('did:')) {
-      throw refuse(
-        status,
-        'invalid_request',
-        `decentralized_identifier (OpenID4VP 1.0 §5.9.3): ${identifier} is not a DID`,
-      )
-    }
-    const kid = header.kid
-    if (typeof kid !== 'string' || !kid.startsWith('did:')) {
-      throw refuse(
-        status,
-        'invalid_request_object',
-        `decentralized_identifier (OpenID4VP 1.0 §5.9.3): the header kid ${JSON.stringify(kid)} is not a DID URL naming the key of ${identifier}`,
-      )
-    }
-    if (didOf(kid) !== identifier) {
-      throw refuse(
-        status,
-        'invalid_request_object',
-        `decentralized_identifier (OpenID4VP 1.0 §5.9.3): the header kid ${kid} is not a key of the client identifier ${identifier}`,
-      )
-    }
-    if (!identifier.startsWith('did:key:')) {
-      throw refuse(
-        status,
-        'invalid_request',
-        `decentralized_identifier (OpenID4VP 1.0 §5.9.3): this wallet resolves did:key only, not ${identifier.split(':').slice(0, 2).join(':')}`,
-      )
-    }
-    let key: ReturnType<typeof resolveDidKey>
-    try {
-      key = resolveDidKey(kid)
-    } catch (error) {
-      if (!(error instanceof DidKeyError)) throw error
-      throw refuse(status, 'invalid_request_object', `decentralized_identifier: kid ${kid}: ${error.message}`)
-    }
-    signature(key.publicKey, `the signature by ${kid}`)
-    return undefined
-  }
-  if (prefix === 'x509_san_dns' || prefix === 'x509_hash') {
-    // the leaf of the x5c header signs; the chain must lead to a trust anchor of the wallet
-    if (header.x5c === undefined) {
-      throw refuse(
-        status,
-        'invalid_request_object',
-        `${prefix} (OpenID4VP 1.0 §5.9.3): the request object has no x5c header`,
-      )
-    }
-    if (ctx.trustAnchors.length === 0) {
-      throw refuse(
-        status,
-        'invalid_request',
-        `${prefix} (OpenID4VP 1.0 §5.9.3): the wallet must validate the x5c chain, but it has no trust anchor configured (Wallet.create trustAnchors, --trust-anchor)`,
-      )
-    }
-    const { verifyX5c, x509Hash, X509Error } = await loadX509()
-    let chain: Awaited<ReturnType<typeof verifyX5c>>
-    try {
-      chain = await verifyX5c(header.x5c, ctx.trustAnchors, ctx.now)
-    } catch (error) {
-      if (!(error instanceof X509Error)) throw error
-      throw refuse(status, 'invalid_request', `${prefix} (OpenID4VP 1.0 §5.9.3): x5c: ${error.message}`)
-    }
-    if (prefix === 'x509_san_dns') {
-      if (!chain.dns.includes(identifier)) {
-        throw refuse(
-          status,
-          'invalid_request',
-          `x509_san_dns (OpenID4VP 1.0 §5.9.3): ${identifier} is not a dNSName SAN of the leaf certificate (${chain.leaf.subject}; dNSNames ${JSON.stringify(chain.dns)})`,
-        )
-      }
-      // No list of trusted client identifiers here, so the response goes to the certified host only — and,
-      // since a certificate names no port, to the origin (scheme, host, port) that served the request object:
-      // another port of the same host is another service the certificate does not speak for.
-      const target = payload.response_uri ?? payload.redirect_uri
-      let url: URL | undefined
-      try {
-        url = new URL(String(target))
-      } catch {}
-      if (url?.hostname !== identifier) {
-        throw refuse(
-          status,
-          'invalid_request',
-          `x509_san_dns (OpenID4VP 1.0 §5.9.3): the host of response_uri ${JSON.stringify(target)} must be the client identifier ${identifier}. Nothing was sent.`,
-        )
-      }
-      const expected = ctx.requestUri !== undefined ? new URL(ctx.requestUri).origin : undefined
-      if (expected !== undefined && url.origin !== expected) {
-        throw refuse(
-          status,
-          'invalid_request',
-          `x509_san_dns (OpenID4VP 1.0 §5.9.3): response_uri ${JSON.stringify(target)} is on the origin ${url.origin}, not on ${expected}, where the certified verifier ${identifier} served its request; a certificate names no port, so the wallet answers only the origin it was asked from. Nothing was sent.`,
-        )
-      }
-    } else {
-      const hash = x509Hash(String((header.x5c as unknown[])[0]))
-      if (hash !== identifier) {
-        throw refuse(
-          status,
-          'invalid_request',
-          `x509_hash (OpenID4VP 1.0 §5.9.3): the client identifier ${identifier} is not the SHA-256 hash of the leaf certificate (${hash})`,
-        )
-      }
-    }
-    signature(chain.publicKey, `the signature by the leaf certificate ${chain.leaf.subject}`)
-    return { subject: chain.leaf.subject, dns: chain.dns, anchor: chain.anchor.subject }
-  }
-  // redirect_uri: "Requests using the redirect_uri Client Identifier Prefix cannot be signed"
-  throw refuse(
-    status,
-    'invalid_request',
-    `redirect_uri (OpenID4VP 1.0 §5.9.3): the request must not be signed (no key can be trusted for it); got a request object signed with ${String(header.alg)}`,
-  )
 }
 
 /** §8.3: the verifier's encryption key (use enc or absent, alg ECDH-ES) and the content encryption. */
@@ -503,7 +356,9 @@ export async function resolveRequestV1(
     )
   }
   const careless = ctx.trustEverything === true
-  let split = clientIdPrefixOf(linkClientId)
+  const parsedId = parseClientId(linkClientId)
+  let split: { prefix: KnownClientIdPrefix; identifier: string } | undefined =
+    parsedId.kind === 'known' ? parsedId : undefined
   if (!split && careless) {
     // the careless wallet takes any `<prefix>:<rest>` for a DID client identifier
     const colon = linkClientId.indexOf(':')
@@ -512,8 +367,10 @@ export async function resolveRequestV1(
       identifier: linkClientId.startsWith('did:') || colon < 0 ? linkClientId : linkClientId.slice(colon + 1),
     }
   }
-  if (!split || !(SUPPORTED_CLIENT_ID_PREFIXES as readonly string[]).includes(split.prefix)) {
+  const rule = split && walletRule(split.prefix)
+  if (!split || !rule) {
     const unknown = /^([^:]+):/.exec(linkClientId)?.[1]
+    const refusal = split && refusalOf(split.prefix)
     const named = split
       ? `prefix ${split.prefix}`
       : unknown
@@ -522,7 +379,7 @@ export async function resolveRequestV1(
     throw refuse(
       0,
       'invalid_request',
-      `client_id ${linkClientId} has ${named}; this wallet verifies ${SUPPORTED_CLIENT_ID_PREFIXES.join(', ')} (OpenID4VP 1.0 §5.9.3)${split?.prefix === 'origin' ? ', and origin is reserved for the DC API' : ''}. Nothing was sent.`,
+      `client_id ${linkClientId} has ${named}; this wallet verifies ${SUPPORTED_CLIENT_ID_PREFIXES.join(', ')} (OpenID4VP 1.0 §5.9.3)${refusal ? `, and ${refusal}` : ''}. Nothing was sent.`,
     )
   }
   const prefix = split.prefix as ClientIdPrefix
@@ -604,32 +461,25 @@ export async function resolveRequestV1(
   let certificate: ResolvedRequestV1['certificate']
   if (careless) {
     // nothing verified: whatever signed it, wherever the answer goes
-    payload.response_uri ??= prefix === 'redirect_uri' ? split.identifier : undefined
-  } else if (signed) {
-    certificate = await verifyByPrefix(
-      prefix,
-      split.identifier,
-      requestObject as string,
-      header ?? {},
-      payload,
-      { ...ctx, requestUri: parsed.requestUri },
-      status,
-    )
-  } else if (prefix !== 'redirect_uri') {
-    throw refuse(
-      status,
-      'invalid_request',
-      `${prefix} (OpenID4VP 1.0 §5.9.3): the request must be a request object signed by the ${prefix === 'decentralized_identifier' ? "DID's key" : 'leaf key of its x5c chain'}; it came unsigned`,
-    )
+    payload.response_uri ??= rule.respondsTo?.(split.identifier)
   } else {
-    // redirect_uri: the response goes to the client identifier itself; the verifier MAY omit response_uri
-    payload.response_uri ??= split.identifier
-    if (payload.response_uri !== split.identifier) {
-      throw refuse(
-        status,
-        'invalid_request',
-        `redirect_uri (OpenID4VP 1.0 §5.9.3): response_uri ${JSON.stringify(payload.response_uri)} must be the client identifier ${split.identifier}. Nothing was sent.`,
+    // the prefix's rule (src/shared/client-id-prefix.ts): its key and identifier, or why it may not be signed
+    try {
+      certificate = await checkClientRequest(
+        {
+          prefix,
+          identifier: split.identifier,
+          signed,
+          compact: requestObject,
+          header: header ?? {},
+          payload,
+          requestUri: parsed.requestUri,
+        },
+        { trustAnchors: ctx.trustAnchors, now: ctx.now },
       )
+    } catch (error) {
+      if (error instanceof ClientIdPrefixError) throw refuse(status, error.error, error.message)
+      throw error
     }
   }
   const checked = checkParameters(payload, {

@@ -12,7 +12,6 @@ import {
   assertPresentationMisbehaviours,
   EXCLUSIVE_PRESENTATION_MISBEHAVIOURS,
   JWT_VP_MISBEHAVIOURS,
-  NONCE_LESS_PRESENTATION_MISBEHAVIOURS,
   PE_ONLY_PRESENTATION_MISBEHAVIOURS,
   type PresentationMisbehaviour,
   SD_JWT_PRESENTATION_MISBEHAVIOURS,
@@ -43,9 +42,9 @@ import {
   type JweHeader,
   responsePayload,
   type VpTokenV1,
-  withWrongQueryId,
 } from './presentation-v1-response.ts'
-import { buildVpToken, errorForm, selfIssueCopy, tamperCredential } from './presentation-vp.ts'
+import { buildVpToken, errorForm } from './presentation-vp.ts'
+import { tamperOf } from './tamper.ts'
 
 /** `onUnsatisfied` (RespondOptions): 'access-denied' answers access_denied naming the unsatisfied queries. */
 export type RespondV1Options = RespondOptions
@@ -112,7 +111,7 @@ export class PresentationSessionV1 {
       http: wallet.http,
       trustAnchors: wallet.trustAnchors,
       now: now(),
-      allowExpired: misbehave.includes('expired-session'),
+      allowExpired: tamperOf(misbehave).acts('request.skipExpiry'),
       holderAlg: wallet.alg,
       answeredNonce: (nonce) => wallet.answeredNonce(nonce),
       trustEverything: wallet.trustEverything,
@@ -142,6 +141,7 @@ export class PresentationSessionV1 {
    */
   async respond(opts: RespondV1Options = {}): Promise<PresentationResult> {
     const misbehave = assertPresentationMisbehaviours(opts.misbehave)
+    const tamper = tamperOf(misbehave)
     const step = opts.onStep ?? (() => {})
     const peOnly = misbehave.filter((m) => PE_ONLY_PRESENTATION_MISBEHAVIOURS.includes(m))
     if (peOnly.length > 0) {
@@ -156,12 +156,9 @@ export class PresentationSessionV1 {
         `misbehaviour ${exclusive[0]} replaces the whole answer: combine it with expired-session only, not with ${others.join(', ')}`,
       )
     }
-    if (misbehave.includes('plain-response') && this.responseMode !== 'direct_post.jwt') {
-      throw new WalletUsageError(
-        `'plain-response' answers direct_post where direct_post.jwt was asked; this request asks for ${this.responseMode}`,
-      )
-    }
-    if (!misbehave.includes('expired-session') && !this.wallet.trustEverything && this.expired) {
+    // the mode the answer is posted with; 'plain-response' is refused here unless direct_post.jwt was asked
+    const responseMode = tamper.apply('response.mode', this.responseMode)
+    if (!tamper.acts('request.skipExpiry') && !this.wallet.trustEverything && this.expired) {
       throw new WalletProtocolError({
         step: 'request',
         status: this.request.status,
@@ -169,7 +166,7 @@ export class PresentationSessionV1 {
         errorDescription: `the request object expired at ${new Date(this.expiresAt as number).toISOString()}: not answering it (misbehaviour expired-session answers anyway)`,
       })
     }
-    if (misbehave.includes('access-denied')) {
+    if (tamper.acts('response.decline')) {
       return this.decline(opts.errorDescription ?? ACCESS_DENIED_DESCRIPTION, step)
     }
 
@@ -225,11 +222,11 @@ export class PresentationSessionV1 {
       }
       vpToken[answer.queryId] = presentations
     }
-    if (misbehave.includes('vp-token-wrong-id')) vpToken = withWrongQueryId(vpToken)
+    vpToken = tamper.apply('vp_token', vpToken)
 
     let form: Record<string, string>
     let encryption: JweHeader | undefined
-    if (this.responseMode === 'direct_post.jwt' && !misbehave.includes('plain-response')) {
+    if (responseMode === 'direct_post.jwt') {
       const encrypted = await encryptResponse(
         responsePayload(vpToken, this.state),
         this.request.encryption as NonNullable<ResolvedRequestV1['encryption']>,
@@ -240,16 +237,14 @@ export class PresentationSessionV1 {
       form = directPostForm(vpToken, this.state)
     }
     // remembered before it leaves: a verifier that asks again with this nonce is refused (§14.1)
-    if (!misbehave.some((m) => NONCE_LESS_PRESENTATION_MISBEHAVIOURS.includes(m))) {
-      await this.wallet.rememberAnsweredNonce(this.nonce)
-    }
+    if (!tamper.acts('response.forgetNonce')) await this.wallet.rememberAnsweredNonce(this.nonce)
     const answer = await postAuthorizationResponse(this, form, step, this.wallet.http)
     const presented = choices.map((c) => c.credential.id)
     return {
       ...presentationResult(this, '1.0', 'verified', answer, form, presented),
       vpToken: JSON.stringify(vpToken),
       dcqlVpToken: vpToken,
-      responseMode: misbehave.includes('plain-response') ? 'direct_post' : this.responseMode,
+      responseMode,
       ...(encryption && { encryption }),
     }
   }
@@ -288,8 +283,7 @@ export class PresentationSessionV1 {
     // jwt_vc_json: a JWT VP of the credential as issued (1.0 §B.1.3.1.5: nonce, aud = the client_id)
     let credential = choice.credential.credential
     try {
-      if (misbehave.includes('tampered-credential')) credential = tamperCredential(credential).jwt
-      if (misbehave.includes('untrusted-issuer')) credential = selfIssueCopy(credential).jwt
+      credential = tamperOf(misbehave).apply('vp.credentials', [credential])[0] ?? credential
     } catch (error) {
       throw new WalletUsageError(`cannot apply ${misbehave.join(', ')}: ${message(error)}`)
     }

@@ -35,7 +35,6 @@ import { loadSiop } from './lazy.ts'
 import {
   assertPresentationMisbehaviours,
   EXCLUSIVE_PRESENTATION_MISBEHAVIOURS,
-  NONCE_LESS_PRESENTATION_MISBEHAVIOURS,
   type PresentationMisbehaviour,
   V1_ONLY_PRESENTATION_MISBEHAVIOURS,
 } from './misbehaviour.ts'
@@ -55,16 +54,14 @@ import {
   buildVpToken,
   credentialId,
   errorForm,
-  lyingSubmission,
   type PresentationSubmission,
   responseForm,
-  selfIssueCopy,
-  tamperCredential,
   withAnswerFormats,
 } from './presentation-vp.ts'
 import type { JwtSigner } from './proof.ts'
 import { quietly } from './quiet.ts'
 import type { StoredCredential } from './store.ts'
+import { tamperOf } from './tamper.ts'
 
 /** The wallet's answer for the 'access-denied' misbehaviour (also usable as a plain decline). */
 export const ACCESS_DENIED_DESCRIPTION = 'the holder declined to share the requested credentials'
@@ -205,25 +202,6 @@ function jsonValue(value: unknown): unknown {
     return value
   }
 }
-
-/** Misbehaviours whose VP or submission did-auth-siop's own check would refuse to assemble. */
-const BYPASS_LIBRARY: readonly PresentationMisbehaviour[] = [
-  'tampered-credential',
-  'untrusted-issuer',
-  'lying-submission',
-  'vp-foreign-key',
-]
-/** Misbehaviours after which the VP is not remembered for 'vp-replayed' (it is not an honest one). */
-const DISHONEST: readonly PresentationMisbehaviour[] = [
-  'vp-wrong-nonce',
-  'vp-wrong-aud',
-  'vp-foreign-key',
-  'tampered-credential',
-  'untrusted-issuer',
-  'revoked-credential',
-  'lying-submission',
-  'vp-replayed',
-]
 
 /** The credential JWTs inside a JWT VP. */
 function credentialsOf(vpToken: string): string[] {
@@ -486,7 +464,7 @@ export class PresentationSession {
     const problem = checkRequestObject(payload, {
       linkClientId: parsed.clientId,
       nowMs: now(),
-      allowExpired: misbehave.includes('expired-session'),
+      allowExpired: tamperOf(misbehave).acts('request.skipExpiry'),
     })
     if (problem) throw requestError(status, problem, payload)
     if (await wallet.answeredNonce(payload.nonce as string))
@@ -617,6 +595,7 @@ export class PresentationSession {
    */
   async respond(opts: RespondOptions = {}): Promise<PresentationResult> {
     const misbehave = assertPresentationMisbehaviours(opts.misbehave)
+    const tamper = tamperOf(misbehave)
     const step = opts.onStep ?? (() => {})
     const v1Only = misbehave.filter((m) => V1_ONLY_PRESENTATION_MISBEHAVIOURS.includes(m))
     if (v1Only.length > 0) {
@@ -631,14 +610,14 @@ export class PresentationSession {
         `misbehaviour ${exclusive[0]} replaces the whole answer: combine it with expired-session only, not with ${[...exclusive.slice(1), ...others].join(', ')}`,
       )
     }
-    if (!misbehave.includes('expired-session') && !this.wallet.trustEverything && this.expired) {
+    if (!tamper.acts('request.skipExpiry') && !this.wallet.trustEverything && this.expired) {
       throw requestError(
         this.requestUri ? 200 : 0,
         `the request object expired at ${new Date(this.expiresAt as number).toISOString()}: not answering it (misbehaviour expired-session answers anyway)`,
       )
     }
 
-    if (misbehave.includes('access-denied')) {
+    if (tamper.acts('response.decline')) {
       const form = errorForm({
         error: 'access_denied',
         errorDescription: opts.errorDescription ?? ACCESS_DENIED_DESCRIPTION,
@@ -652,7 +631,7 @@ export class PresentationSession {
     // instead of signing a new one: the submission is this session's, only the vp_token is old
     let previous: RememberedPresentation | undefined
     let jwts: string[]
-    if (misbehave.includes('vp-replayed')) {
+    if (tamper.acts('pe.replay')) {
       previous = this.wallet.lastPresentation()
       if (!previous) {
         throw new WalletUsageError(
@@ -665,7 +644,7 @@ export class PresentationSession {
       let selection: Selection
       try {
         selection = await this.select({
-          revoked: misbehave.includes('revoked-credential'),
+          revoked: tamper.acts('pe.selectRevoked'),
           onStatus: (lists) => step('status', { lists }),
         })
       } catch (error) {
@@ -705,17 +684,12 @@ export class PresentationSession {
           jwts,
           async (args) => {
             const presentation = structuredClone(args.presentation) as unknown as Record<string, unknown>
-            const credentials = [...((presentation.verifiableCredential as string[] | undefined) ?? [])]
+            const selected = [...((presentation.verifiableCredential as string[] | undefined) ?? [])]
             if (replayed) {
-              presentedJwts = credentials
+              presentedJwts = selected
               return replayed
             }
-            if (misbehave.includes('tampered-credential') && credentials[0]) {
-              credentials[0] = tamperCredential(credentials[0]).jwt
-            }
-            if (misbehave.includes('untrusted-issuer') && credentials[0]) {
-              credentials[0] = selfIssueCopy(credentials[0]).jwt
-            }
+            const credentials = tamper.apply('vp.credentials', selected)
             presentation.verifiableCredential = credentials
             presentedJwts = credentials
             return buildVpToken(signer, {
@@ -743,10 +717,11 @@ export class PresentationSession {
     // posts the same submission with the verifier's identifiers.
     const laidOut = built.presentationSubmission as unknown as PresentationSubmission
     let submission = withAnswerFormats(laidOut, answerFormats(this.presentationDefinition))
-    if (misbehave.includes('lying-submission')) submission = lyingSubmission(submission, presentedJwts.length)
+    submission = tamper.apply('pe.submission', submission, { credentialCount: presentedJwts.length })
 
     let form: Record<string, string>
-    if (misbehave.some((m) => BYPASS_LIBRARY.includes(m))) {
+    // did-auth-siop's own check would refuse to assemble a VP or submission some misbehaviours change
+    if (tamper.acts('pe.bypassLibrary')) {
       form = responseForm({ vpToken, submission, state: this.state })
     } else {
       const op = this.op as OP
@@ -764,12 +739,11 @@ export class PresentationSession {
       form.presentation_submission = JSON.stringify(submission)
     }
     // remembered before it leaves: a verifier that asks again with this nonce is refused (§14.1)
-    if (!misbehave.some((m) => NONCE_LESS_PRESENTATION_MISBEHAVIOURS.includes(m))) {
-      await this.wallet.rememberAnsweredNonce(this.nonce)
-    }
+    if (!tamper.acts('response.forgetNonce')) await this.wallet.rememberAnsweredNonce(this.nonce)
     const answer = await postAuthorizationResponse(this, form, step, this.wallet.http)
     const presented = presentedJwts.map(credentialId)
-    if (!misbehave.some((m) => DISHONEST.includes(m))) {
+    // a VP some misbehaviour changed is not an honest one to replay later
+    if (!tamper.acts('pe.forget')) {
       this.wallet.rememberPresentation({
         vpToken,
         presented,

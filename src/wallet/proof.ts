@@ -1,28 +1,19 @@
 // Building what the wallet proves: the token request's form fields, the `jwt` proof of possession
-// (OpenID4VCI Appendix F.1) and the `di_vp` proof (docs/issuance.md), each optionally with misbehaviours.
-// Pure functions over a signer, so every defect is unit-tested without a server.
+// (OpenID4VCI Appendix F.1) and the `di_vp` proof (docs/issuance.md), each optionally with misbehaviours
+// (the tamper hooks of tamper.ts, applied where each part is built). Pure functions over a signer, so every
+// defect is unit-tested without a server.
 
-import { randomBytes } from 'node:crypto'
 import { ProofOfPossessionBuilder } from '@sphereon/oid4vci-client'
 import { OpenId4VCIVersion, type TxCode } from '@sphereon/oid4vci-common'
 import type { DiSigner } from '../shared/data-integrity.ts'
-import {
-  base58btcDecode,
-  base58btcEncode,
-  didKeyFromPublicKey,
-  generateKeyPair,
-  type JwsAlg,
-  resolveDidKey,
-} from '../shared/did-key.ts'
+import type { JwsAlg } from '../shared/did-key.ts'
 import { PRE_AUTHORIZED_GRANT, PROOF_TYP } from '../shared/wire.ts'
 import { WalletUsageError } from './errors.ts'
 import { loadDataIntegrity } from './lazy.ts'
-import {
-  EXPIRED_IAT_SECONDS,
-  JWT_ONLY_MISBEHAVIOURS,
-  type Misbehaviour,
-  WRONG_AUDIENCE,
-} from './misbehaviour.ts'
+import { JWT_ONLY_MISBEHAVIOURS, type Misbehaviour } from './misbehaviour.ts'
+import { tamperOf } from './tamper.ts'
+
+export { corruptProofValue, freshKid, randomNonce, wrongTxCode } from './defects.ts'
 
 // --- token request -------------------------------------------------------------------------------------------
 
@@ -37,32 +28,14 @@ export interface TokenRequestInput {
   misbehave?: readonly Misbehaviour[]
 }
 
-/** A code of the announced shape that differs from `code` (or a random one when the right one is unknown). */
-export function wrongTxCode(code: string | undefined, spec?: TxCode): string {
-  if (code && code.length > 0) {
-    const last = code.charAt(code.length - 1)
-    let replacement: string
-    if (/[0-9]/.test(last)) replacement = String((Number(last) + 1) % 10)
-    else if (/[a-y]/i.test(last)) replacement = String.fromCharCode(last.charCodeAt(0) + 1)
-    else replacement = last === '0' ? '1' : '0'
-    return code.slice(0, -1) + replacement
-  }
-  const length = spec?.length && spec.length > 0 ? spec.length : 6
-  const digits = Array.from(randomBytes(length), (b) => String(b % 10)).join('')
-  return spec?.input_mode === 'text' ? `x${digits.slice(1)}` : digits
-}
-
 /**
  * The form fields of the pre-authorized code token request, as oid4vci-client 0.20.1 builds them
  * (`client_id`, `user_pin` and `tx_code` both carrying the code, `grant_type`, `pre-authorized_code`).
  */
 export function buildTokenRequest(input: TokenRequestInput): Record<string, string> {
-  const misbehave = input.misbehave ?? []
   const form: Record<string, string> = {}
   if (input.clientId) form.client_id = input.clientId
-  let code = input.txCode
-  if (misbehave.includes('wrong-tx-code')) code = wrongTxCode(input.txCode, input.txCodeSpec)
-  if (misbehave.includes('missing-tx-code')) code = undefined
+  const code = tamperOf(input.misbehave).apply('token.txCode', input.txCode, { spec: input.txCodeSpec })
   if (code !== undefined) {
     form.user_pin = code
     form.tx_code = code
@@ -100,23 +73,6 @@ export function b64urlJson(value: unknown): string {
   return Buffer.from(JSON.stringify(value), 'utf8').toString('base64url')
 }
 
-/** A new did:key key id of one algorithm, for 'foreign-kid'. */
-export function freshKid(alg: JwsAlg): string {
-  return didKeyFromPublicKey(generateKeyPair(alg).publicKey).kid
-}
-
-/** A random value shaped like a server nonce that no server issued, for 'wrong-nonce'. */
-export function randomNonce(): string {
-  return randomBytes(32).toString('base64url')
-}
-
-function flipLastBit(bytes: Uint8Array): Uint8Array {
-  const copy = Uint8Array.from(bytes)
-  const last = copy.length - 1
-  copy[last] = (copy[last] as number) ^ 0x01
-  return copy
-}
-
 /** How the proof's header names the holder key (OpenID4VCI 1.0 Appendix F.1: exactly one of kid, jwk, x5c). */
 export type ProofKeyHeader = 'kid' | 'jwk'
 
@@ -138,33 +94,18 @@ export async function signProofJwt(
   jwt: { header: Record<string, unknown>; payload: Record<string, unknown> },
   input: ProofMisbehaviourInput,
 ): Promise<string> {
-  const { misbehave } = input
-  const header: Record<string, unknown> = { ...jwt.header }
-  const payload: Record<string, unknown> = { ...jwt.payload }
+  const tamper = tamperOf(input.misbehave)
   const nowSeconds = input.now ?? (() => Math.floor(Date.now() / 1000))
-  if (misbehave.includes('wrong-typ')) header.typ = 'JWT'
-  if (misbehave.includes('foreign-kid')) {
-    // the proof names another key than the one that signs it (OpenID4VCI 1.0 Appendix F.4: signature by the
-    // header key): a did:key URL in `kid`, or that key's public JWK in `jwk`
-    const foreign = (input.foreignKid ?? (() => freshKid(signer.alg)))()
-    if (header.jwk !== undefined && header.kid === undefined) header.jwk = publicJwkOfKid(foreign)
-    else header.kid = foreign
-  }
-  if (input.privateJwk) header.jwk = input.privateJwk
-  if (misbehave.includes('wrong-aud')) payload.aud = WRONG_AUDIENCE
-  if (misbehave.includes('expired-iat')) payload.iat = nowSeconds() - EXPIRED_IAT_SECONDS
-  if (misbehave.includes('alg-none')) {
-    header.alg = 'none'
-    return `${b64urlJson(header)}.${b64urlJson(payload)}.`
-  }
+  const header = tamper.apply(
+    'proof.header',
+    { ...jwt.header },
+    { alg: signer.alg, foreignKid: input.foreignKid, privateJwk: input.privateJwk },
+  )
+  const payload = tamper.apply('proof.payload', { ...jwt.payload }, { nowSeconds })
+  const sign = tamper.apply('proof.sign', (signingInput: string) => signer.sign(signingInput))
   const signingInput = `${b64urlJson(header)}.${b64urlJson(payload)}`
-  let signature = await signer.sign(signingInput)
-  if (misbehave.includes('bad-signature')) signature = flipLastBit(signature)
+  const signature = await sign(signingInput)
   return `${signingInput}.${Buffer.from(signature).toString('base64url')}`
-}
-
-function publicJwkOfKid(kid: string): JsonWebKey {
-  return { ...resolveDidKey(kid).publicJwk }
 }
 
 /**
@@ -174,11 +115,12 @@ function publicJwkOfKid(kid: string): JsonWebKey {
  */
 export async function buildJwtProof(signer: JwtSigner, input: JwtProofInput): Promise<string> {
   const misbehave = input.misbehave ?? []
-  const nonce = misbehave.includes('wrong-nonce') ? randomNonce() : input.nonce
+  const tamper = tamperOf(misbehave)
+  const nonce = tamper.apply('proof.nonce', input.nonce)
   const nowSeconds = input.now ?? (() => Math.floor(Date.now() / 1000))
-  const privateJwk = misbehave.includes('jwk-with-private-key')
-    ? await (input.privateJwk ?? missingPrivateJwk)()
-    : undefined
+  const privateJwk = await tamper.apply('proof.privateJwk', undefined, {
+    read: input.privateJwk ?? missingPrivateJwk,
+  })
 
   const signCallback = async (jwt: { header: Record<string, unknown>; payload: Record<string, unknown> }) => {
     const payload = { ...jwt.payload }
@@ -229,13 +171,6 @@ export interface DiVpProofInput {
   now?: () => Date
 }
 
-/** Flips one bit of the signature inside a base58btc multibase `proofValue`. */
-export function corruptProofValue(proofValue: string): string {
-  const bytes = proofValue.startsWith('z') ? base58btcDecode(proofValue.slice(1)) : undefined
-  if (!bytes || bytes.length === 0) throw new Error('proofValue is not base58btc multibase')
-  return `z${base58btcEncode(flipLastBit(bytes))}`
-}
-
 /**
  * The `di_vp` proof of docs/issuance.md: a VC 2.0 presentation of the shared credentials, secured with
  * eddsa-rdfc-2022 by the holder (`challenge` = c_nonce, `domain` = credential issuer).
@@ -250,23 +185,18 @@ export async function buildDiVpProof(
     throw new WalletUsageError(`misbehaviour ${jwtOnly.join(', ')} applies to a jwt proof only, not to di_vp`)
   }
   const { presentationTemplate, signPresentation } = await loadDataIntegrity()
+  const tamper = tamperOf(misbehave)
   const now = input.now ?? (() => new Date())
-  const created = misbehave.includes('expired-iat')
-    ? new Date(now().getTime() - EXPIRED_IAT_SECONDS * 1000)
-    : input.now
-      ? now()
-      : undefined
-  const namedSigner = misbehave.includes('foreign-kid')
-    ? { ...signer, id: (input.foreignKid ?? (() => freshKid('EdDSA')))() }
-    : signer
-  const vp = await signPresentation(presentationTemplate(input.holder, input.credentials), namedSigner, {
-    challenge: misbehave.includes('wrong-nonce') ? randomNonce() : input.challenge,
-    domain: misbehave.includes('wrong-aud') ? WRONG_AUDIENCE : input.domain,
-    ...(created && { created }),
-  })
-  if (misbehave.includes('bad-signature')) {
-    const proof = vp.proof as Record<string, unknown>
-    vp.proof = { ...proof, proofValue: corruptProofValue(String(proof.proofValue)) }
-  }
-  return { proof_type: 'di_vp', di_vp: vp }
+  const namedSigner = tamper.apply('di_vp.signer', signer, { foreignKid: input.foreignKid })
+  const options = tamper.apply(
+    'di_vp.options',
+    { challenge: input.challenge, domain: input.domain, ...(input.now && { created: now() }) },
+    { now },
+  )
+  const vp = await signPresentation(
+    presentationTemplate(input.holder, input.credentials),
+    namedSigner,
+    options,
+  )
+  return { proof_type: 'di_vp', di_vp: tamper.apply('di_vp.signed', vp) }
 }

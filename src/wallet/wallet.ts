@@ -3,10 +3,12 @@
 // through PresentationSession, or in one call with present()).
 
 import { createHash } from 'node:crypto'
+import { DEFAULT_ISSUANCE_FORMAT, type FormatId, formatNamed } from '../formats/registry.ts'
 import type { DiSigner } from '../shared/data-integrity.ts'
 import { type JwsAlg, resolveDidKey } from '../shared/did-key.ts'
 import { isObject } from '../shared/json.ts'
 import { decodeJws } from '../shared/jws.ts'
+import { SD_JWT_VC_TYP } from '../shared/wire.ts'
 import {
   type AgentHandle,
   createHolder,
@@ -701,8 +703,17 @@ export class Wallet implements WalletContext, PresentationContext {
    * WalletProtocolError of step `verify` naming the rule. The careless wallet (trustEverything) only parses.
    */
   async accept(credentials: unknown[], origin: CredentialOrigin): Promise<StoredCredential[]> {
-    if (origin.format === 'dc+sd-jwt' || origin.format === 'vc+sd-jwt')
-      return this.acceptSdJwt(credentials, origin)
+    // The format the issuer named (its id or an older alias); what it does not name is a W3C JWT VC.
+    const format = formatNamed(origin.format)?.id ?? DEFAULT_ISSUANCE_FORMAT
+    const receivers: Record<FormatId, () => Promise<StoredCredential[]>> = {
+      jwt_vc_json: () => this.acceptJwtVc(credentials, origin),
+      [SD_JWT_VC_TYP]: () => this.acceptSdJwt(credentials, origin),
+    }
+    return receivers[format]()
+  }
+
+  /** jwt_vc_json at receipt (see accept). */
+  private async acceptJwtVc(credentials: unknown[], origin: CredentialOrigin): Promise<StoredCredential[]> {
     const fail = (error: string, description: string): never => {
       throw new WalletProtocolError({
         step: 'verify',
@@ -835,13 +846,16 @@ export class Wallet implements WalletContext, PresentationContext {
       }
       if (status) {
         const { issuer, issuerKey } = received
-        const signer = issuer.startsWith('did:') || !issuerKey ? { did: issuer } : { key: issuerKey }
-        await this.statusOrFail(() => status.checkTokenStatus(received.payload, signer), index, origin.status)
+        await this.statusOrFail(
+          () => status.checkTokenStatus(received.payload, issuer, issuerKey),
+          index,
+          origin.status,
+        )
       }
       const vct = received.vct || origin.vct || ''
       accepted.push({
         id: received.id,
-        format: 'dc+sd-jwt',
+        format: SD_JWT_VC_TYP,
         credential,
         issuer: received.issuer,
         subject: this.did,

@@ -17,7 +17,9 @@ export const jwtVcJsonFormat: FormatModule<'jwt_vc_json'> = {
   credential: jwtVcJson,
   presentation: jwtVpJson,
   typedBy: 'type',
-  vpFormatsSupported: (algs) => ({ jwt_vc_json: { alg_values: [...algs] } }),
+  selectiveDisclosure: false,
+  // One list for the credential's and the VP's JWS (Appendix B.1.3.1.3: alg_values).
+  vpFormatsSupported: (algs) => ({ jwt_vc_json: { alg_values: [...algs.credential] } }),
   dcql: {
     // Appendix B.1.2: W3C claims paths start at the credential's root (`credentialSubject`, `type`, …).
     claimPath: (segments) => ['credentialSubject', ...segments],

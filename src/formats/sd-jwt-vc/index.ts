@@ -18,8 +18,9 @@ export const sdJwtVcFormat: FormatModule<typeof SD_JWT_VC_TYP> = {
   credential: sdJwtVcCredential,
   presentation: sdJwtVcPresentation,
   typedBy: 'vct',
+  selectiveDisclosure: true,
   vpFormatsSupported: (algs) => ({
-    [SD_JWT_VC_TYP]: { 'sd-jwt_alg_values': [...algs], 'kb-jwt_alg_values': [...algs] },
+    [SD_JWT_VC_TYP]: { 'sd-jwt_alg_values': [...algs.credential], 'kb-jwt_alg_values': [...algs.holder] },
   }),
   dcql: {
     // Appendix B.3: claims paths start at the SD-JWT VC's payload.

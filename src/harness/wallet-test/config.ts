@@ -3,6 +3,7 @@
 // chain for every tenant so a wallet configures a single trust anchor.
 
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto'
+import { formatOf } from '../../formats/registry.ts'
 import { parseConfig, type ServiceConfig } from '../../service/config/index.ts'
 import { certificatePem, generateTestCa, issueCertificate } from '../../shared/x509.ts'
 import { type PresentationFlow, tenantOf, type WalletCase } from './plans.ts'
@@ -39,7 +40,7 @@ export function verificationTemplate(flow: PresentationFlow) {
           profile: 'dcql',
           dcql: {
             format: flow.format,
-            ...(flow.format === 'dc+sd-jwt'
+            ...(formatOf(flow.format).typedBy === 'vct'
               ? { vctValues: { [flow.credentialType]: [walletTestVct(flow.credentialType)] } }
               : {}),
             clientIdPrefix: flow.clientIdPrefix ?? 'decentralized_identifier',
@@ -59,7 +60,7 @@ function issuanceTemplate(testCase: WalletCase) {
     credentialType: flow.credentialType,
     format: flow.format,
     display: { name: 'Verifiable ID (wallet test)' },
-    ...(flow.format === 'dc+sd-jwt'
+    ...(formatOf(flow.format).typedBy === 'vct'
       ? {
           vct: walletTestVct(flow.credentialType),
           claims: [

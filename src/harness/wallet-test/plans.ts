@@ -2,7 +2,9 @@
 // a deliberate fault of the service, hands the deep link to the wallet, and is judged on what the wallet did.
 // Pure data: the runner (runner.ts) builds the service from it, the judge (judge.ts) reads `expect`.
 
+import type { FormatId } from '../../formats/registry.ts'
 import type { Fault, IssuanceFault, PresentationFault } from '../../service/faults/index.ts'
+import { SD_JWT_VC_TYP } from '../../shared/wire.ts'
 
 export const PLAN_NAMES = [
   'issuance-draft15',
@@ -22,7 +24,7 @@ export const PLAN_TITLES: Record<PlanName, string> = {
   'presentation-dcql': 'OpenID4VP 1.0 Final with DCQL, SD-JWT VC, client identifier prefixes',
 }
 
-export type CredentialFormat = 'jwt_vc_json' | 'dc+sd-jwt'
+export type CredentialFormat = FormatId
 export type ClientIdPrefix = 'decentralized_identifier' | 'x509_san_dns' | 'x509_hash' | 'redirect_uri'
 
 export interface IssuanceFlow {
@@ -86,7 +88,8 @@ const ACCEPT_PRESENTATION =
 function issuanceCases(plan: PlanName, generation: 'draft15' | '1.0', format: CredentialFormat) {
   const v = generation === '1.0' ? 'OID4VCI-1.0' : 'OID4VCI-draft15'
   const flow: IssuanceFlow = { kind: 'issuance', generation, format, credentialType: 'VerifiableId' }
-  const sdJwt = format === 'dc+sd-jwt'
+  // The rules a wallet breaks differ per format (their sources: SD-JWT VC and RFC 9901, or VC JOSE/DM).
+  const sdJwt = format === SD_JWT_VC_TYP
   const negative = (
     fault: IssuanceFault,
     title: string,
@@ -177,7 +180,7 @@ function issuanceCases(plan: PlanName, generation: 'draft15' | '1.0', format: Cr
 
 function presentationCases(plan: PlanName, profile: 'pe' | 'dcql'): WalletCase[] {
   const pe = profile === 'pe'
-  const format: CredentialFormat = pe ? 'jwt_vc_json' : 'dc+sd-jwt'
+  const format: CredentialFormat = pe ? 'jwt_vc_json' : SD_JWT_VC_TYP
   // A type no other plan issues: format-not-offered asks for it as jwt_vc_json, which the wallet must not hold
   // (under plan all it holds VerifiableId in both formats).
   const credentialType = pe ? 'VerifiableId' : 'PersonIdentificationData'
@@ -354,7 +357,7 @@ function presentationCases(plan: PlanName, profile: 'pe' | 'dcql'): WalletCase[]
 
 const PLANS: Record<PlanName, () => WalletCase[]> = {
   'issuance-draft15': () => issuanceCases('issuance-draft15', 'draft15', 'jwt_vc_json'),
-  'issuance-1.0': () => issuanceCases('issuance-1.0', '1.0', 'dc+sd-jwt'),
+  'issuance-1.0': () => issuanceCases('issuance-1.0', '1.0', SD_JWT_VC_TYP),
   'presentation-pe': () => presentationCases('presentation-pe', 'pe'),
   'presentation-dcql': () => presentationCases('presentation-dcql', 'dcql'),
 }

@@ -9,6 +9,7 @@ import type {
   ReadCredential,
 } from '../../formats/types.ts'
 import { type DidKey, resolveDidKey } from '../../shared/did-key.ts'
+import { listSignerOf } from '../../shared/status-check.ts'
 import { CHECKS, Outcomes } from './outcomes.ts'
 import type { QueryLanguage } from './query.ts'
 import type { StatusChecker } from './status.ts'
@@ -326,7 +327,7 @@ export async function checkPresentations(
         const verdict =
           entry.kind === 'bitstring'
             ? await ctx.status.check(entry.entry, c.issuer as string, now, memo)
-            : await ctx.status.token.check(entry, c.issuerKey ?? (c.issuer as string), now, memo)
+            : await ctx.status.token.check(entry, listSignerOf(c.issuer as string, c.issuerKey), now, memo)
         if (verdict.ok) seen.push(verdict.status)
         else failures.push(`${where(c)}: ${verdict.reason}`)
       }

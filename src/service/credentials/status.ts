@@ -1,37 +1,35 @@
-import type { KeyObject } from 'node:crypto'
-import { getStatus, readStatusList, type StatusList } from '../../shared/bitstring.ts'
-import { type DidKey, JWS_ALGS, resolveDidKey } from '../../shared/did-key.ts'
+import { KeyObject } from 'node:crypto'
 import { isObject } from '../../shared/json.ts'
-import { decodeJws, verifyJws } from '../../shared/jws.ts'
-import { readTokenStatusList, type TokenStatusList, tokenStatusAt } from '../../shared/token-status-list.ts'
+import { decodeJws } from '../../shared/jws.ts'
 import {
-  JWT_MEDIA_TYPE,
-  STATUS_LIST_JWT_MEDIA_TYPE,
-  STATUS_LIST_JWT_TYP,
-  VC_JWT_MEDIA_TYPE,
-} from '../../shared/wire.ts'
+  type ListProblem,
+  type ListSigner,
+  STATUS_LIST_ACCEPT,
+  STATUS_LIST_MAX_BYTES,
+  STATUS_LIST_MEDIA_TYPES,
+  StatusListChecks,
+  type StatusListFetch,
+  type StatusOutcome,
+} from '../../shared/status-check.ts'
+import { STATUS_LIST_JWT_TYP } from '../../shared/wire.ts'
 import { type Clock, systemClock } from '../util/clock.ts'
 import type { Resolver, TargetPolicy } from '../util/net-targets.ts'
 import { fetchOutbound, OUTBOUND_DEADLINE_MS, OutboundError, originOf } from '../util/outbound.ts'
 
 // Credential status by Bitstring Status List v1.0 and IETF Token Status List, as a verifier checks it:
-// fetch the list, verify that the credential's own issuer signed it, read the entry. A list this service
-// publishes is read in-process (same code as its HTTP route, always fresh); any other is fetched through
-// the outbound policy (util/outbound.ts: public addresses only outside webhooks.mode "test", no redirects,
-// one deadline, a body cap) and kept in a shared, bounded cache for as long as the list and its HTTP
-// answer allow. Lists are fetched only for credentials already found signed by a trusted issuer, so the
-// URL is the issuer's word — but whoever presents the credential chooses which one is checked.
+// fetch the list, verify that the credential's own issuer signed it, read the entry — the checking itself
+// is shared with the wallet (shared/status-check.ts); this module owns the network policy and the words of
+// the verdicts. A list this service publishes is read in-process (same code as its HTTP route, always
+// fresh); any other is fetched through the outbound policy (util/outbound.ts: public addresses only outside
+// webhooks.mode "test", no redirects, one deadline, a body cap) and kept in a shared, bounded cache for as
+// long as the list and its HTTP answer allow. Lists are fetched only for credentials already found signed
+// by a trusted issuer, so the URL is the issuer's word — but whoever presents the credential chooses which
+// one is checked.
 
-/**
- * Largest status list read: decodeJws (shared/jws.ts) refuses a JWS over 256 KiB, so reading more would
- * be work for nothing. A 131,072-entry list of 2 bits is 32 KiB before compression.
- */
-export const STATUS_LIST_MAX_BYTES = 256 * 1024
-/** What a status list may be served as: Token Status List §8.1, VC-JOSE-COSE §6.1, RFC 7519 §10.3.1. */
-const STATUS_LIST_MEDIA_TYPES = [STATUS_LIST_JWT_MEDIA_TYPE, VC_JWT_MEDIA_TYPE, JWT_MEDIA_TYPE] as const
+export { STATUS_LIST_MAX_BYTES }
 
 /** Returns the status-list credential (a JWT) at `url`; throws with a reason when it cannot. */
-export type StatusListSource = (url: string) => Promise<string>
+export type StatusListSource = StatusListFetch
 
 export type StatusVerdict = { ok: true; status: string } | { ok: false; reason: string }
 
@@ -216,7 +214,7 @@ export class RemoteStatusLists {
       deadlineMs,
       maxBytes,
       // Token Status List §8.1: the relying party asks for application/statuslist+jwt
-      accept: STATUS_LIST_MEDIA_TYPES.join(', '),
+      accept: STATUS_LIST_ACCEPT,
       mediaTypes: STATUS_LIST_MEDIA_TYPES,
       ...(resolve && { resolve }),
     })
@@ -237,115 +235,109 @@ function cannotUse(url: string, error: unknown): string {
   return `status list ${origin ? `at ${origin}` : 'with an unreadable URL'} cannot be used: ${(error as Error).message}`
 }
 
-/**
- * List JWTs whose signature was verified, by their text, with what was decoded from them. A list changes
- * only when a status does, and then its JWT is a new text; until then every presentation of a credential
- * on it would verify the same signature and inflate the same bits again. What depends on the moment or on
- * the credential (expiry, who must have signed, `sub`) is still checked on every use.
- */
-class VerifiedLists {
-  private readonly entries = new Map<
-    string,
-    { signer: DidKey; payload: Record<string, unknown>; bitstring?: StatusList; token?: TokenStatusList }
-  >()
-  verify(jwt: string, kid: string) {
-    let entry = this.entries.get(jwt)
-    if (entry) {
-      // least recently used goes first: lists in steady use stay verified
-      this.entries.delete(jwt)
-      this.entries.set(jwt, entry)
-    } else {
-      const signer = resolveDidKey(kid)
-      const { payload } = verifyJws(jwt, signer.publicKey, { algorithms: JWS_ALGS })
-      entry = { signer, payload }
-      if (this.entries.size >= 64) this.entries.delete(this.entries.keys().next().value as string)
-      this.entries.set(jwt, entry)
-    }
-    return entry
+/** The verifier's words for a list that cannot be used (the shared check, shared/status-check.ts). */
+function listReason(url: string, problem: ListProblem, signer: ListSigner): string {
+  const unusable = (why: string) => cannotUse(url, new Error(why))
+  switch (problem.code) {
+    case 'url':
+      // the words of the outbound policy's own URL check (util/outbound.ts)
+      return `status list cannot be fetched: url check: ${problem.origin ?? 'the URL'} ${problem.detail}`
+    case 'fetch':
+      return cannotUse(url, problem.error)
+    case 'not-jws':
+    case 'unresolvable':
+    case 'signature':
+    case 'unreadable':
+      return unusable(problem.detail)
+    case 'typ':
+      return unusable(`status list JWT typ is not ${STATUS_LIST_JWT_TYP}`)
+    case 'x5c':
+      return unusable('status list JWT names its key by x5c (not read yet)')
+    case 'kid':
+      return unusable(
+        typeof problem.kid === 'string'
+          ? `status list JWT kid ${JSON.stringify(problem.kid)} is not a did:key URL`
+          : 'status list JWT has no kid',
+      )
+    case 'signer':
+      return unusable(
+        `status list is signed by ${problem.did}, not by the credential's issuer ${signer.did ?? "(its x5c leaf's key)"}`,
+      )
+    case 'expired':
+      return unusable('status list has expired')
+    case 'sub':
+      return unusable('status list sub is not the uri it was fetched from')
   }
 }
 
+/** The verdict a failed outcome gives, in today's words of each check. */
+function refusal(outcome: Exclude<StatusOutcome, { ok: true }>, signer: ListSigner, token: boolean): string {
+  switch (outcome.code) {
+    case 'entry':
+      return 'credentialStatus is not a BitstringStatusListEntry with statusListCredential'
+    case 'index':
+      return token
+        ? `status_list.idx ${String(outcome.index)} is invalid`
+        : `statusListIndex ${JSON.stringify(outcome.index)} is invalid`
+    case 'list':
+      return listReason(outcome.url, outcome.problem, signer)
+    case 'size':
+      return `entry statusSize ${JSON.stringify(outcome.entrySize)} differs from the list's ${outcome.listSize}`
+    case 'purpose':
+      return `entry purpose ${outcome.entryPurpose} differs from the list's ${outcome.listPurpose}`
+    case 'range':
+      return token
+        ? `status_list.idx ${outcome.index} is outside the list ${outcome.url}`
+        : `statusListIndex ${outcome.index} is outside the list`
+    case 'status': {
+      const { value, url, index } = outcome
+      if (token) {
+        const meaning =
+          value === 1 ? 'invalid (revoked)' : value === 2 ? 'suspended' : `of status 0x${value.toString(16)}`
+        return `the credential is ${meaning} (Token Status List ${url}, index ${index})`
+      }
+      const meaning =
+        outcome.purpose === 'revocation'
+          ? 'revoked'
+          : outcome.purpose === 'suspension'
+            ? 'suspended'
+            : (outcome.message ?? `status 0x${value.toString(16)}`)
+      return `the credential is ${meaning} (status list ${url}, index ${index})`
+    }
+  }
+}
+
+/**
+ * Bitstring Status List entries (`credentialStatus`) and, through `token`, IETF Token Status Lists, checked
+ * by the shared code (shared/status-check.ts) on lists from `source`.
+ */
 export class StatusChecker {
   /** IETF Token Status Lists (SD-JWT VCs' `status.status_list`), read through the same source. */
   readonly token: TokenStatusChecker
-  private readonly verified = new VerifiedLists()
+  private readonly checks: StatusListChecks
 
-  constructor(private readonly source: StatusListSource) {
-    this.token = new TokenStatusChecker(source, this.verified)
-  }
-
-  /** Parses and verifies a list credential; `issuerDid` must have signed it. */
-  private async load(url: string, issuerDid: string, now: number): Promise<StatusList> {
-    const jwt = await this.source(url)
-    const { header } = decodeJws(jwt)
-    if (typeof header.kid !== 'string') throw new Error('status list JWT has no kid')
-    const entry = this.verified.verify(jwt, header.kid)
-    const { signer, payload } = entry
-    if (signer.did !== issuerDid) {
-      throw new Error(`status list is signed by ${signer.did}, not by the credential's issuer ${issuerDid}`)
-    }
-    if (typeof payload.exp === 'number' && payload.exp * 1000 <= now)
-      throw new Error('status list has expired')
-    entry.bitstring ??= readStatusList(payload)
-    return entry.bitstring
+  constructor(source: StatusListSource) {
+    this.checks = new StatusListChecks(source)
+    this.token = new TokenStatusChecker(source, this.checks)
   }
 
   /**
-   * The status of one credential's `credentialStatus` entry (or array of entries). `memo` shares list
-   * fetches between the credentials of one presentation.
+   * The status of one credential's `credentialStatus` entry (or array of entries), its lists signed by
+   * `issuerDid`. `memo` shares list fetches between the credentials of one presentation.
    */
   async check(
     credentialStatus: unknown,
     issuerDid: string,
     now: number,
-    memo: Map<string, Promise<StatusList>>,
+    memo: Map<string, Promise<string>>,
   ): Promise<StatusVerdict> {
     const entries = Array.isArray(credentialStatus) ? credentialStatus : [credentialStatus]
+    const signer: ListSigner = { did: issuerDid }
     const statuses: string[] = []
     for (const entry of entries) {
-      if (!isObject(entry) || typeof entry.statusListCredential !== 'string') {
-        return {
-          ok: false,
-          reason: 'credentialStatus is not a BitstringStatusListEntry with statusListCredential',
-        }
-      }
-      const index = Number(entry.statusListIndex)
-      if (!Number.isSafeInteger(index) || index < 0) {
-        return { ok: false, reason: `statusListIndex ${JSON.stringify(entry.statusListIndex)} is invalid` }
-      }
-      const url = entry.statusListCredential
-      let pending = memo.get(url)
-      if (!pending) {
-        pending = this.load(url, issuerDid, now)
-        memo.set(url, pending)
-      }
-      let list: StatusList
-      try {
-        list = await pending
-      } catch (error) {
-        return { ok: false, reason: cannotUse(url, error) }
-      }
-      if (entry.statusPurpose !== undefined && entry.statusPurpose !== list.purpose) {
-        return {
-          ok: false,
-          reason: `entry purpose ${String(entry.statusPurpose)} differs from the list's ${list.purpose}`,
-        }
-      }
-      if ((index + 1) * list.size > list.bits.length * 8) {
-        return { ok: false, reason: `statusListIndex ${index} is outside the list` }
-      }
-      const value = getStatus(list.bits, index, list.size)
-      if (value === 0) {
-        statuses.push(list.purpose === 'message' ? messageOf(list, 0) : 'active')
-        continue
-      }
-      const meaning =
-        list.purpose === 'revocation'
-          ? 'revoked'
-          : list.purpose === 'suspension'
-            ? 'suspended'
-            : messageOf(list, value)
-      return { ok: false, reason: `the credential is ${meaning} (status list ${url}, index ${index})` }
+      const outcome = await this.checks.bitstring(entry, signer, now, memo)
+      if (!outcome.ok) return { ok: false, reason: refusal(outcome, signer, false) }
+      statuses.push(outcome.purpose === 'message' ? (outcome.message ?? 'status 0x0') : 'active')
     }
     return { ok: true, status: statuses.join(', ') }
   }
@@ -358,72 +350,24 @@ export class StatusChecker {
  */
 export class TokenStatusChecker {
   constructor(
-    private readonly source: StatusListSource,
-    private readonly verified = new VerifiedLists(),
+    source: StatusListSource,
+    private readonly checks = new StatusListChecks(source),
   ) {}
-
-  private async load(uri: string, issuer: string | KeyObject, now: number): Promise<TokenStatusList> {
-    const jwt = await this.source(uri)
-    const { header } = decodeJws(jwt)
-    if (header.typ !== STATUS_LIST_JWT_TYP) {
-      throw new Error(`status list JWT typ is not ${STATUS_LIST_JWT_TYP}`)
-    }
-    if (header.x5c !== undefined) throw new Error('status list JWT names its key by x5c (not read yet)')
-    if (typeof header.kid !== 'string') throw new Error('status list JWT has no kid')
-    const entry = this.verified.verify(jwt, header.kid)
-    const { signer, payload } = entry
-    // The same entity signs the list and the credential (Token Status List §11.3): the issuer's DID, or for
-    // an x5c-certified issuer, the key its leaf certificate certifies.
-    if (typeof issuer === 'string' ? signer.did !== issuer : !signer.publicKey.equals(issuer)) {
-      throw new Error(
-        `status list is signed by ${signer.did}, not by the credential's issuer ${typeof issuer === 'string' ? issuer : "(its x5c leaf's key)"}`,
-      )
-    }
-    if (payload.sub !== uri) {
-      throw new Error('status list sub is not the uri it was fetched from')
-    }
-    if (typeof payload.exp === 'number' && payload.exp * 1000 <= now)
-      throw new Error('status list has expired')
-    entry.token ??= readTokenStatusList(payload)
-    return entry.token
-  }
 
   /** `memo` shares list fetches per uri between the credentials of one presentation. */
   async check(
     reference: { uri: string; index: number },
-    /** The credential issuer's DID, or its key when an x5c chain certified it. */
-    issuer: string | KeyObject,
+    /**
+     * The credential issuer's DID, or its key when an x5c chain certified it, or both (listSignerOf):
+     * each one given must match the list's signer.
+     */
+    issuer: string | KeyObject | ListSigner,
     now: number,
-    memo: Map<string, Promise<unknown>>,
+    memo: Map<string, Promise<string>>,
   ): Promise<StatusVerdict> {
-    const { uri, index } = reference
-    if (!Number.isSafeInteger(index) || index < 0)
-      return { ok: false, reason: `status_list.idx ${index} is invalid` }
-    const key = `token-status-list ${uri}`
-    let pending = memo.get(key) as Promise<TokenStatusList> | undefined
-    if (!pending) {
-      pending = this.load(uri, issuer, now)
-      // a rejection is reported by the await below, for every credential that names this uri
-      pending.catch(() => {})
-      memo.set(key, pending)
-    }
-    let list: TokenStatusList
-    try {
-      list = await pending
-    } catch (error) {
-      return { ok: false, reason: cannotUse(uri, error) }
-    }
-    const value = tokenStatusAt(list, index)
-    if (value === undefined)
-      return { ok: false, reason: `status_list.idx ${index} is outside the list ${uri}` }
-    if (value === 0) return { ok: true, status: 'valid' }
-    const meaning =
-      value === 1 ? 'invalid (revoked)' : value === 2 ? 'suspended' : `of status 0x${value.toString(16)}`
-    return { ok: false, reason: `the credential is ${meaning} (Token Status List ${uri}, index ${index})` }
+    const signer: ListSigner =
+      typeof issuer === 'string' ? { did: issuer } : issuer instanceof KeyObject ? { key: issuer } : issuer
+    const outcome = await this.checks.token(reference, signer, now, memo)
+    return outcome.ok ? { ok: true, status: 'valid' } : { ok: false, reason: refusal(outcome, signer, true) }
   }
-}
-
-function messageOf(list: StatusList, value: number): string {
-  const hex = `0x${value.toString(16)}`
-  return list.messages?.find((m) => m.status.toLowerCase() === hex)?.message ?? `status ${hex}`
 }

@@ -5,14 +5,16 @@ import { decodeJws, signInput } from '../../shared/jws.ts'
 import { SD_JWT_VC_TYP } from '../../shared/wire.ts'
 import type { SigningKey } from '../crypto/issuer-certificates.ts'
 import { AppError } from '../errors/problem.ts'
+import type { CredentialHandOut, IssuedWith } from '../oid4vci/service.ts'
 import type { StatusLists } from '../status/service.ts'
-import type { Store } from '../store/index.ts'
+import type { ProcessRecord, Store } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
 import type { FaultRegistry } from './index.ts'
 
 // Issuance faults at hand-out: the credential the wallet receives (credential and deferred endpoints) is
-// the genuine one transformed here; the process data the relying party reads stays genuine, and the signing
-// code of issuance/ knows nothing of faults. Each transformation breaks one rule and keeps everything else
+// the genuine one transformed here, the CredentialHandOut app.ts hands the issuer (oid4vci/service.ts) in an
+// app built with `faults`; the process data the relying party reads stays genuine, and the signing code of
+// issuance/ knows nothing of faults. Each transformation breaks one rule and keeps everything else
 // valid, so a wallet that refuses can only have refused for that rule.
 
 type Format = 'jwt_vc_json' | 'dc+sd-jwt'
@@ -80,15 +82,29 @@ export interface HandOut {
   key: SigningKey
 }
 
-export class CredentialFaults {
+export class CredentialFaults implements CredentialHandOut {
   constructor(
     readonly registry: FaultRegistry,
     private readonly deps: { store: Store; statusLists: StatusLists; clock: Clock },
   ) {}
 
   /** What the wallet receives instead of `credentials` under the tenant's fault (unchanged without one). */
-  async handOut(credentials: string[], context: HandOut): Promise<string[]> {
-    const fault = this.registry.fault(context.tenantId)
+  async handOut(
+    credentials: string[],
+    process: ProcessRecord,
+    issuedWith: () => Promise<IssuedWith | undefined>,
+  ): Promise<string[]> {
+    const fault = this.registry.fault(process.tenantId)
+    if (!fault) return credentials
+    // The template (its format and signing key) is read only for a faulty tenant's hand-out.
+    const issued = await issuedWith()
+    if (!issued) return credentials
+    const context: HandOut = {
+      tenantId: process.tenantId,
+      processId: process.id,
+      format: issued.template.body.format ?? 'jwt_vc_json',
+      key: issued.key,
+    }
     const problem = issuanceFaultProblem(fault, context.format)
     if (problem) throw problem
     if (fault === 'credential-revoked') {

@@ -3,9 +3,10 @@ import { didKeyFromPublicKey, generateKeyPair, type JwsAlg } from '../../shared/
 import { AppError } from '../errors/problem.ts'
 import { type Fault, type FaultRegistry, isPresentationFault, type PresentationFault } from './index.ts'
 
-// Presentation faults: what the verifier gets wrong in its authorization request. The request builders
-// (oid4vp/request.ts, oid4vp/request-v1.ts) and the session service ask this module; the session stays
-// answerable and, where a careless wallet's answer can still be checked, is VERIFIED by it.
+// Presentation faults: what the verifier gets wrong in its authorization request. The faulty verifier
+// (faults/verifier.ts), wrapped around the genuine profile objects and their request object signer, asks
+// this module; the session stays answerable and, where a careless wallet's answer can still be checked, is
+// VERIFIED by it.
 //
 // Two kinds. Faults in what the verifier asks (nonce-reused, response-uri-foreign-origin,
 // unknown-client-id-prefix, query-unsatisfiable, format-not-offered) are stored with the session: the

@@ -7,8 +7,6 @@ import type { IssuerCertificates, SigningKey } from '../crypto/issuer-certificat
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import { AppError, type ProblemCode } from '../errors/problem.ts'
 import type { ServiceEvents, WebhookBody } from '../events.ts'
-import { issuanceFaultProblem } from '../faults/credentials.ts'
-import type { FaultRegistry } from '../faults/index.ts'
 import type { StatusLists } from '../status/service.ts'
 import {
   ConflictError,
@@ -87,7 +85,9 @@ export interface ListOptions {
 
 /**
  * The wallet protocol's side of an offer (implemented by oid4vci/grants.ts): the grant row written with the
- * process, and the deep link. Declared here so the domain never imports a protocol module.
+ * process, and the deep link. Declared here so the domain never imports a protocol module. `newGrant` is
+ * asked before anything is written, so it may refuse the offer with an AppError (the wallet test plans'
+ * faulty issuer does, for a template its tenant's rule cannot apply to).
  */
 export interface OfferGrants {
   newGrant(
@@ -120,8 +120,6 @@ export interface IssuanceDeps {
   grants: OfferGrants
   /** MACs list cursors. */
   cursorSecret: Buffer
-  /** Wallet test plans only: an offer of a template its tenant's fault cannot apply to is refused. */
-  faults?: FaultRegistry
 }
 
 export class IssuanceService {
@@ -161,10 +159,6 @@ export class IssuanceService {
     }
     const template = await this.store.templates.get(principal.tenantId, group, 'issuance')
     if (!template) throw new AppError('template_not_found', `no issuance template "${group}" in this tenant`)
-    const { faults } = this.deps
-    const misfit =
-      faults && issuanceFaultProblem(faults.fault(principal.tenantId), template.body.format ?? 'jwt_vc_json')
-    if (misfit) throw misfit
     const now = this.clock.now()
     const process: ProcessRecord = {
       id: randomUUID(),

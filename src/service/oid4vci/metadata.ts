@@ -4,7 +4,6 @@ import { PRE_AUTHORIZED_GRANT } from '../../shared/wire.ts'
 import { DEFAULT_LOCALE, type ResolvedIssuanceTemplate } from '../config/schema.ts'
 import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import { OAuthError } from '../errors/oauth.ts'
-import type { FaultRegistry } from '../faults/index.ts'
 import { vctOf } from '../issuance/credentials.ts'
 import type { Store, TemplateRecord } from '../store/index.ts'
 import type { PublicUrls } from '../util/urls.ts'
@@ -61,18 +60,16 @@ export class IssuerMetadata {
       store: Store
       urls: PublicUrls
       issuerKeys: IssuerKeys
-      /** Wallet test plans only: the tenants whose metadata is draft-15 shaped or breaks a rule. */
-      faults?: FaultRegistry
     },
   ) {}
 
   /**
    * One credential configuration (OpenID4VCI 1.0 §12.2.4 and Appendix A). Display and claims sit under
    * `credential_metadata` as 1.0 has them; `display` stays at the top too for draft-15 wallets (unknown
-   * members are ignored by both). A 1.0 wallet recognises the version by `credential_metadata`; `draft15`
-   * leaves it out (a wallet test plan's draft-15 issuer).
+   * members are ignored by both). A 1.0 wallet recognises the version by `credential_metadata` (the draft-15
+   * issuer of a wallet test plan, which app.ts wraps around this one, leaves it out).
    */
-  private configuration(template: TemplateRecord<'issuance'>, draft15 = false) {
+  private configuration(template: TemplateRecord<'issuance'>) {
     const body: ResolvedIssuanceTemplate = template.body
     const display = [
       {
@@ -106,7 +103,7 @@ export class IssuerMetadata {
           ? { di_vp: diVp, ldp_vp: diVp }
           : { ...jwtProofs, di_vp: diVp, ldp_vp: diVp },
       ...issuance.describe({ credentialType: body.credentialType, vct: vctOf(template, this.deps.urls) }),
-      ...(!draft15 && { credential_metadata: { display, ...(claims.length > 0 ? { claims } : {}) } }),
+      credential_metadata: { display, ...(claims.length > 0 ? { claims } : {}) },
       display,
     }
   }
@@ -116,18 +113,15 @@ export class IssuerMetadata {
     await requireIssuer(this.deps.store, tenantId)
     const issuer = this.deps.urls.credentialIssuer(tenantId)
     const templates = await this.deps.store.templates.list(tenantId, 'issuance')
-    const setting = this.deps.faults?.setting(tenantId)
     return {
-      // metadata-issuer-mismatch (OpenID4VCI 1.0 §12.2.2: credential_issuer MUST be the identifier the
-      // metadata was fetched for): another issuer's; the endpoints stay ours so a careless wallet goes on.
-      credential_issuer: setting?.fault === 'metadata-issuer-mismatch' ? `${issuer}/other` : issuer,
+      credential_issuer: issuer,
       credential_endpoint: `${issuer}/credential`,
       nonce_endpoint: `${issuer}/nonce`,
       deferred_credential_endpoint: `${issuer}/deferred_credential`,
       notification_endpoint: `${issuer}/notification`,
       display: [{ name: `vc-harness issuer (${tenantId})`, locale: 'en' }],
       credential_configurations_supported: Object.fromEntries(
-        templates.map((t) => [t.id, this.configuration(t, setting?.issuance === 'draft15')]),
+        templates.map((t) => [t.id, this.configuration(t)]),
       ),
       vc_harness_issuer_dids: await this.deps.issuerKeys.didsOf(tenantId),
     }

@@ -9,7 +9,7 @@ import {
 import type { IssuerCertificates } from '../crypto/issuer-certificates.ts'
 import { installOAuthErrors, isForm, OAuthError } from '../errors/oauth.ts'
 import type { StatusLists } from '../status/service.ts'
-import type { IssuerMetadata } from './metadata.ts'
+import type { Static, TSchema } from '../util/typebox.ts'
 import {
   authorizationServerMetadataSchema,
   credentialSchema,
@@ -25,9 +25,27 @@ import {
 } from './schemas.ts'
 import type { Oid4vciService } from './service.ts'
 
+/** The body of a route's 200 answer, as its schema types it. */
+type Answer<S extends { response: { 200: TSchema } }> = Static<S['response'][200]>
+
+/** What the routes ask of the issuer; app.ts may wrap it (the wallet test plans' faulty issuer). */
+export type Oid4vciEndpoints = Pick<
+  Oid4vciService,
+  'offer' | 'nonce' | 'credential' | 'deferred' | 'notification'
+> & {
+  /** OpenID4VCI §6.2 (draft 15: with c_nonce and c_nonce_expires_in). */
+  token(tenantId: string, form: Record<string, unknown>): Promise<Answer<typeof tokenSchema>>
+}
+
+/** The documents a wallet reads before it asks for anything (metadata.ts); app.ts may wrap them too. */
+export interface IssuerMetadataDocuments {
+  issuer(tenantId: string): Promise<Answer<typeof issuerMetadataSchema>>
+  authorizationServer(tenantId: string): Promise<Answer<typeof authorizationServerMetadataSchema>>
+}
+
 export interface Oid4vciRouteOptions {
-  oid4vci: Oid4vciService
-  metadata: IssuerMetadata
+  oid4vci: Oid4vciEndpoints
+  metadata: IssuerMetadataDocuments
   statusLists: StatusLists
   issuerCertificates: IssuerCertificates
 }

@@ -10,7 +10,6 @@ import type { IssuerKeys } from '../crypto/issuer-keys.ts'
 import { OAuthError, type OAuthErrorCode, tokenError } from '../errors/oauth.ts'
 import { AppError } from '../errors/problem.ts'
 import type { ServiceEvents } from '../events.ts'
-import type { CredentialFaults } from '../faults/credentials.ts'
 import { holderConflict } from '../issuance/credentials.ts'
 import {
   nextStamp,
@@ -55,8 +54,29 @@ export interface Oid4vciDeps {
   status: StatusChecker
   /** Told where the time of each di_vp proof's checks went (the bench sets it); none by default. */
   metrics?: CheckMetrics
-  /** Wallet test plans only: what the wallet is handed under its tenant's issuance fault. */
-  faults?: CredentialFaults
+  /** Hands the wallet its credentials; none: as issued (see CredentialHandOut). */
+  handOut?: CredentialHandOut
+}
+
+/** What a process's credentials were issued with: read only when a CredentialHandOut asks. */
+export interface IssuedWith {
+  template: TemplateRecord<'issuance'>
+  /** The template's signing key (with its x5c chain, if any). */
+  key: SigningKey
+}
+
+/**
+ * Hands a wallet the credentials of its process (credential and deferred endpoints). Without one they go
+ * as issued. app.ts hands in another only in a wallet-test app: the wallet test plans' faulty issuer
+ * alters them at hand-out (the process data the relying party reads stays genuine). `issuedWith` reads the
+ * template and key when asked (undefined if the template is gone), so the genuine path reads nothing more.
+ */
+export interface CredentialHandOut {
+  handOut(
+    credentials: string[],
+    process: ProcessRecord,
+    issuedWith: () => Promise<IssuedWith | undefined>,
+  ): Promise<string[]>
 }
 
 type Form = Record<string, unknown>
@@ -194,17 +214,12 @@ export class Oid4vciService {
       (txCode === undefined || txCode === '') &&
       (await store.grants.consumeCodeByHash({ codeHash, tenantId, now, tokenHash, tokenExpiresAt }))
     if (!redeemed) await this.judgeCode(tenantId, codeHash, txCode, now, tokenHash, tokenExpiresAt)
-    // token-without-c-nonce (draft 15 §6.2: a token answer of an issuer that wants proofs carries c_nonce):
-    // left out; the nonce endpoint stays announced and the credential endpoint still wants a nonce.
-    const withoutNonce = this.deps.faults?.registry.is(tenantId, 'token-without-c-nonce')
     return {
       access_token: accessToken,
       token_type: 'Bearer',
       expires_in: expiresIn,
-      ...(!withoutNonce && {
-        c_nonce: this.newNonce(tenantId),
-        c_nonce_expires_in: options.cNonceLifetimeSeconds,
-      }),
+      c_nonce: this.newNonce(tenantId),
+      c_nonce_expires_in: options.cNonceLifetimeSeconds,
     }
   }
 
@@ -338,24 +353,14 @@ export class Oid4vciService {
     return (process.data ?? []).map((c) => ({ credential: c.proof.jwt }))
   }
 
-  /**
-   * The credentials a wallet is handed: the process's, or under a wallet test's issuance fault those
-   * transformed by faults/credentials.ts (the process data stays genuine).
-   */
-  private async handOut(process: ProcessRecord, template: TemplateRecord<'issuance'>, key?: SigningKey) {
+  /** The credentials a wallet is handed: the process's, through the CredentialHandOut if there is one. */
+  private async handOut(process: ProcessRecord, issuedWith: () => Promise<IssuedWith | undefined>) {
     const genuine = Oid4vciService.credentialsOf(process)
-    const faults = this.deps.faults
-    if (!faults?.registry.fault(process.tenantId)) return genuine
-    const credentials = await faults.handOut(
-      genuine.map((c) => c.credential),
-      {
-        tenantId: process.tenantId,
-        processId: process.id,
-        format: template.body.format ?? 'jwt_vc_json',
-        key: key ?? (await this.deps.issuance.signingKey(template)),
-      },
-    )
-    return credentials.map((credential) => ({ credential }))
+    if (!this.deps.handOut) return genuine
+    const credentials = genuine.map((c) => c.credential)
+    return (await this.deps.handOut.handOut(credentials, process, issuedWith)).map((credential) => ({
+      credential,
+    }))
   }
 
   /** Credential endpoint (OpenID4VCI section 8). */
@@ -473,7 +478,7 @@ export class Oid4vciService {
     return {
       status: 200 as const,
       body: {
-        credentials: await this.handOut(outcome.process, template, key),
+        credentials: await this.handOut(outcome.process, async () => ({ template, key })),
         // Set whenever the credentials are handed out (no transaction_id).
         ...(outcome.notificationId ? { notification_id: outcome.notificationId } : {}),
       },
@@ -534,14 +539,14 @@ export class Oid4vciService {
   /** The deferred credential handed out, its transaction redeemed under `notificationId`. */
   private async retrieved(tenantId: string, process: ProcessRecord, notificationId: string) {
     this.deps.events.emit(processChanged(process, 'credential_retrieved'))
-    // Only a wallet test's faulty tenant needs the template (its format and signing key) to hand out.
-    const template = this.deps.faults?.registry.fault(tenantId)
-      ? await this.deps.store.templates.get(tenantId, process.templateId, 'issuance')
-      : null
+    const issuedWith = async () => {
+      const template = await this.deps.store.templates.get(tenantId, process.templateId, 'issuance')
+      return template ? { template, key: await this.deps.issuance.signingKey(template) } : undefined
+    }
     return {
       status: 200,
       body: {
-        credentials: template ? await this.handOut(process, template) : Oid4vciService.credentialsOf(process),
+        credentials: await this.handOut(process, issuedWith),
         notification_id: notificationId,
       },
     }

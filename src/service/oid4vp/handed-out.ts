@@ -1,4 +1,5 @@
 import type { SessionRecord } from '../store/index.ts'
+import { sessionState } from '../verification/lifecycle.ts'
 
 /** How long after its request object was handed out a session waits here for the wallet's response. */
 export const HANDED_OUT_WINDOW_MS = 60_000
@@ -25,19 +26,20 @@ export class HandedOutSessions {
     private readonly max = HANDED_OUT_MAX,
   ) {}
 
-  /** A PENDING session whose request object was just handed out at `now`. */
+  /** A session whose request object was just handed out at `now`, if it is PENDING and unexpired. */
   remember(session: SessionRecord, now: number) {
-    if (session.status !== 'PENDING') return
+    if (sessionState(session, now) !== 'PENDING') return
     this.sessions.delete(session.id) // re-inserted: the newest goes last
     if (this.sessions.size >= this.max) this.sessions.delete(this.sessions.keys().next().value as string)
-    this.sessions.set(session.id, { session, until: Math.min(session.expiresAt, now + this.windowMs) })
+    this.sessions.set(session.id, { session, until: now + this.windowMs })
   }
 
-  /** The session as handed out, if it is this tenant's and still within its time; else undefined. */
+  /** The session as handed out, if it is this tenant's, unexpired and within the window; else undefined. */
   recall(tenantId: string, id: string, now: number): SessionRecord | undefined {
     const held = this.sessions.get(id)
     if (!held) return undefined
-    if (now >= held.until) {
+    // Expiry is the lifecycle's judgement (verification/lifecycle.ts), not a second copy of it here.
+    if (now >= held.until || sessionState(held.session, now) !== 'PENDING') {
       this.sessions.delete(id)
       return undefined
     }

@@ -1,23 +1,17 @@
 import { generateKeyPairSync, type JsonWebKey, type KeyObject, randomBytes } from 'node:crypto'
 import { formatOf } from '../../formats/registry.ts'
+import { clientIdOf, parseClientId, serviceIdentity } from '../../shared/client-id-prefix.ts'
 import { JWS_ALGS } from '../../shared/did-key.ts'
-import { signJws } from '../../shared/jws.ts'
-import { OPENID4VP_SCHEME, REQUEST_OBJECT_TYP, SIOP_AUDIENCE } from '../../shared/wire.ts'
+import { OPENID4VP_SCHEME, SIOP_AUDIENCE } from '../../shared/wire.ts'
 import type { ResolvedVerificationTemplate } from '../config/schema.ts'
 import type { ConfiguredVerifier, IssuerCertificates } from '../crypto/issuer-certificates.ts'
 import type { IssuerKey, IssuerKeys } from '../crypto/issuer-keys.ts'
-import { type FaultRegistry, isPresentationFault, type PresentationFault } from '../faults/index.ts'
-import {
-  foreignResponseUri,
-  presentationFault,
-  requestObjectFault,
-  UNKNOWN_PREFIX,
-  unknownPrefixClientId,
-} from '../faults/requests.ts'
 import type { RequestObjectClaims, SessionRecord } from '../store/index.ts'
 import { type Clock, systemClock } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
-import type { AuthorizationRequests, BuiltRequest, RequestInput } from '../verification/service.ts'
+import type { BuiltRequest, RequestInput } from '../verification/service.ts'
+import { type Oid4vpProfile, type RequestObjectSigner, requestObjectSigner } from './profile.ts'
+import { dcqlResponses } from './responses.ts'
 
 // The authorization request of a `dcql` session: OpenID4VP 1.0 Final. The verifier names itself with a
 // client identifier prefix (§5.9.3): `decentralized_identifier:` (request object signed by the tenant's
@@ -44,7 +38,7 @@ interface Signer {
 
 /** Appendix B: the algorithms this verifier accepts, per format it asks for. */
 function vpFormatsSupported(format: Settings['format']) {
-  return formatOf(format).vpFormatsSupported(JWS_ALGS)
+  return formatOf(format).vpFormatsSupported({ credential: JWS_ALGS, holder: JWS_ALGS })
 }
 
 /** A fresh ECDH-ES key for one session's encrypted response; the private JWK is kept with the session. */
@@ -58,16 +52,17 @@ function ephemeralKey(): { publicJwk: JsonWebKey; privateJwk: JsonWebKey } {
   }
 }
 
-/**
- * The prefix a stored client_id was built with (its text up to the first ':'); the unknown prefix of the
- * unknown-client-id-prefix fault is built like decentralized_identifier.
- */
+/** The prefix a stored client_id was built with (its text up to the first ':'). */
 function prefixOf(clientId: string): Prefix {
-  const prefix = clientId.slice(0, clientId.indexOf(':'))
-  return (prefix === UNKNOWN_PREFIX ? 'decentralized_identifier' : prefix) as Prefix
+  return parseClientId(clientId).prefix as Prefix
 }
 
-export class Openid4vp1Requests implements AuthorizationRequests {
+export class Openid4vp1Requests implements Oid4vpProfile<Record<string, unknown>> {
+  // The response half (vp_token keyed by credential query id, its schema and checks) is responses.ts.
+  readonly submissionFormat = dcqlResponses.submissionFormat
+  readonly parseResponse = dcqlResponses.parseResponse
+  readonly verify = dcqlResponses.verify
+
   constructor(
     private readonly deps: {
       urls: PublicUrls
@@ -75,24 +70,30 @@ export class Openid4vp1Requests implements AuthorizationRequests {
       certificates: IssuerCertificates
       /** Tenants whose configuration names their own verifier chain (tenants[].verifierCertificate). */
       configured?: ReadonlyMap<string, ConfiguredVerifier>
-      /** Wallet test plans only: the tenants whose request breaks a rule on purpose (faults/requests.ts). */
-      faults?: FaultRegistry
+      /** Signs request objects; app.ts may hand in a wrapping one (profile.ts). Default: the genuine one. */
+      signer?: RequestObjectSigner
       /** The time a request object re-signed for request_uri_method=post is dated at; default the system's. */
       clock?: Clock
     },
   ) {}
 
-  /** The client identifier and the signer of `prefix` for this tenant (none for redirect_uri). */
+  /**
+   * The client identifier and the signer of `prefix` for this tenant: the prefix's table entry
+   * (src/shared/client-id-prefix.ts) says what it signs with (nothing for redirect_uri) and what names it.
+   */
   private async identity(
     prefix: Prefix,
     tenantId: string,
     responseUri: string,
     verifier: IssuerKey,
   ): Promise<{ clientId: string; signer?: Signer }> {
-    if (prefix === 'redirect_uri') return { clientId: `redirect_uri:${responseUri}` }
-    if (prefix === 'decentralized_identifier') {
+    const service = serviceIdentity(prefix)
+    if (service.signsWith === 'nothing') {
+      return { clientId: clientIdOf(prefix, service.identifier({ responseUri })) }
+    }
+    if (service.signsWith === 'did') {
       return {
-        clientId: `decentralized_identifier:${verifier.did}`,
+        clientId: clientIdOf(prefix, service.identifier({ did: verifier.did })),
         signer: { alg: verifier.alg, privateKey: verifier.privateKey, header: { kid: verifier.kid } },
       }
     }
@@ -103,49 +104,28 @@ export class Openid4vp1Requests implements AuthorizationRequests {
     const chain =
       configured?.chain ?? (await this.deps.certificates.verifierChain(tenantId, key as IssuerKey))
     const privateKey = configured?.privateKey ?? (key as IssuerKey).privateKey
-    if (prefix === 'x509_san_dns' && chain.dnsName === '') {
+    const identifier = service.identifier(chain)
+    if (identifier === '') {
       throw new Error(
-        `the verifier certificate of tenant ${tenantId} names no dNSName: x509_san_dns cannot be used`,
+        `the verifier certificate of tenant ${tenantId} names no ${service.requires}: ${prefix} cannot be used`,
       )
     }
-    const clientId = prefix === 'x509_san_dns' ? `x509_san_dns:${chain.dnsName}` : `x509_hash:${chain.hash}`
-    return { clientId, signer: { alg: 'ES256', privateKey, header: { x5c: chain.x5c } } }
+    return {
+      clientId: clientIdOf(prefix, identifier),
+      signer: { alg: 'ES256', privateKey, header: { x5c: chain.x5c } },
+    }
   }
 
-  /** The request object as the wallet gets it: signed, with the tenant's presentation fault (if any) applied. */
-  private sign(
-    signer: Signer,
-    claims: Record<string, unknown>,
-    fault: PresentationFault | undefined,
-    now: number,
-  ): string {
-    const shown = requestObjectFault(fault, claims, signer, now)
-    return signJws(
-      { alg: signer.alg, typ: REQUEST_OBJECT_TYP, ...signer.header },
-      shown.claims,
-      shown.privateKey,
-    )
+  /** The request object as the wallet gets it, signed. */
+  private sign(tenantId: string, signer: Signer, claims: Record<string, unknown>, now: number): string {
+    return (this.deps.signer ?? requestObjectSigner).sign(tenantId, claims, signer, now)
   }
 
   async build(input: RequestInput): Promise<BuiltRequest> {
     const { tenantId, sessionId, nonce, state, verifier, now, expiresAt, dcqlQuery, settings } = input
     if (!dcqlQuery || !settings) throw new Error('a dcql session needs its dcql_query and settings')
-    const fault = presentationFault(this.deps.faults, tenantId, {
-      profile: 'dcql',
-      prefix: settings.clientIdPrefix,
-    })
-    const publicResponseUri = this.deps.urls.verifierResponse(tenantId, sessionId)
-    // unknown-client-id-prefix: signed like decentralized_identifier, whatever the template's prefix.
-    const prefix = fault === 'unknown-client-id-prefix' ? 'decentralized_identifier' : settings.clientIdPrefix
-    const identity = await this.identity(prefix, tenantId, publicResponseUri, verifier)
-    const { signer } = identity
-    const clientId =
-      fault === 'unknown-client-id-prefix' ? unknownPrefixClientId(identity.clientId) : identity.clientId
-    // response-uri-foreign-origin: a redirect_uri client id keeps naming the public response_uri.
-    const responseUri =
-      fault === 'response-uri-foreign-origin' && this.deps.faults
-        ? foreignResponseUri(this.deps.faults, this.deps.urls.absolute(''), publicResponseUri, prefix)
-        : publicResponseUri
+    const responseUri = this.deps.urls.verifierResponse(tenantId, sessionId)
+    const { clientId, signer } = await this.identity(settings.clientIdPrefix, tenantId, responseUri, verifier)
     const encrypted = settings.responseMode === 'direct_post.jwt'
     const responseKey = encrypted ? ephemeralKey() : undefined
     const clientMetadata = {
@@ -177,15 +157,13 @@ export class Openid4vp1Requests implements AuthorizationRequests {
       if (settings.requestUriMethod === 'post') link.set('request_uri_method', 'post')
     } else {
       // redirect_uri: no request object (it could not be signed); every parameter travels in the link.
-      const { nonce: _nonce, ...withoutNonce } = request
-      // nonce-missing (OpenID4VP 1.0 §5.2): the link then carries no nonce; the session keeps one to check.
-      for (const [name, value] of Object.entries(fault === 'nonce-missing' ? withoutNonce : request)) {
+      for (const [name, value] of Object.entries(request)) {
         if (name !== 'client_id') link.set(name, typeof value === 'string' ? value : JSON.stringify(value))
       }
     }
     return {
       request,
-      requestJwt: signer ? this.sign(signer, request, fault, now) : '',
+      requestJwt: signer ? this.sign(tenantId, signer, request, now) : '',
       link: `${OPENID4VP_SCHEME}://?${link.toString().replaceAll('+', '%20')}`,
       responseKey: responseKey?.privateJwk ?? null,
     }
@@ -200,12 +178,10 @@ export class Openid4vp1Requests implements AuthorizationRequests {
     const verifier = await this.deps.issuerKeys.forTenant(session.tenantId, 'EdDSA')
     const { signer } = await this.identity(prefix, session.tenantId, session.request.response_uri, verifier)
     if (!signer) throw new Error('a redirect_uri request has no request object')
-    // The fault was judged applicable when the session opened; re-signing applies it again.
-    const fault = this.deps.faults?.fault(session.tenantId)
     return this.sign(
+      session.tenantId,
       signer,
       { ...session.request, ...(walletNonce !== undefined && { wallet_nonce: walletNonce }) },
-      fault && isPresentationFault(fault) ? fault : undefined,
       (this.deps.clock ?? systemClock).now(),
     )
   }

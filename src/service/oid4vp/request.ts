@@ -1,26 +1,29 @@
-import { signJws } from '../../shared/jws.ts'
-import { AUTHORIZATION_REQUEST_SCHEME, REQUEST_OBJECT_TYP, SIOP_AUDIENCE } from '../../shared/wire.ts'
-import type { FaultRegistry } from '../faults/index.ts'
-import { peDefinitionFault, presentationFault, requestObjectFault } from '../faults/requests.ts'
+import { AUTHORIZATION_REQUEST_SCHEME, SIOP_AUDIENCE } from '../../shared/wire.ts'
 import type { PublicUrls } from '../util/urls.ts'
 import { difDefinition } from '../verification/definition.ts'
-import { AUTH_REQUEST_SCOPE, type AuthorizationRequests, type RequestInput } from '../verification/service.ts'
+import { AUTH_REQUEST_SCOPE, type RequestInput } from '../verification/service.ts'
+import { type Oid4vpProfile, type RequestObjectSigner, requestObjectSigner } from './profile.ts'
+import { peResponses } from './responses.ts'
 
 // The authorization request of a verification session, in the profile docs/interface.md shows
 // (section 2.7): OpenID4VP draft 20, client_id scheme `did`, request object by reference (`request_uri`,
 // RFC 9101 §5.2), response_mode direct_post, DIF Presentation Exchange. A profile is this small module;
 // the relying-party API (verification/) asks it for the request and never builds protocol messages itself.
+// The response half (vp_token and presentation_submission, their schema and checks) is responses.ts.
 
-export class PresentationExchangeRequests implements AuthorizationRequests {
+export class PresentationExchangeRequests implements Oid4vpProfile<string> {
+  readonly submissionFormat = peResponses.submissionFormat
+  readonly parseResponse = peResponses.parseResponse
+  readonly verify = peResponses.verify
+
   constructor(
     private readonly urls: PublicUrls,
-    /** Wallet test plans only: the tenants whose request breaks a rule on purpose (faults/requests.ts). */
-    private readonly faults?: FaultRegistry,
+    /** Signs the request object; app.ts may hand in a wrapping one (profile.ts). */
+    private readonly signer: RequestObjectSigner = requestObjectSigner,
   ) {}
 
   async build({ tenantId, sessionId, definition, nonce, state, verifier, now, expiresAt }: RequestInput) {
     if (!definition) throw new Error('a pe session needs its presentation definition')
-    const fault = presentationFault(this.faults, tenantId, { profile: 'pe' })
     const responseUri = this.urls.verifierResponse(tenantId, sessionId)
     const request = {
       iss: verifier.did,
@@ -34,17 +37,17 @@ export class PresentationExchangeRequests implements AuthorizationRequests {
       response_uri: responseUri,
       nonce,
       state,
-      presentation_definition: peDefinitionFault(fault, difDefinition(definition)),
+      presentation_definition: difDefinition(definition),
       iat: Math.floor(now / 1000),
       nbf: Math.floor(now / 1000),
       exp: Math.floor(expiresAt / 1000),
       jti: sessionId,
     }
-    const shown = requestObjectFault(fault, request, verifier, now)
-    const requestJwt = signJws(
-      { alg: verifier.alg, typ: REQUEST_OBJECT_TYP, kid: verifier.kid },
-      shown.claims,
-      shown.privateKey,
+    const requestJwt = this.signer.sign(
+      tenantId,
+      request,
+      { alg: verifier.alg, privateKey: verifier.privateKey, header: { kid: verifier.kid } },
+      now,
     )
     // Section 2.7's link, exactly: the request object by reference plus the parameters the interface shows.
     const link = new URLSearchParams({

@@ -1,18 +1,24 @@
 import formbody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
 import { FORM_MEDIA_TYPE, REQUEST_OBJECT_MEDIA_TYPE } from '../../shared/wire.ts'
 import { installOAuthErrors, isForm, OAuthError } from '../errors/oauth.ts'
-import { noteExchange } from '../faults/observer.ts'
 import { authorizationResponseSchema, requestObjectPostSchema, requestObjectSchema } from './schemas.ts'
-import type { Oid4vpService } from './service.ts'
+import type { Oid4vpService, ResponseFacts } from './service.ts'
 
-/**
- * The wallet-facing verifier (docs/verification.md). Encapsulated: form parser and OAuth errors. `observe`
- * (wallet test plans): the response route notes what the wallet sent for the exchange observer.
- */
-export const oid4vpRoutes: FastifyPluginAsyncTypebox<{ oid4vp: Oid4vpService; observe?: boolean }> = async (
+export interface Oid4vpRouteOptions {
+  oid4vp: Oid4vpService
+  /**
+   * Told what each response carried, also when it is refused (a JWE's content is known only here); none by
+   * default. app.ts hands in the wallet test plans' exchange observer (noteExchange).
+   */
+  onResponse?: (request: FastifyRequest, facts: ResponseFacts) => void
+}
+
+/** The wallet-facing verifier (docs/verification.md). Encapsulated: form parser and OAuth errors. */
+export const oid4vpRoutes: FastifyPluginAsyncTypebox<Oid4vpRouteOptions> = async (
   app,
-  { oid4vp, observe },
+  { oid4vp, onResponse },
 ) => {
   await app.register(formbody, { bodyLimit: 512 * 1024 })
   installOAuthErrors(app)
@@ -60,7 +66,7 @@ export const oid4vpRoutes: FastifyPluginAsyncTypebox<{ oid4vp: Oid4vpService; ob
         request.params.id,
         request.body,
         request.headers['user-agent'],
-        observe ? (facts) => noteExchange(request, facts) : undefined,
+        onResponse && ((facts) => onResponse(request, facts)),
       )
       return reply.type('application/json').send(body)
     },

@@ -1,20 +1,19 @@
 import { createPrivateKey } from 'node:crypto'
 import type { VerificationStep } from '../../shared/flow.ts'
 import { isObject } from '../../shared/json.ts'
+import { jwkThumbprint } from '../../shared/jws.ts'
 import { lazyImport } from '../../shared/lazy.ts'
 import type { CheckMetrics } from '../credentials/pipeline.ts'
 import type { StatusChecker } from '../credentials/status.ts'
 import { OAuthError } from '../errors/oauth.ts'
 import type { ServiceEvents, WebhookBody } from '../events.ts'
-import type { Exchange, FaultRegistry } from '../faults/index.ts'
 import type { SessionRecord, Store, Validations } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
 import { checkCarriedJson } from '../util/json-limits.ts'
-import { type Verdict, verifyDcqlResponse, verifyResponse } from '../verification/checks.ts'
 import { sessionChanged, transition } from '../verification/lifecycle.ts'
-import type { AuthorizationRequests } from '../verification/service.ts'
 import type { WebhookOutbox } from '../webhooks/outbox.ts'
 import { HandedOutSessions } from './handed-out.ts'
+import type { Oid4vpProfile, PresentationResponse } from './profile.ts'
 import { RESPONSE_ALG, RESPONSE_ENC_VALUES } from './request-v1.ts'
 
 /** jose decrypts direct_post.jwt responses only: loaded at the first one. */
@@ -42,16 +41,24 @@ export interface Oid4vpDeps {
   events: ServiceEvents
   webhooks: WebhookOutbox
   status: StatusChecker
-  /** The request builders of each profile (request_uri_method=post signs the request object anew). */
-  requests: Record<SessionRecord['profile'], AuthorizationRequests>
+  /**
+   * Each profile's object (profile.ts): request_uri_method=post signs its request object anew; a response
+   * is parsed and verified by the profile of its session.
+   */
+  profiles: Record<SessionRecord['profile'], Oid4vpProfile>
   /** Told where the time of each response's checks went (the bench sets it); none by default. */
   metrics?: CheckMetrics
-  /** Wallet test plans only: told the nonce of every verified answer (for the nonce-reused fault). */
-  faults?: FaultRegistry
 }
 
-/** What a response carried that a wallet test's judge needs, known only once it is read (and decrypted). */
-export type ResponseFacts = Pick<Exchange, 'vpToken' | 'walletError' | 'walletErrorDescription'>
+/** What a response carried, known only once it is read (and decrypted): what a wallet test's judge needs. */
+export interface ResponseFacts {
+  /** The wallet sent a vp_token (also inside a direct_post.jwt JWE). */
+  vpToken: boolean
+  /** The error the wallet answered instead (access_denied, invalid_request, …). */
+  walletError?: string
+  /** The wallet's error_description, if any. */
+  walletErrorDescription?: string
+}
 
 export class Oid4vpService {
   /** Sessions whose request object was just handed out: their response needs no second read (handed-out.ts). */
@@ -118,7 +125,7 @@ export class Oid4vpService {
   async requestObjectByPost(tenantId: string, id: string, body: Record<string, unknown>): Promise<string> {
     const session = await this.session(tenantId, id)
     const { step } = this.allow(session, 'retrieve_request')
-    const builder = this.deps.requests[session.profile]
+    const builder = this.deps.profiles[session.profile]
     if (session.profile !== 'dcql' || session.requestJwt === '' || !builder.requestObjectFor) {
       throw new OAuthError(
         'invalid_request',
@@ -204,115 +211,99 @@ export class Oid4vpService {
   }
 
   /**
-   * The wallet's direct_post (or direct_post.jwt). A response that cannot be attributed (bad state, missing
-   * vp_token, a JWE that does not decrypt) is a 400 that leaves the session open; a presentation that fails
-   * any check closes it as REJECTED.
+   * The wallet's direct_post (or direct_post.jwt), as one pipeline: recall the session, ask the lifecycle
+   * whether it takes a response, decrypt, parse (the profile's schema), verify (the profile's checks), ask
+   * the lifecycle for the outcome's status, complete. A response that cannot be attributed or read (bad
+   * state, missing vp_token, a JWE that does not decrypt) is a 400 that leaves the session open; a wallet's
+   * refusal or a presentation that fails any check closes it as REJECTED.
    */
   async respond(
     tenantId: string,
     id: string,
     body: Record<string, unknown>,
     userAgent: string | undefined,
-    /** Wallet test plans: told what the response carried, also when it is refused below. */
+    /** Told what the response carried, also when it is refused below (a wallet test's judge reads it). */
     observe?: (facts: ResponseFacts) => void,
   ): Promise<Record<string, never>> {
-    const session =
-      this.handedOut.recall(tenantId, id, this.deps.clock.now()) ?? (await this.session(tenantId, id))
+    const session = await this.recall(tenantId, id)
     this.allow(session, 'verify')
-    const encryptedMode = session.request.response_mode === 'direct_post.jwt'
-    const encrypted = encryptedMode && body.response !== undefined
-    const params = encrypted ? await this.decrypt(session, body.response) : body
-    // Before anything reads or writes: a response beyond the JSON limits is a 400 that leaves the session open.
-    checkResponseLimits(params)
-    observe?.({
-      vpToken: params.vp_token !== undefined && params.vp_token !== '',
-      ...(params.error !== undefined && { walletError: text(params.error) }),
-      ...(params.error_description !== undefined && {
-        walletErrorDescription: clip(text(params.error_description)),
-      }),
-    })
-    const { state, nonce, client_id: clientId } = session.request
-    if (params.state !== state) {
-      throw new OAuthError(
-        'invalid_request',
-        params.state === undefined ? 'state is missing' : "state does not match this session's request",
-      )
-    }
+    const received = await this.received(session, body)
+    observe?.(factsOf(received.params))
     const now = this.deps.clock.now()
-    const base = { ...session, updatedAt: now, sourceWallet: userAgent ? clip(userAgent) : null }
-    if (params.error !== undefined) {
-      const error = text(params.error)
-      const description =
-        params.error_description === undefined ? '' : `: ${clip(text(params.error_description))}`
-      const message = `the wallet answered with error ${clip(error)}${description}`
-      await this.complete({ ...base, status: 'REJECTED', validations: single('walletResponse', message) })
-      return {}
-    }
-    if (params.vp_token === undefined || params.vp_token === '') {
-      throw new OAuthError('invalid_request', 'vp_token is missing (or send error for a refusal)')
-    }
-    if (encryptedMode && !encrypted) {
-      // The holder's data crossed the wire in the clear although this verifier asked for encryption.
-      const message = `the response is not encrypted: this session's response_mode is direct_post.jwt, so vp_token must arrive inside the JWE in \`response\` (OpenID4VP 1.0 §8.3)`
-      await this.complete({ ...base, status: 'REJECTED', validations: single('securityMechanisms', message) })
-      throw new OAuthError('invalid_request', message)
-    }
-    const context = {
-      nonce,
-      clientId,
-      now,
-      trustedIssuers: session.policy.trustedIssuers,
-      trustAnchors: session.policy.trustAnchors ?? [],
-      requireStatus: session.policy.requireStatus,
-      status: this.deps.status,
-    }
-    let verdict: Verdict
-    let mapping: Record<string, unknown>
-    if (session.profile === 'dcql') {
-      const vpToken = dcqlVpToken(params.vp_token)
-      verdict = await verifyDcqlResponse(vpToken, {
-        ...context,
-        dcqlQuery: session.request.dcql_query as Record<string, unknown>,
-      })
-      mapping = { credential_query_ids: Object.keys(vpToken) }
-    } else {
-      if (typeof params.vp_token !== 'string') {
-        throw new OAuthError('invalid_request', 'vp_token must be the JWT of the presentation')
-      }
-      mapping = peSubmission(params.presentation_submission)
-      verdict = await verifyResponse(params.vp_token, mapping, {
-        ...context,
-        definition: session.request.presentation_definition as Record<string, unknown>,
-      })
-    }
-    this.deps.metrics?.checks('verification', verdict.timings)
-    const verified = verdict.validations.status === 'SUCCESS'
+    const profile = this.deps.profiles[session.profile]
+    const parsed = parse(session, received, profile)
+    const outcome = 'outcome' in parsed ? parsed.outcome : await this.verify(session, profile, parsed, now)
+    const { status, step } = this.allow(session, outcome.event, now)
+    const sourceWallet = userAgent ? clip(userAgent) : null
     await this.complete(
-      {
-        ...base,
-        status: verified ? 'VERIFIED' : 'REJECTED',
-        validations: verdict.validations,
-        subject: verdict.holder,
-        submissionFormat: verified ? (session.profile === 'dcql' ? 'dcql' : 'jwt_vp') : '',
-        submission: verified
-          ? { ...mapping, holder: verdict.holder, verifiableCredential: verdict.credentials }
-          : null,
-      },
-      verified ? verdict.claims : undefined,
+      { ...session, ...outcome.record, status, updatedAt: now, sourceWallet },
+      step,
+      outcome.claims,
     )
-    // A wallet answered this nonce: the nonce-reused fault of a later session offers it again.
-    if (verified && this.deps.faults) this.deps.faults.lastAnsweredNonce = nonce
-    if (!verified) {
-      throw new OAuthError(
-        'invalid_presentation',
-        `the presentation was rejected: ${verdict.validations.verificationResult.errors.join(' | ')}`,
-      )
-    }
+    if (outcome.error) throw outcome.error
     return {}
   }
 
-  /** Records the outcome and its webhook event in one transaction, then announces it. */
-  private async complete(session: SessionRecord, claims?: Record<string, unknown>) {
+  /** The session as its request object was handed out here (handed-out.ts), else as stored. */
+  private async recall(tenantId: string, id: string): Promise<SessionRecord> {
+    return this.handedOut.recall(tenantId, id, this.deps.clock.now()) ?? (await this.session(tenantId, id))
+  }
+
+  /**
+   * The response parameters: the form's, or under direct_post.jwt those of the JWE in `response`. Before
+   * anything reads or writes: a response beyond the JSON limits is a 400 that leaves the session open.
+   */
+  private async received(session: SessionRecord, body: Record<string, unknown>): Promise<Received> {
+    const encrypted = session.request.response_mode === 'direct_post.jwt' && body.response !== undefined
+    const params = encrypted ? await this.decrypt(session, body.response) : body
+    checkResponseLimits(params)
+    return { params, encrypted }
+  }
+
+  /** The profile's verdict on the presentations, as the outcome the session records. */
+  private async verify(
+    session: SessionRecord,
+    profile: Oid4vpProfile,
+    presentations: PresentationResponse,
+    now: number,
+  ): Promise<Outcome> {
+    const { policy, request } = session
+    const verdict = await profile.verify(presentations, session, {
+      nonce: request.nonce,
+      clientId: request.client_id,
+      now,
+      trustedIssuers: policy.trustedIssuers,
+      trustAnchors: policy.trustAnchors ?? [],
+      requireStatus: policy.requireStatus,
+      status: this.deps.status,
+      responseUri: request.response_uri,
+      // direct_post.jwt: the session's ECDH-ES key, which a format's handover may bind (OpenID4VP 1.0 §8.3).
+      ...(session.responseKey && { encryptionKeyThumbprint: jwkThumbprint(session.responseKey) }),
+    })
+    this.deps.metrics?.checks('verification', verdict.timings)
+    const { validations, holder } = verdict
+    if (validations.status !== 'SUCCESS') {
+      const errors = validations.verificationResult.errors.join(' | ')
+      return {
+        event: 'reject',
+        record: { validations, subject: holder, submissionFormat: '', submission: null },
+        error: new OAuthError('invalid_presentation', `the presentation was rejected: ${errors}`),
+      }
+    }
+    return {
+      event: 'verify',
+      record: {
+        validations,
+        subject: holder,
+        submissionFormat: profile.submissionFormat,
+        submission: { ...presentations.mapping, holder, verifiableCredential: verdict.credentials },
+      },
+      claims: verdict.claims,
+    }
+  }
+
+  /** Records the outcome and its webhook event in one transaction, then announces it as `step`. */
+  private async complete(session: SessionRecord, step: VerificationStep, claims?: Record<string, unknown>) {
     const validations = session.validations as Validations
     const webhook: WebhookBody = {
       id: session.id,
@@ -339,9 +330,7 @@ export class Oid4vpService {
       this.allow((await this.deps.store.sessions.get(session.id)) ?? session, 'verify')
       throw new OAuthError('session_closed', `verification session "${session.id}" changed meanwhile`)
     }
-    this.deps.events.emit(
-      sessionChanged(session, session.status === 'VERIFIED' ? 'verified' : 'rejected', webhook),
-    )
+    this.deps.events.emit(sessionChanged(session, step, webhook))
   }
 }
 
@@ -370,61 +359,66 @@ function single(check: 'walletResponse' | 'securityMechanisms', message: string)
   }
 }
 
-/** Draft 20 requires the submission with a vp_token: without it the answer cannot be read. */
-function peSubmission(text: unknown): Record<string, unknown> {
-  let submission: unknown
-  try {
-    submission = typeof text === 'string' ? JSON.parse(text) : undefined
-  } catch {
-    throw new OAuthError('invalid_request', 'presentation_submission is not valid JSON')
+/** The parameters a response carried, and whether they came inside a JWE. */
+interface Received {
+  params: Record<string, unknown>
+  encrypted: boolean
+}
+
+/** What a response comes to: the lifecycle event it asks for and what the session records with it. */
+interface Outcome {
+  event: 'verify' | 'reject'
+  record: Pick<SessionRecord, 'validations'> &
+    Partial<Pick<SessionRecord, 'subject' | 'submission' | 'submissionFormat'>>
+  /** The claims of a verified presentation (the webhook's payload). */
+  claims?: Record<string, unknown>
+  /** The wallet's answer once the outcome is recorded, when it is not the empty 200. */
+  error?: OAuthError
+}
+
+/** What a wallet test's judge reads of a response, known only once it is read (and decrypted). */
+function factsOf(params: Record<string, unknown>): ResponseFacts {
+  return {
+    vpToken: params.vp_token !== undefined && params.vp_token !== '',
+    ...(params.error !== undefined && { walletError: text(params.error) }),
+    ...(params.error_description !== undefined && {
+      walletErrorDescription: clip(text(params.error_description)),
+    }),
   }
-  if (!isObject(submission)) {
-    throw new OAuthError('invalid_request', 'presentation_submission is missing or not a JSON object')
-  }
-  checkDescriptorTypes(submission)
-  return submission
 }
 
 /**
- * DIF Presentation Exchange v2, Presentation Submission: each descriptor_map entry, and each `path_nested`
- * in it, names its `id`, `format` and `path` as strings. Another type is a malformed message (400, the
- * session stays open), not a mapping to judge: the mapping check reads them as text, and String() of an
- * object with a non-callable `toString` member throws.
+ * The response as its session reads it: the state first (it attributes the response), then a refusal by
+ * the wallet, then the presentations in the profile's shape (its schema, oid4vp/responses.ts). Throws 400
+ * invalid_request, the session left open, for what cannot be attributed or read. A wallet's refusal is an
+ * outcome, and so is a vp_token that crossed the wire in the clear although the session asked for
+ * direct_post.jwt (OpenID4VP 1.0 §8.3): the holder's data is already exposed, so the session is rejected.
  */
-function checkDescriptorTypes(submission: Record<string, unknown>) {
-  const map = submission.descriptor_map
-  if (!Array.isArray(map)) return
-  for (const [i, entry] of map.entries()) {
-    let node: unknown = entry
-    let at = `presentation_submission.descriptor_map[${i}]`
-    // Iterative: path_nested may nest as deep as the JSON limits let it.
-    while (isObject(node)) {
-      for (const member of ['id', 'format', 'path'] as const) {
-        if (node[member] !== undefined && typeof node[member] !== 'string') {
-          throw new OAuthError('invalid_request', `${at}.${member} must be a string`)
-        }
-      }
-      node = node.path_nested
-      at = `${at}.path_nested`
-    }
-  }
-}
-
-/** OpenID4VP 1.0 §8.1: a JSON object keyed by credential query id (JSON text in a direct_post form). */
-function dcqlVpToken(value: unknown): Record<string, unknown> {
-  let token = value
-  if (typeof value === 'string') {
-    try {
-      token = JSON.parse(value)
-    } catch {
-      token = undefined
-    }
-  }
-  if (!isObject(token) || Object.keys(token).length === 0) {
+function parse(
+  session: SessionRecord,
+  { params, encrypted }: Received,
+  profile: Oid4vpProfile,
+): { outcome: Outcome } | PresentationResponse {
+  if (params.state !== session.request.state) {
     throw new OAuthError(
       'invalid_request',
-      'vp_token must be a JSON object keyed by the credential query ids of the dcql_query (OpenID4VP 1.0 §8.1)',
+      params.state === undefined ? 'state is missing' : "state does not match this session's request",
     )
   }
-  return token
+  if (params.error !== undefined) {
+    const description =
+      params.error_description === undefined ? '' : `: ${clip(text(params.error_description))}`
+    const message = `the wallet answered with error ${clip(text(params.error))}${description}`
+    return { outcome: { event: 'reject', record: { validations: single('walletResponse', message) } } }
+  }
+  if (params.vp_token === undefined || params.vp_token === '') {
+    throw new OAuthError('invalid_request', 'vp_token is missing (or send error for a refusal)')
+  }
+  if (session.request.response_mode === 'direct_post.jwt' && !encrypted) {
+    const message = `the response is not encrypted: this session's response_mode is direct_post.jwt, so vp_token must arrive inside the JWE in \`response\` (OpenID4VP 1.0 §8.3)`
+    const validations = single('securityMechanisms', message)
+    const error = new OAuthError('invalid_request', message)
+    return { outcome: { event: 'reject', record: { validations }, error } }
+  }
+  return profile.parseResponse(params)
 }

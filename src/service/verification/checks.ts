@@ -32,6 +32,10 @@ export interface ResponseContext {
   trustAnchors?: readonly string[]
   requireStatus: boolean
   status: StatusChecker
+  /** OpenID4VP 1.0: where the response was posted, and the JWK thumbprint of the key it was encrypted to
+   * (direct_post.jwt): a format whose binding covers them (an mdoc's handover, Appendix B.2.6.1) checks them. */
+  responseUri?: string
+  encryptionKeyThumbprint?: string
 }
 
 export interface Verdict {
@@ -145,6 +149,10 @@ export async function verifyDcqlResponse(
       audienceRole: "this verifier's client_id",
       now: ctx.now,
       maxAgeSeconds: PRESENTATION_MAX_AGE_SECONDS,
+      ...(ctx.responseUri !== undefined && { responseUri: ctx.responseUri }),
+      ...(ctx.encryptionKeyThumbprint !== undefined && {
+        encryptionKeyThumbprint: ctx.encryptionKeyThumbprint,
+      }),
     },
     trustedIssuers: () => ctx.trustedIssuers,
     trustAnchors: ctx.trustAnchors ?? [],

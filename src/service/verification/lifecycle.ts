@@ -16,6 +16,11 @@ export type SessionOutcome =
   | { ok: true; status: SessionStatus; step: VerificationStep }
   | { ok: false; refusal: SessionRefusal; message: string }
 
+/**
+ * The one judgement of "PENDING and unexpired": every step (transition), the held sessions of
+ * oid4vp/handed-out.ts and the relying party's view ask it. The store's conditional writes hold the same
+ * rule in their WHERE (the sessions repository) and, when they write nothing, the row is judged here.
+ */
 export function sessionState(session: SessionRecord, now: number): SessionState {
   return session.status === 'PENDING' && now >= session.expiresAt ? 'EXPIRED' : session.status
 }

@@ -5,8 +5,6 @@ import type { IssuerCertificates } from '../crypto/issuer-certificates.ts'
 import type { IssuerKey, IssuerKeys } from '../crypto/issuer-keys.ts'
 import { AppError } from '../errors/problem.ts'
 import type { ServiceEvents } from '../events.ts'
-import type { FaultRegistry } from '../faults/index.ts'
-import { otherFormat, presentationFault, unsatisfiableDcqlQuery } from '../faults/requests.ts'
 import type { RequestObjectClaims, SessionRecord, Store } from '../store/index.ts'
 import { type Clock, isoTime } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
@@ -49,8 +47,26 @@ export interface BuiltRequest {
   responseKey: JsonWebKey | null
 }
 
-/** A protocol profile's request builder (oid4vp/request.ts, oid4vp/request-v1.ts). */
+/** What a new session asks before anything is built from it. */
+export interface SessionAsk {
+  tenantId: string
+  /** Fresh per request (OpenID4VP 1.0 §5.2, §14.1). */
+  nonce: string
+  /** `dcql`: the template's OpenID4VP settings (format, client identifier prefix, response mode). */
+  settings?: NonNullable<ResolvedVerificationTemplate['dcql']>
+}
+
+/**
+ * A protocol profile's request builder (oid4vp/request.ts, oid4vp/request-v1.ts; oid4vp/profile.ts grows it
+ * into the profile object that also reads the response).
+ */
 export interface AuthorizationRequests {
+  /**
+   * Optional: what a new session asks, changed or refused (an AppError) before its query and request are
+   * built. The genuine profiles have none; a wrapper app.ts wires around them may (the wallet test plans'
+   * faulty verifier).
+   */
+  prepare?(ask: SessionAsk): SessionAsk
   build(input: RequestInput): Promise<BuiltRequest>
   /** request_uri_method=post (OpenID4VP 1.0 §5.10): the request object signed with the wallet's nonce. */
   requestObjectFor?(session: SessionRecord, walletNonce: string | undefined): Promise<string>
@@ -66,8 +82,6 @@ export interface VerificationDeps {
   events: ServiceEvents
   /** One request builder per profile a template may choose. */
   requests: Record<SessionRecord['profile'], AuthorizationRequests>
-  /** Wallet test plans only: tenants whose sessions ask something wrong on purpose (faults/requests.ts). */
-  faults?: FaultRegistry
 }
 
 const b64 = (bytes: number) => randomBytes(bytes).toString('base64url')
@@ -95,19 +109,14 @@ export class VerificationService {
     const now = clock.now()
     const id = randomUUID()
     const profile = template.body.profile
-    const fault = presentationFault(this.deps.faults, principal.tenantId, {
-      profile,
-      ...(template.body.dcql && { prefix: template.body.dcql.clientIdPrefix }),
-    })
-    // nonce-reused (OpenID4VP 1.0 §14.1: a fresh nonce per request): the session expects the reused one too,
-    // so a wallet that answers anyway is VERIFIED (presentationFault made sure there is one).
-    const nonce = fault === 'nonce-reused' ? (this.deps.faults?.lastAnsweredNonce as string) : b64(32)
+    const requests = this.deps.requests[profile]
+    const fresh: SessionAsk = {
+      tenantId: principal.tenantId,
+      nonce: b64(32),
+      ...(template.body.dcql && { settings: template.body.dcql }),
+    }
+    const { nonce, settings } = requests.prepare?.(fresh) ?? fresh
     const state = b64(16)
-    // format-not-offered: the query (and vp_formats_supported) name the other format (faults/requests.ts).
-    const settings =
-      fault === 'format-not-offered' && template.body.dcql
-        ? { ...template.body.dcql, format: otherFormat(template.body.dcql.format) }
-        : template.body.dcql
     const definition =
       profile === 'pe'
         ? buildDefinition({
@@ -121,7 +130,7 @@ export class VerificationService {
             now,
           })
         : null
-    const genuineQuery =
+    const dcqlQuery =
       profile === 'dcql' && settings
         ? buildDcqlQuery({
             credentialTypes: template.body.credentialTypes,
@@ -131,10 +140,8 @@ export class VerificationService {
             vctValues: (type) => settings.vctValues?.[type] ?? [urls.defaultVct(principal.tenantId, type)],
           })
         : undefined
-    const dcqlQuery =
-      genuineQuery && fault === 'query-unsatisfiable' ? unsatisfiableDcqlQuery(genuineQuery) : genuineQuery
     const expiresAt = now + template.body.sessionLifetimeSeconds * 1000
-    const { request, requestJwt, link, responseKey } = await this.deps.requests[profile].build({
+    const { request, requestJwt, link, responseKey } = await requests.build({
       tenantId: principal.tenantId,
       sessionId: id,
       ...(definition && { definition }),

@@ -1,0 +1,416 @@
+// Every misbehaviour of the wallet, and where it acts: one table (TAMPER) of tamper hooks. A hook sits at one
+// point where the wallet builds a message (the proof JWT's header before signing, the token request's
+// tx_code, the KB-JWT payload, the vp_token, …) and changes the value built there; the builder applies the
+// point once and never asks which misbehaviours are on:
+//
+//   const header = tamper.apply('proof.header', laidOut, { alg, foreignKid })
+//
+// Hooks of one point apply in the table's order. A flag point (value `false`, asked with `acts`) is where a
+// misbehaviour replaces a step instead of a value: redeem the code again, decline, post what a library would
+// refuse to send. misbehaviour.ts keeps the names and the lists that say which flow each one belongs to
+// (checked before anything is built); defects.ts the defects themselves.
+
+import type { TxCode } from '@sphereon/oid4vci-common'
+import type { DiSigner } from '../shared/data-integrity.ts'
+import type { JwsAlg } from '../shared/did-key.ts'
+import {
+  corruptProofValue,
+  type ForeignKey,
+  flipLastBit,
+  freshDidKey,
+  freshKid,
+  type KeySigner,
+  keySigner,
+  legacyFormat,
+  lyingSubmission,
+  type PresentationSubmission,
+  publicJwkOfKid,
+  randomNonce,
+  selfIssueCopy,
+  tamperCredential,
+  tamperDisclosure,
+  withoutPrefix,
+  wrongTxCode,
+} from './defects.ts'
+import { WalletUsageError } from './errors.ts'
+import {
+  EXPIRED_IAT_SECONDS,
+  type Misbehaviour,
+  type PresentationMisbehaviour,
+  WRONG_AUDIENCE,
+} from './misbehaviour.ts'
+import { type VpTokenV1, withWrongQueryId } from './presentation-v1-response.ts'
+
+type Flag = [value: boolean, ctx: undefined]
+
+/** The points where a message is built: [the value a hook changes, what else it may read]. */
+interface Points {
+  // --- OpenID4VCI: token request (proof.ts buildTokenRequest, issuance.ts, issuance-v1.ts) --------------------
+  /** the transaction code sent as `tx_code` (and the drafts' `user_pin`); `acts`: one the caller need not know */
+  'token.txCode': [value: string | undefined, ctx: { spec: TxCode | undefined }]
+  /** the pre-authorized code is redeemed once more, and the second answer kept */
+  'token.replay': Flag
+  // --- OpenID4VCI: key proof (proof.ts, issuance.ts, issuance-v1.ts) ------------------------------------------
+  /** the proof's nonce chosen before the token's c_nonce or the nonce endpoint is asked (undefined: not here) */
+  'nonce.choose': [value: string | undefined, ctx: { lastConsumed: () => string | undefined }]
+  /** the `nonce` of a jwt proof */
+  'proof.nonce': [value: string | undefined, ctx: undefined]
+  /** the holder's private JWK, read before the proof is built (undefined: not read) */
+  'proof.privateJwk': [
+    value: JsonWebKey | Promise<JsonWebKey> | undefined,
+    ctx: { read: () => JsonWebKey | Promise<JsonWebKey> },
+  ]
+  /** the jwt proof's JOSE header, before signing */
+  'proof.header': [
+    value: Record<string, unknown>,
+    ctx: { alg: JwsAlg; foreignKid: (() => string) | undefined; privateJwk: JsonWebKey | undefined },
+  ]
+  /** the jwt proof's payload, before signing */
+  'proof.payload': [value: Record<string, unknown>, ctx: { nowSeconds: () => number }]
+  /** what signs the jwt proof's signing input */
+  'proof.sign': [value: (signingInput: string) => Promise<Uint8Array>, ctx: undefined]
+  /** the di_vp proof's signer: its `id` is the proof's verificationMethod */
+  'di_vp.signer': [value: DiSigner, ctx: { foreignKid: (() => string) | undefined }]
+  /** the di_vp proof options (docs/issuance.md: challenge = c_nonce, domain = credential issuer) */
+  'di_vp.options': [value: { challenge: string; domain: string; created?: Date }, ctx: { now: () => Date }]
+  /** the signed di_vp presentation */
+  'di_vp.signed': [value: Record<string, unknown>, ctx: undefined]
+  // --- OpenID4VCI: credential request (issuance.ts, issuance-v1.ts) ------------------------------------------
+  /** the 1.0 request goes out as plain HTTP: @openid4vc/openid4vci refuses to send it */
+  'credential.plainHttp': Flag
+  /** the 1.0 credential request body, as posted by plain HTTP (§8.2) */
+  'credential.request': [
+    value: Record<string, unknown>,
+    ctx: { configuration: Record<string, unknown> | undefined; proof: string },
+  ]
+  /** the nonce remembered as consumed once the issuer answered (undefined: none) */
+  'nonce.consumed': [value: string | undefined, ctx: undefined]
+  // --- OpenID4VP: both profiles (presentation.ts, presentation-v1.ts) -----------------------------------------
+  /** the wallet's own `exp` check of the request object is skipped */
+  'request.skipExpiry': Flag
+  /** the wallet answers access_denied instead of presenting */
+  'response.decline': Flag
+  /** the request's nonce is not remembered as answered (the answer does not carry it: §14.1) */
+  'response.forgetNonce': Flag
+  /** the credential JWTs a JWT VP presents */
+  'vp.credentials': [value: string[], ctx: undefined]
+  /** who presents a JWT VP: `iss`, `vp.holder` and the key that signs (presentation-vp.ts) */
+  'vp.holder': [
+    value: { holder: string; signer: KeySigner },
+    ctx: { foreignKey: (() => ForeignKey) | undefined },
+  ]
+  /** the JWT VP's payload, before signing (presentation-vp.ts) */
+  'vp.payload': [value: Record<string, unknown>, ctx: undefined]
+  // --- OpenID4VP draft 20, Presentation Exchange (presentation.ts) ---------------------------------------------
+  /** the previous accepted VP answers instead of a new one */
+  'pe.replay': Flag
+  /** the selection picks a candidate whose status list says revoked */
+  'pe.selectRevoked': Flag
+  /** the presentation_submission as posted */
+  'pe.submission': [value: PresentationSubmission, ctx: { credentialCount: number }]
+  /** the form is posted without did-auth-siop, whose own check would refuse to assemble it */
+  'pe.bypassLibrary': Flag
+  /** the VP is not remembered for 'vp-replayed': it is not an honest one */
+  'pe.forget': Flag
+  // --- OpenID4VP 1.0, DCQL (presentation-v1.ts, presentation-sd-jwt.ts) ---------------------------------------
+  /** the response mode the answer is posted with (§8.2 direct_post, §8.3 direct_post.jwt) */
+  'response.mode': [value: 'direct_post' | 'direct_post.jwt', ctx: undefined]
+  /** the vp_token object (§8.1), keyed by credential query id */
+  vp_token: [value: VpTokenV1, ctx: undefined]
+  /** the disclosures selected (@sd-jwt keys) and the one added beyond the query */
+  'sd.disclose': [value: { selected: string[]; extra?: string }, ctx: { keys: readonly string[] }]
+  /** the SD-JWT with its disclosures, before the KB-JWT; `tampered` says what a hook changed */
+  'sd.presentation': [
+    value: { sdJwt: string; tampered?: { claim: string; from: unknown; to: unknown } },
+    ctx: undefined,
+  ]
+  /** the presentation ends without a KB-JWT */
+  'kb.omit': Flag
+  /** the text the KB-JWT's sd_hash is computed over */
+  'kb.hashed': [value: string, ctx: undefined]
+  /** the KB-JWT payload, before signing */
+  'kb.payload': [value: Record<string, unknown>, ctx: { wrongAudience: string | undefined }]
+}
+
+export type TamperPoint = keyof Points
+type Value<P extends TamperPoint> = Points[P][0]
+type Ctx<P extends TamperPoint> = Points[P][1]
+type Hook<P extends TamperPoint> = (value: Value<P>, ctx: Ctx<P>) => Value<P>
+type Hooks = { readonly [P in TamperPoint]?: Hook<P> }
+
+const on = (): boolean => true
+
+/**
+ * Every misbehaviour, the points it acts at, and what it does there. Issuance first (MISBEHAVIOURS order),
+ * then presentation (PRESENTATION_MISBEHAVIOURS order); where two act at one point, that order applies.
+ */
+export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: Hooks } = {
+  // ===== OpenID4VCI issuance =====================================================================================
+  'wrong-nonce': {
+    // OpenID4VCI 1.0 Appendix F.1/F.4: the proof carries the c_nonce the issuer gave (di_vp: as challenge)
+    'proof.nonce': () => randomNonce(),
+    'di_vp.options': (options) => ({ ...options, challenge: randomNonce() }),
+    // a nonce the proof did not carry was not consumed: 'replayed-nonce' must not pick it
+    'nonce.consumed': () => undefined,
+  },
+  'replayed-nonce': {
+    // §7: a c_nonce is fresh; this one was already used in a successful credential request
+    'nonce.choose': (_, { lastConsumed }) => {
+      const consumed = lastConsumed()
+      if (!consumed) {
+        throw new WalletUsageError(
+          "'replayed-nonce' needs a nonce this wallet already used in a successful credential request: receive a credential first",
+        )
+      }
+      return consumed
+    },
+  },
+  'bad-signature': {
+    // Appendix F.4: the proof's signature verifies with the key its header names (jwt: last signature byte)
+    'proof.sign': (sign) => async (signingInput) => flipLastBit(await sign(signingInput)),
+    // di_vp: the last byte of proofValue
+    'di_vp.signed': (vp) => {
+      const proof = vp.proof as Record<string, unknown>
+      return { ...vp, proof: { ...proof, proofValue: corruptProofValue(String(proof.proofValue)) } }
+    },
+  },
+  'wrong-aud': {
+    // Appendix F.1: aud is the credential issuer identifier (di_vp: domain)
+    'proof.payload': (payload) => ({ ...payload, aud: WRONG_AUDIENCE }),
+    'di_vp.options': (options) => ({ ...options, domain: WRONG_AUDIENCE }),
+  },
+  'expired-iat': {
+    // Appendix F.4: iat within the issuer's window (di_vp: created); exp untouched
+    'proof.payload': (payload, { nowSeconds }) => ({ ...payload, iat: nowSeconds() - EXPIRED_IAT_SECONDS }),
+    'di_vp.options': (options, { now }) => ({
+      ...options,
+      created: new Date(now().getTime() - EXPIRED_IAT_SECONDS * 1000),
+    }),
+  },
+  'replayed-code': {
+    // §6.1 (as RFC 6749 §4.1.2 for codes): a pre-authorized code is redeemed once
+    'token.replay': on,
+  },
+  'wrong-tx-code': {
+    // §6.1: tx_code is the code the user was given (with no tx_code announced, one is sent anyway)
+    'token.txCode': (code, { spec }) => wrongTxCode(code, spec),
+  },
+  'foreign-kid': {
+    // Appendix F.4: the header names the key that signs. A did:key URL in `kid`, or that key's public JWK
+    // in `jwk` (1.0 path with jwk binding); di_vp: the verificationMethod
+    'proof.header': (header, { alg, foreignKid }) => {
+      const foreign = (foreignKid ?? (() => freshKid(alg)))()
+      return header.jwk !== undefined && header.kid === undefined
+        ? { ...header, jwk: publicJwkOfKid(foreign) }
+        : { ...header, kid: foreign }
+    },
+    'di_vp.signer': (signer, { foreignKid }) => ({
+      ...signer,
+      id: (foreignKid ?? (() => freshKid('EdDSA')))(),
+    }),
+  },
+  'missing-tx-code': {
+    // §6.1: tx_code is required when the offer announced one
+    'token.txCode': () => undefined,
+  },
+  'jwk-with-private-key': {
+    // Appendix F.1: a `jwk` header must not carry a private key; the holder's own one (with `d`) is read and sent
+    'proof.privateJwk': (_, { read }) => read(),
+    'proof.header': (header, { privateJwk }) => (privateJwk ? { ...header, jwk: privateJwk } : header),
+  },
+  'wrong-typ': {
+    // Appendix F.1: typ is openid4vci-proof+jwt
+    'proof.header': (header) => ({ ...header, typ: 'JWT' }),
+  },
+  'alg-none': {
+    // Appendix F.1: alg must not be none; the proof goes unsigned (empty signature)
+    'proof.header': (header) => ({ ...header, alg: 'none' }),
+    'proof.sign': () => async () => new Uint8Array(0),
+    'credential.plainHttp': on,
+  },
+  'legacy-proof': {
+    // 1.0 §8.2 has only `proofs`: the drafts' singular `proof` instead
+    'credential.request': ({ proofs: _, ...body }, { proof }) => ({
+      ...body,
+      proof: { proof_type: 'jwt', jwt: proof },
+    }),
+    'credential.plainHttp': on,
+  },
+  'legacy-format-request': {
+    // 1.0 §8.2 names the credential by credential_configuration_id: the draft-13/14 format parameters instead
+    'credential.request': ({ credential_configuration_id: _, ...body }, { configuration }) => ({
+      ...legacyFormat(configuration),
+      ...body,
+    }),
+    'credential.plainHttp': on,
+  },
+
+  // ===== OpenID4VP presentation ==================================================================================
+  'vp-wrong-nonce': {
+    // OpenID4VP 1.0 §B.1.3.1.5: the VP carries the request's nonce
+    'vp.payload': (payload) => ({ ...payload, nonce: randomNonce() }),
+    'response.forgetNonce': on,
+    'pe.forget': on,
+  },
+  'vp-wrong-aud': {
+    // §B.1.3.1.5: the VP's aud is the client_id
+    'vp.payload': (payload) => ({ ...payload, aud: WRONG_AUDIENCE }),
+    'pe.forget': on,
+  },
+  'vp-foreign-key': {
+    // holder binding: a fresh did:key presents (and validly signs) credentials bound to the holder
+    'vp.holder': ({ signer }, { foreignKey }) => {
+      const foreign = (foreignKey ?? (() => freshDidKey(signer.alg)))()
+      return { holder: foreign.did, signer: keySigner(foreign.privateKey, foreign.kid, foreign.alg) }
+    },
+    'pe.bypassLibrary': on,
+    'pe.forget': on,
+  },
+  'vp-replayed': {
+    // 1.0 §14.1: a presentation answers one request; the last accepted VP is sent again
+    'pe.replay': on,
+    'response.forgetNonce': on,
+    'pe.forget': on,
+  },
+  'tampered-credential': {
+    // the credential's signature covers its claims: one claim of the first credential changed
+    'vp.credentials': (credentials) => replaceFirst(credentials, (jwt) => tamperCredential(jwt).jwt),
+    'pe.bypassLibrary': on,
+    'pe.forget': on,
+  },
+  'untrusted-issuer': {
+    // the verifier trusts the issuer: the first credential re-issued by a fresh did:key
+    'vp.credentials': (credentials) => replaceFirst(credentials, (jwt) => selfIssueCopy(jwt).jwt),
+    'pe.bypassLibrary': on,
+    'pe.forget': on,
+  },
+  'revoked-credential': {
+    // Bitstring Status List: a revoked credential is presented
+    'pe.selectRevoked': on,
+    'pe.forget': on,
+  },
+  'expired-session': {
+    // RFC 9101 §6.3, RFC 7519 §4.1.4: nothing on the wire, the wallet answers an expired request anyway
+    'request.skipExpiry': on,
+  },
+  'lying-submission': {
+    // DIF Presentation Exchange v2: descriptor_map[0] points at another credential of the VP
+    'pe.submission': (submission, { credentialCount }) => lyingSubmission(submission, credentialCount),
+    'pe.bypassLibrary': on,
+    'pe.forget': on,
+  },
+  'access-denied': {
+    // 1.0 §8.5: the holder declines; an error answer and no VP
+    'response.decline': on,
+  },
+  'sd-tampered-disclosure': {
+    // RFC 9901 §7.1: every disclosure's digest is in the issuer-signed JWT; the first one's value changed
+    'sd.presentation': ({ sdJwt }) => {
+      const parts = sdJwt.split('~')
+      const first = parts[1]
+      if (parts.length < 3 || !first) {
+        throw new WalletUsageError(
+          "'sd-tampered-disclosure' needs a disclosed claim, but the credential query selects no selectively disclosable claim",
+        )
+      }
+      const changed = tamperDisclosure(first)
+      parts[1] = changed.disclosure
+      return {
+        sdJwt: parts.join('~'),
+        tampered: { claim: changed.claim, from: changed.from, to: changed.to },
+      }
+    },
+  },
+  'sd-extra-disclosure': {
+    // 1.0 §6.4.1: only the claims the query selects are disclosed; one more (whose enclosing disclosable
+    // objects are disclosed)
+    'sd.disclose': ({ selected }, { keys }) => {
+      const extra = keys.find(
+        (key) =>
+          !selected.includes(key) && keys.every((k) => !key.startsWith(`${k}.`) || selected.includes(k)),
+      )
+      if (extra === undefined) {
+        throw new WalletUsageError(
+          `'sd-extra-disclosure': the credential query already selects every one of the credential's ${keys.length} disclosures; there is none to add`,
+        )
+      }
+      return { selected: [...selected, extra], extra }
+    },
+  },
+  'kb-wrong-sd-hash': {
+    // RFC 9901 §4.3.1: sd_hash covers the SD-JWT up to and including its last `~`; here without it
+    'kb.hashed': (sdJwt) => sdJwt.slice(0, -1),
+  },
+  'kb-wrong-nonce': {
+    // 1.0 §B.3.6: the KB-JWT's nonce is the request's
+    'kb.payload': (payload) => ({ ...payload, nonce: randomNonce() }),
+    'response.forgetNonce': on,
+  },
+  'kb-wrong-aud': {
+    // 1.0 §B.3.6, §14.10: aud is the full client_id; here without its prefix
+    'kb.payload': (payload, { wrongAudience }) => ({
+      ...payload,
+      aud: wrongAudience ?? withoutPrefix(String(payload.aud)),
+    }),
+  },
+  'kb-stale-iat': {
+    // RFC 9901 §7.3: the KB-JWT's iat is recent; here an hour old
+    'kb.payload': (payload) => ({ ...payload, iat: Number(payload.iat) - EXPIRED_IAT_SECONDS }),
+  },
+  'kb-missing': {
+    // 1.0 §B.3.6: a credential bound to a key (cnf) is presented with a KB-JWT
+    'kb.omit': on,
+  },
+  'plain-response': {
+    // 1.0 §8.3: asked for direct_post.jwt, the answer is encrypted; here it goes in the clear
+    'response.mode': (mode) => {
+      if (mode !== 'direct_post.jwt') {
+        throw new WalletUsageError(
+          `'plain-response' answers direct_post where direct_post.jwt was asked; this request asks for ${mode}`,
+        )
+      }
+      return 'direct_post'
+    },
+  },
+  'vp-token-wrong-id': {
+    // 1.0 §8.1: vp_token is keyed by the request's credential query ids
+    vp_token: (vpToken) => withWrongQueryId(vpToken),
+  },
+}
+
+function replaceFirst(list: string[], change: (first: string) => string): string[] {
+  const [first, ...rest] = list
+  return first === undefined ? list : [change(first), ...rest]
+}
+
+type CtxArgs<P extends TamperPoint> = Ctx<P> extends undefined ? [] : [ctx: Ctx<P>]
+
+/** The hooks of a set of misbehaviours: what each build point applies. */
+export class Tamper {
+  private readonly active: readonly Hooks[]
+
+  constructor(misbehave: readonly (Misbehaviour | PresentationMisbehaviour)[] = []) {
+    this.active = Object.entries(TAMPER)
+      .filter(([name]) => misbehave.includes(name as Misbehaviour | PresentationMisbehaviour))
+      .map(([, hooks]) => hooks)
+  }
+
+  /** The value built at `point`, changed by every active hook there (table order). */
+  apply<P extends TamperPoint>(point: P, value: Value<P>, ...[ctx]: CtxArgs<P>): Value<P> {
+    let result = value
+    for (const hooks of this.active) {
+      const hook = hooks[point] as Hook<P> | undefined
+      if (hook) result = hook(result, ctx as Ctx<P>)
+    }
+    return result
+  }
+
+  /** Whether an active misbehaviour acts at `point` (a flag point: replace that step). */
+  acts(point: TamperPoint): boolean {
+    return this.active.some((hooks) => hooks[point] !== undefined)
+  }
+}
+
+export function tamperOf(misbehave?: readonly (Misbehaviour | PresentationMisbehaviour)[]): Tamper {
+  return new Tamper(misbehave)
+}
