@@ -5,6 +5,7 @@
 
 import { sign as cryptoSign, type KeyObject, randomBytes } from 'node:crypto'
 import type { TxCode } from '@sphereon/oid4vci-common'
+import { formatNamed } from '../formats/registry.ts'
 import {
   base58btcDecode,
   base58btcEncode,
@@ -80,7 +81,8 @@ export function corruptProofValue(proofValue: string): string {
 export function legacyFormat(configuration: Record<string, unknown> | undefined): Record<string, unknown> {
   if (!configuration) throw new WalletUsageError("'legacy-format-request': unknown credential configuration")
   const { format } = configuration
-  if (format === 'dc+sd-jwt' || format === 'vc+sd-jwt') return { format, vct: configuration.vct }
+  // The format says how it names the credential: `vct` (SD-JWT VC), else credential_definition.type.
+  if (formatNamed(format)?.typedBy === 'vct') return { format, vct: configuration.vct }
   const definition = isObject(configuration.credential_definition) ? configuration.credential_definition : {}
   return { format, credential_definition: { type: definition.type } }
 }

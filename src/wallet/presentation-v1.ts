@@ -7,6 +7,8 @@
 // of the response around them.
 
 import type { DcqlQuery } from 'dcql'
+import type { FormatId } from '../formats/registry.ts'
+import { SD_JWT_VC_TYP } from '../shared/wire.ts'
 import { WalletProtocolError, WalletUsageError } from './errors.ts'
 import {
   assertPresentationMisbehaviours,
@@ -51,6 +53,66 @@ export type RespondV1Options = RespondOptions
 
 function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
+}
+
+/** How the wallet presents a credential of one format in a 1.0 vp_token (OpenID4VP 1.0 Appendix B). */
+interface Presenter {
+  /** The misbehaviours that change this format's presentation. */
+  misbehaviours: readonly PresentationMisbehaviour[]
+  /** Why `aimed` cannot be applied: the answer presents no credential of this format. */
+  nothingToTamper(aimed: readonly string[], all: readonly PresentationMisbehaviour[]): string
+  present(input: {
+    choice: DcqlChoice
+    misbehave: readonly PresentationMisbehaviour[]
+    nonce: string
+    audience: string
+    iat: number
+    wallet: PresentationContext
+  }): Promise<string>
+}
+
+/** One presenter per format of the registry: a format without one does not compile. */
+const PRESENTERS: Record<FormatId, Presenter> = {
+  // B.3: the SD-JWT VC with the disclosures the query asks for and a KB-JWT (nonce, aud = the client_id)
+  [SD_JWT_VC_TYP]: {
+    misbehaviours: SD_JWT_PRESENTATION_MISBEHAVIOURS,
+    nothingToTamper: (aimed) =>
+      `misbehaviour ${aimed.join(', ')} changes an SD-JWT VC presentation, but this answer presents no ${SD_JWT_VC_TYP} credential`,
+    async present({ choice, misbehave, nonce, audience, iat, wallet }) {
+      const { presentation } = await presentSdJwt({
+        credential: choice.credential.credential,
+        claimPaths: choice.claimPaths,
+        nonce,
+        audience,
+        iat,
+        signer: wallet.jwtSigner(),
+        misbehave,
+      })
+      return presentation
+    },
+  },
+  // B.1.3.1.5: a JWT VP of the credential as issued (nonce, aud = the client_id)
+  jwt_vc_json: {
+    misbehaviours: JWT_VP_MISBEHAVIOURS,
+    nothingToTamper: (aimed, all) =>
+      `misbehaviour ${aimed.join(', ')} changes a JWT VP (jwt_vc_json), but this answer presents no jwt_vc_json credential${all.some((m) => m === 'vp-wrong-nonce' || m === 'vp-wrong-aud') ? ' (kb-wrong-nonce / kb-wrong-aud are the SD-JWT ones)' : ''}`,
+    async present({ choice, misbehave, nonce, audience, iat, wallet }) {
+      let credential = choice.credential.credential
+      try {
+        credential = tamperOf(misbehave).apply('vp.credentials', [credential])[0] ?? credential
+      } catch (error) {
+        throw new WalletUsageError(`cannot apply ${misbehave.join(', ')}: ${message(error)}`)
+      }
+      return buildVpToken(wallet.jwtSigner(), {
+        holder: wallet.did,
+        audience,
+        nonce,
+        presentation: { verifiableCredential: [credential] },
+        misbehave,
+        now: () => iat,
+      })
+    },
+  },
 }
 
 export class PresentationSessionV1 {
@@ -194,31 +256,21 @@ export class PresentationSessionV1 {
     })
 
     const choices = selection.answers.flatMap((a) => a.credentials)
-    const sdTarget = choices.find((c) => c.format === 'dc+sd-jwt')
-    const vpTarget = choices.find((c) => c.format === 'jwt_vc_json')
-    const sdMisbehaviours = misbehave.filter((m) => SD_JWT_PRESENTATION_MISBEHAVIOURS.includes(m))
-    const vpMisbehaviours = misbehave.filter((m) => JWT_VP_MISBEHAVIOURS.includes(m))
-    if (sdMisbehaviours.length > 0 && !sdTarget) {
-      throw new WalletUsageError(
-        `misbehaviour ${sdMisbehaviours.join(', ')} changes an SD-JWT VC presentation, but this answer presents no dc+sd-jwt credential`,
-      )
-    }
-    if (vpMisbehaviours.length > 0 && !vpTarget) {
-      throw new WalletUsageError(
-        `misbehaviour ${vpMisbehaviours.join(', ')} changes a JWT VP (jwt_vc_json), but this answer presents no jwt_vc_json credential${misbehave.some((m) => m === 'vp-wrong-nonce' || m === 'vp-wrong-aud') ? ' (kb-wrong-nonce / kb-wrong-aud are the SD-JWT ones)' : ''}`,
-      )
+    // A misbehaviour aimed at one format's presentation changes the first credential of that format in the
+    // answer, and needs one there.
+    const aimedAt = new Map<DcqlChoice, PresentationMisbehaviour[]>()
+    for (const [format, presenter] of Object.entries(PRESENTERS) as [FormatId, Presenter][]) {
+      const aimed = misbehave.filter((m) => presenter.misbehaviours.includes(m))
+      const target = choices.find((c) => c.format === format)
+      if (aimed.length > 0 && !target) throw new WalletUsageError(presenter.nothingToTamper(aimed, misbehave))
+      if (target) aimedAt.set(target, aimed)
     }
 
     let vpToken: VpTokenV1 = {}
     for (const answer of selection.answers) {
       const presentations: string[] = []
       for (const choice of answer.credentials) {
-        presentations.push(
-          await this.present(
-            choice,
-            choice === sdTarget ? sdMisbehaviours : choice === vpTarget ? vpMisbehaviours : [],
-          ),
-        )
+        presentations.push(await this.present(choice, aimedAt.get(choice) ?? []))
       }
       vpToken[answer.queryId] = presentations
     }
@@ -265,35 +317,15 @@ export class PresentationSessionV1 {
     }
   }
 
-  /** One presentation of a chosen credential, with the misbehaviours aimed at it. */
+  /** One presentation of a chosen credential, with the misbehaviours aimed at it (its format's presenter). */
   private async present(choice: DcqlChoice, misbehave: readonly PresentationMisbehaviour[]): Promise<string> {
-    const iat = Math.floor(this.now() / 1000)
-    if (choice.format === 'dc+sd-jwt') {
-      const { presentation } = await presentSdJwt({
-        credential: choice.credential.credential,
-        claimPaths: choice.claimPaths,
-        nonce: this.nonce,
-        audience: this.clientId,
-        iat,
-        signer: this.wallet.jwtSigner(),
-        misbehave,
-      })
-      return presentation
-    }
-    // jwt_vc_json: a JWT VP of the credential as issued (1.0 §B.1.3.1.5: nonce, aud = the client_id)
-    let credential = choice.credential.credential
-    try {
-      credential = tamperOf(misbehave).apply('vp.credentials', [credential])[0] ?? credential
-    } catch (error) {
-      throw new WalletUsageError(`cannot apply ${misbehave.join(', ')}: ${message(error)}`)
-    }
-    return buildVpToken(this.wallet.jwtSigner(), {
-      holder: this.wallet.did,
-      audience: this.clientId,
-      nonce: this.nonce,
-      presentation: { verifiableCredential: [credential] },
+    return PRESENTERS[choice.format].present({
+      choice,
       misbehave,
-      now: () => iat,
+      nonce: this.nonce,
+      audience: this.clientId,
+      iat: Math.floor(this.now() / 1000),
+      wallet: this.wallet,
     })
   }
 

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import type { FormatId } from '../../formats/registry.ts'
 import { didKeyFromPublicKey, generateKeyPair, type JwsAlg } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { decodeJws, signInput } from '../../shared/jws.ts'
@@ -17,7 +18,7 @@ import type { FaultRegistry } from './index.ts'
 // issuance/ knows nothing of faults. Each transformation breaks one rule and keeps everything else
 // valid, so a wallet that refuses can only have refused for that rule.
 
-type Format = 'jwt_vc_json' | 'dc+sd-jwt'
+type Format = FormatId
 
 const b64json = (value: unknown) => Buffer.from(JSON.stringify(value), 'utf8').toString('base64url')
 const seconds = (ms: number) => Math.floor(ms / 1000)
@@ -68,7 +69,7 @@ export function issuanceFaultProblem(fault: string | undefined, format: Format):
   if (fault === 'sd-jwt-tampered-disclosure' && format !== SD_JWT_VC_TYP) {
     return new AppError(
       'conflict',
-      `fault ${fault} applies to dc+sd-jwt credentials only; this template issues ${format}`,
+      `fault ${fault} applies to ${SD_JWT_VC_TYP} credentials only; this template issues ${format}`,
     )
   }
   return undefined
