@@ -219,6 +219,21 @@ function complete(prepared: PreparedCredential, input: SigningInput) {
   return { credential, notBefore, expires: expirationDate ? seconds(expirationDate) : undefined }
 }
 
+type FormatInput = Omit<SigningInput, 'status'> & { vct: string; disclosable?: readonly string[] | undefined }
+
+/** Completes `prepared` for its holder with `status` (rule 3): what a format's signer signs. */
+function issueInput(prepared: PreparedCredential, input: FormatInput, status: Record<string, unknown>) {
+  const completed = complete(prepared, { ...input, status })
+  return {
+    ...completed,
+    holderDid: input.holderDid,
+    key: input.key,
+    now: input.now,
+    vct: input.vct,
+    disclosable: input.disclosable,
+  }
+}
+
 /**
  * Completes a prepared credential for `holderDid` (rule 3) and signs it in `format` (its signer is the
  * format's: src/formats/<format>/issue.ts), the status entry in the format's form.
@@ -226,27 +241,11 @@ function complete(prepared: PreparedCredential, input: SigningInput) {
 export function signIn(
   format: FormatModule,
   prepared: PreparedCredential,
-  input: Omit<SigningInput, 'status'> & {
-    status: StatusAllocation
-    vct: string
-    disclosable?: readonly string[] | undefined
-  },
+  input: FormatInput & { status: StatusAllocation },
 ): Promise<IssuedCredential> {
   const { issuance } = format
-  const { credential, notBefore, expires } = complete(prepared, {
-    ...input,
-    status: issuance.statusEntry(input.status),
-  })
-  return issuance.sign({
-    credential,
-    notBefore,
-    expires,
-    holderDid: input.holderDid,
-    key: input.key,
-    now: input.now,
-    vct: input.vct,
-    disclosable: input.disclosable,
-  }) as Promise<IssuedCredential>
+  const signing = issueInput(prepared, input, issuance.statusEntry(input.status))
+  return issuance.sign(signing) as Promise<IssuedCredential>
 }
 
 /**
@@ -257,34 +256,13 @@ export function signCredential(
   prepared: PreparedCredential,
   input: SigningInput,
 ): { credential: IssuedCredential; jwt: string } {
-  const { credential, notBefore, expires } = complete(prepared, input)
-  const signed = signJwtVc({
-    credential,
-    notBefore,
-    expires,
-    holderDid: input.holderDid,
-    key: input.key,
-    now: input.now,
-  })
+  const signed = signJwtVc(issueInput(prepared, { ...input, vct: '' }, input.status))
   return { credential: signed.credential as IssuedCredential, jwt: signed.jwt }
 }
 
-/** The same as signIn for dc+sd-jwt with a status entry already in its form (tests and benches sign this way). */
-export function signSdJwtCredential(
-  prepared: PreparedCredential,
-  input: SigningInput & { vct: string; disclosable?: readonly string[] | undefined },
-): Promise<IssuedCredential> {
-  const { credential, notBefore, expires } = complete(prepared, input)
-  return signSdJwtVc({
-    credential,
-    notBefore,
-    expires,
-    holderDid: input.holderDid,
-    key: input.key,
-    now: input.now,
-    vct: input.vct,
-    disclosable: input.disclosable,
-  }) as Promise<IssuedCredential>
+/** signIn for dc+sd-jwt with a status entry already in its form (tests and benches sign this way). */
+export function signSdJwtCredential(prepared: PreparedCredential, input: SigningInput & FormatInput) {
+  return signSdJwtVc(issueInput(prepared, input, input.status)) as Promise<IssuedCredential>
 }
 
 export function holderConflict(prepared: PreparedCredential[], holderDid: string): string | undefined {
