@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
-// `npm run fuzz:nightly [-- --runs N] [--seed S] [--routes REGEX]`: test/fuzz-openapi.test.ts and
-// test/fuzz-sd-jwt.test.ts (hostile SD-JWTs, issue 30) with many more runs per route and property than
+// `npm run fuzz:nightly [-- --runs N] [--seed S] [--routes REGEX]`: test/service/fuzz-openapi.test.ts and
+// test/shared/fuzz-sd-jwt.test.ts (hostile SD-JWTs, issue 30) with many more runs per route and property than
 // `npm test` gives them (default 1,000 instead of 10). The seed is printed first, so a
 // failing night is replayed with `--seed S` (or VC_HARNESS_FUZZ_SEED=S and the same VC_HARNESS_FUZZ_RUNS
 // on the test file); fast-check prints each shrunk counterexample with its own seed and path as well.
@@ -34,8 +34,8 @@ const result = spawnSync(
     'tsx',
     '--test',
     '--test-reporter=spec',
-    'test/fuzz-openapi.test.ts',
-    'test/fuzz-sd-jwt.test.ts',
+    'test/service/fuzz-openapi.test.ts',
+    'test/shared/fuzz-sd-jwt.test.ts',
   ],
   {
     cwd: ROOT,

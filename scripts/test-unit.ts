@@ -1,15 +1,14 @@
 import { spawnSync } from 'node:child_process'
-import { readdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { sharedFiles } from '../test/groups/members.ts'
+import { sharedFiles, testFiles } from '../test/groups/members.ts'
 
 // `npm run test:unit`: the files with root hooks in a process each, the others in two shared processes
 // (test/groups/members.ts says why), six of them so no one is the long pole (each must finish within the 4-minute limit below, under a loaded CI machine too); two at a time, as before. Extra arguments go to node --test.
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const shared = new Set(sharedFiles())
-const own = readdirSync(`${ROOT}test`)
-  .filter((f) => f.endsWith('.test.ts') && !shared.has(f))
+const own = testFiles()
+  .filter((f) => !shared.has(f))
   .map((f) => `test/${f}`)
 const result = spawnSync(
   process.execPath,

@@ -1,4 +1,4 @@
-// Helpers of test/browser.test.ts, test/demo.test.ts and test/sandbox.test.ts: the service with the demo relying
+// Helpers of test/web/vc-flow-qr.test.ts, test/demo/backend.test.ts and test/harness/sandbox.test.ts: the service with the demo relying
 // party on a real port, QR decoding from a screenshot, the secret scan of everything the page received, and an
 // OpenID4VP 1.0 wallet built from independent code (the OWF clients of test/fixtures/owf-holder.ts) for the
 // dcql profile's flows.
@@ -142,7 +142,7 @@ export const DCQL_TEMPLATES = { issue: 'pid-sd-jwt', verify: 'pid-check' } as co
 /**
  * A holder answering OpenID4VP 1.0 (dcql) requests with SD-JWT VCs, from code nobody here wrote: the OWF
  * OpenID4VCI client receives, the OWF OpenID4VP client resolves and answers (encrypting for direct_post.jwt),
- * @sd-jwt/sd-jwt-vc presents (test/fixtures/owf-holder.ts; the whole sequence is test/owf-openid4vp.test.ts).
+ * @sd-jwt/sd-jwt-vc presents (test/fixtures/owf-holder.ts; the whole sequence is test/service/oid4vp/owf-interop.test.ts).
  */
 export class OwfDcqlWallet {
   readonly holder = owfHolder('ES256')

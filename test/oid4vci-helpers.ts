@@ -134,7 +134,7 @@ export const DEGREE = [
   },
 ]
 
-// --- Additions for oid4vci.test.ts and attended.test.ts --------------------------------------------------
+// --- Additions for test/service/oid4vci/endpoints.test.ts and test/service/issuance/attended.test.ts ----
 
 /** An application key of the demo tenant linked to no template: it logs in with any template. */
 export const WIDE_APP = {

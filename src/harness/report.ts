@@ -3,7 +3,7 @@
 // failures applied, rendered as reports/conformance.json and reports/conformance.md.
 //
 // Everything here but writeReports/readNdjson is pure, so it is tested on synthetic envelopes
-// (test/report.test.ts). The progress formatter (progress-formatter.ts) uses the same RunCollector to print
+// (test/harness/report.test.ts). The progress formatter (progress-formatter.ts) uses the same RunCollector to print
 // each scenario as it finishes.
 
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'

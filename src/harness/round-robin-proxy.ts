@@ -6,7 +6,7 @@
 //
 // Started before its upstreams: the instances need the proxy's URL as their public URL (it goes into
 // offers and requests) before they listen, so the upstream list is set afterwards (setUpstreams).
-// Used by the child target with several instances (child-target.ts) and by test/store-postgres.test.ts.
+// Used by the child target with several instances (child-target.ts) and by test/service/store/postgres.test.ts.
 
 import {
   Agent,

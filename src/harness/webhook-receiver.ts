@@ -14,7 +14,7 @@
 // Signatures are checked here with node:crypto rather than with the `standardwebhooks` package: its
 // `verify` reads the time from Date.now() with no way to pass a reference, while the service under test
 // may run a shifted clock; it also decodes the body to a string before hashing it (a body that is not
-// valid UTF-8 would be mangled). test/webhook-receiver.test.ts cross-checks this verifier against the
+// valid UTF-8 would be mangled). test/harness/webhook-receiver.test.ts cross-checks this verifier against the
 // package on the same deliveries.
 
 import { randomBytes, timingSafeEqual } from 'node:crypto'

@@ -29,7 +29,7 @@ function validatorCompiler() {
   const body = newAjv({ ...options, coerceTypes: false })
   const text = newAjv({ ...options, coerceTypes: 'array' })
   // Compiled at the route's first request, not at start-up (~140 ms of `serve`'s start, bench/startup.ts).
-  // test/fuzz-openapi.test.ts sends every route requests, so a schema Ajv refuses still fails a test.
+  // test/service/fuzz-openapi.test.ts sends every route requests, so a schema Ajv refuses still fails a test.
   return ({ schema, httpPart }: { schema: object; httpPart?: string }) => {
     let compiled: ValidateFunction | undefined
     const validate = (data: unknown) => {

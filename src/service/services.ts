@@ -38,7 +38,7 @@ import { WebhookService } from './webhooks/service.ts'
 // The service's parts, constructed in the order they depend on each other, with no HTTP server: the one
 // place where they are wired (a domain module declares the interface it needs, this file hands it the
 // protocol's implementation; docs/design.md has the table). app.ts puts them behind Fastify's routes;
-// tests may build them alone (test/services.test.ts).
+// tests may build them alone (test/service/services.test.ts).
 
 export interface ServiceOptions {
   config: ServiceConfig

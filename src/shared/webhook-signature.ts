@@ -5,7 +5,7 @@ import { createHmac } from 'node:crypto'
 // HMAC-SHA256 keyed with the base64 secret after `whsec_`, over `${webhook-id}.${webhook-timestamp}.${body}`.
 // node:crypto, not the `standardwebhooks` package's sign() (JavaScript SHA-256, the secret decoded per call:
 // ~2 % of a full flow's event loop with two deliveries, issue 20); that package stays the tests' independent
-// judge (test/webhook-signing.test.ts).
+// judge (test/service/webhooks/signing.test.ts).
 
 export const WEBHOOK_SECRET_PREFIX = 'whsec_'
 /** What follows `whsec_`: the configuration schema and the receiver's options insist on the same. */

@@ -1,5 +1,5 @@
 // Fixed strings of the protocols on the wire, one copy for the service, wallet, client, bench, harness,
-// steps and tests. Values come from the specs named beside them; test/wire.test.ts pins each to its literal
+// steps and tests. Values come from the specs named beside them; test/shared/wire.test.ts pins each to its literal
 // so a slip here cannot hide behind tests that use the constant on both sides.
 
 /** OpenID4VCI pre-authorized code grant type (OpenID4VCI §3.5, the offer's `grants` key and `grant_type`). */

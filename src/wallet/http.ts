@@ -25,7 +25,7 @@ export interface HttpLimits {
 /**
  * 30 s: a deployment answers in milliseconds, but the deadline is wall-clock time and the wallet often shares
  * its process and two cores with the service under test and a parallel suite (an offer GET on loopback took
- * over 10 s in test/wallet.test.ts at a load of 4); a peer silent for 30 s is not going to answer, and a
+ * over 10 s in test/wallet/receive.test.ts at a load of 4); a peer silent for 30 s is not going to answer, and a
  * silent one now costs half a minute instead of forever. 1 MiB: the largest honest answer the wallet reads (a
  * request object with an x5c chain, issuer metadata with display data, a status list of 2^17 entries, a
  * credential with its disclosures) is a few KiB to a few hundred KiB; a body past it is not read at all.

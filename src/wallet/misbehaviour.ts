@@ -1,6 +1,6 @@
 // What a misbehaving wallet can do wrong. Each misbehaviour changes exactly one thing of an otherwise correct
-// request; src/wallet/README.md has the tables, test/wallet-unit.test.ts (issuance) and
-// test/wallet-present-unit.test.ts (presentation) prove each one.
+// request; src/wallet/README.md has the tables, test/wallet/receive-unit.test.ts (issuance) and
+// test/wallet/present-unit.test.ts (presentation) prove each one.
 //
 // Issuance and presentation misbehaviours are two separate lists with disjoint names: passing one to the
 // other flow is a TypeError that says which flow it belongs to, never a silently ignored option.

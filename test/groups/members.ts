@@ -9,15 +9,19 @@ import { fileURLToPath } from 'node:url'
 const DIR = fileURLToPath(new URL('..', import.meta.url))
 const ROOT_HOOK = /^(before|after|beforeEach|afterEach)\(/m
 
-/** Every test file whose root holds no hooks, in name order. */
-export function sharedFiles(): string[] {
-  return readdirSync(DIR)
+/** Every test file under test/ (its path from there, e.g. `wallet/present-v1.test.ts`), in path order. */
+export function testFiles(): string[] {
+  return readdirSync(DIR, { recursive: true, encoding: 'utf8' })
     .filter((f) => f.endsWith('.test.ts'))
     .sort()
-    .filter((f) => !ROOT_HOOK.test(readFileSync(`${DIR}${f}`, 'utf8')))
 }
 
-/** Imports the files of share `k` of `n` (round robin by name). */
+/** Every test file whose root holds no hooks, in path order. */
+export function sharedFiles(): string[] {
+  return testFiles().filter((f) => !ROOT_HOOK.test(readFileSync(`${DIR}${f}`, 'utf8')))
+}
+
+/** Imports the files of share `k` of `n` (round robin in path order). */
 export async function importShare(k: number, n: number): Promise<void> {
   for (const [i, file] of sharedFiles().entries()) {
     if (i % n === k) await import(`../${file}`)

@@ -1,7 +1,7 @@
 // How the OpenAPI document (/docs/json, Swagger UI at /docs) says a call authenticates. Every route behind
 // `guard` (auth/guard.ts) declares JWT_SECURITY in its schema, the login BASIC_SECURITY, the OpenID4VCI
 // endpoints that take the wallet's access token WALLET_TOKEN_SECURITY;
-// test/openapi-security.test.ts proves that exactly the calls answering 401 without credentials declare one.
+// test/service/openapi-security.test.ts proves that exactly the calls answering 401 without credentials declare one.
 
 /** The schemes of `components.securitySchemes`. */
 export const SECURITY_SCHEMES = {

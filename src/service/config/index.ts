@@ -25,7 +25,7 @@ export class ConfigError extends Error {
 
 // Compiled at the first configuration read, and run once per file: neither Ajv's code optimisation nor its check
 // of the schema against the meta-schema pays for itself here (in a fresh process the compile takes ~85 ms of CPU
-// with them, ~40 ms without). test/config-defaults.test.ts checks the schema, strictly, instead.
+// with them, ~40 ms without). test/service/config/defaults.test.ts checks the schema, strictly, instead.
 let validateFile: ValidateFunction<ConfigFile> | undefined
 const fileValidator = () =>
   (validateFile ??= newAjv({

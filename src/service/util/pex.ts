@@ -14,7 +14,7 @@ import { lazyRequire } from '../../shared/lazy.ts'
 // this service builds is compiled once (per content, `id` aside: every session has its own id), and a
 // response the compiled form finds satisfied is answered by it. PEX stays the reference: it answers
 // whenever the compiled form does not say "satisfied" (its reasons are the detail a tester reads), and
-// for every definition or credential outside what the compiled form covers. test/pex-compiled.test.ts
+// for every definition or credential outside what the compiled form covers. test/service/util/pex-compiled.test.ts
 // holds the two to the same outcome and the same matches, over generated definitions and credentials.
 
 const pex = lazyRequire<typeof import('@sphereon/pex')>('@sphereon/pex')
@@ -491,7 +491,7 @@ export function compiledVerdict(
   return { status, matches }
 }
 
-// ---- for test/pex-compiled.test.ts: the pieces the differential tests hold against the libraries ----
+// ---- for test/service/util/pex-compiled.test.ts: the pieces the differential tests hold against the libraries ----
 
 /** The values a field path finds in `root`, as the compiled form evaluates it; undefined: left to PEX. */
 export function pathValues(path: string, root: unknown): unknown[] | undefined {
