@@ -1,23 +1,23 @@
-import type { IssuerKey, IssuerKeys } from '../src/service/crypto/issuer-keys.ts'
+import type { TenantKey, TenantKeys } from '../src/service/crypto/tenant-keys.ts'
 import { StatusLists } from '../src/service/status/service.ts'
 import type { StatusListRecord, Store } from '../src/service/store/index.ts'
 import type { PublicUrls } from '../src/service/util/urls.ts'
 import { didKeyFromPublicKey, generateKeyPair, JWS_ALGS, type JwsAlg } from '../src/shared/did-key.ts'
 
 // The issuer side of the service in memory, for the benchmarks that measure the verifier alone
-// (bench/verifier.ts, bench/status-fetch.ts): a tenant's did:key per algorithm, as IssuerKeys generates them,
+// (bench/verifier.ts, bench/status-fetch.ts): a tenant's did:key per algorithm, as TenantKeys generates them,
 // and the service's own StatusLists over a store that holds nothing but status lists (allocating an entry
 // and signing a list need nothing else).
 
 export function memoryIssuer(urls: PublicUrls, now: number, statusListSize: number) {
-  const keys = new Map<JwsAlg, IssuerKey>(
+  const keys = new Map<JwsAlg, TenantKey>(
     JWS_ALGS.map((alg) => {
       const pair = generateKeyPair(alg)
       const { did, kid } = didKeyFromPublicKey(pair.publicKey)
       return [alg, { alg, did, kid, privateKey: pair.privateKey, publicKey: pair.publicKey }]
     }),
   )
-  const key = (alg: JwsAlg) => keys.get(alg) as IssuerKey
+  const key = (alg: JwsAlg) => keys.get(alg) as TenantKey
   const lists = new Map<string, StatusListRecord>()
   const store = {
     statusLists: {
@@ -39,7 +39,7 @@ export function memoryIssuer(urls: PublicUrls, now: number, statusListSize: numb
   }
   const statusLists = new StatusLists(
     store as unknown as Store,
-    { forTenant: async (_tenant: string, alg: JwsAlg) => key(alg) } as unknown as IssuerKeys,
+    { forTenant: async (_tenant: string, alg: JwsAlg) => key(alg) } as unknown as TenantKeys,
     { now: () => now },
     urls,
     statusListSize,

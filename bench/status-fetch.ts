@@ -27,7 +27,7 @@ import { DEMO_CONFIG_PATH, loadConfigFile } from '../src/service/config/index.ts
 import { resolveTemplate } from '../src/service/config/schema.ts'
 import { RemoteStatusLists, StatusChecker, type StatusListSource } from '../src/service/credentials/status.ts'
 import type { IssuerCertificates } from '../src/service/crypto/issuer-certificates.ts'
-import type { IssuerKeys } from '../src/service/crypto/issuer-keys.ts'
+import type { TenantKeys } from '../src/service/crypto/tenant-keys.ts'
 import {
   prepareCredentials,
   signCredential,
@@ -388,7 +388,7 @@ async function buildRows(port: number, publish: (p: Published) => Promise<void>)
     const nonce = randomBytes(32).toString('base64url')
     const { request } = await new Openid4vp1Requests({
       urls: verifierUrls,
-      issuerKeys: {} as IssuerKeys,
+      tenantKeys: {} as TenantKeys,
       certificates: {} as IssuerCertificates,
     }).build({
       tenantId: TENANT,

@@ -29,7 +29,7 @@ import { CHECKS } from '../src/service/credentials/outcomes.ts'
 import { presentationExchangeByPex } from '../src/service/credentials/presentation-exchange.ts'
 import { StatusChecker } from '../src/service/credentials/status.ts'
 import type { IssuerCertificates } from '../src/service/crypto/issuer-certificates.ts'
-import type { IssuerKeys } from '../src/service/crypto/issuer-keys.ts'
+import type { TenantKeys } from '../src/service/crypto/tenant-keys.ts'
 import {
   prepareCredentials,
   signCredential,
@@ -282,7 +282,7 @@ async function dcqlRow(alg: JwsAlg, format: Row['format'], mode: Row['mode']): P
   // and no certificate is asked for.
   const requests = new Openid4vp1Requests({
     urls,
-    issuerKeys: {} as IssuerKeys,
+    tenantKeys: {} as TenantKeys,
     certificates: {} as IssuerCertificates,
   })
   const { request, responseKey } = await requests.build({

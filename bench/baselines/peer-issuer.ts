@@ -103,8 +103,8 @@ function formatHost(host: string): string {
 
 export async function startPeerIssuer(options: { host?: string; port?: number } = {}): Promise<PeerIssuer> {
   const host = options.host ?? '127.0.0.1'
-  const issuerKeys = generateKeyPair('EdDSA')
-  const issuerKey = didKeyFromPublicKey(issuerKeys.publicKey)
+  const tenantKeys = generateKeyPair('EdDSA')
+  const issuerKey = didKeyFromPublicKey(tenantKeys.publicKey)
 
   // express app with the library's own body parsers; we listen ourselves to learn the port before the
   // issuer metadata (which names it) is built
@@ -160,7 +160,7 @@ export async function startPeerIssuer(options: { host?: string; port?: number } 
     // writes `preAuthorizedCode`; carry both so notifications find their session
     if (typeof payload.preAuthorizedCode === 'string')
       payload[PRE_AUTH_CODE_LITERAL] = payload.preAuthorizedCode
-    return signJws({ ...jwt.header, alg: 'EdDSA', kid: issuerKey.kid }, payload, issuerKeys.privateKey)
+    return signJws({ ...jwt.header, alg: 'EdDSA', kid: issuerKey.kid }, payload, tenantKeys.privateKey)
   }
   const verifyAccessToken: JWTVerifyCallback = async ({ jwt }) => {
     const { header, payload } = verifyJws(jwt, issuerKey.publicKey, { algorithms: ['EdDSA'] })
@@ -202,7 +202,7 @@ export async function startPeerIssuer(options: { host?: string; port?: number } 
         jti: `urn:uuid:${randomUUID()}`,
         vc: { '@context': vc['@context'], type: vc.type, credentialSubject: vc.credentialSubject },
       },
-      issuerKeys.privateKey,
+      tenantKeys.privateKey,
     )
   }
 

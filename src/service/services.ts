@@ -5,8 +5,8 @@ import type { CheckMetrics } from './credentials/pipeline.ts'
 import { RemoteStatusLists, StatusChecker, type StatusListSource } from './credentials/status.ts'
 import type { DataKeyring } from './crypto/data-key.ts'
 import { configuredVerifier, IssuerCertificates } from './crypto/issuer-certificates.ts'
-import { IssuerKeys } from './crypto/issuer-keys.ts'
 import { loadServiceKey } from './crypto/keys.ts'
+import { TenantKeys } from './crypto/tenant-keys.ts'
 import { type ServiceEvent, ServiceEvents } from './events.ts'
 import { CredentialFaults } from './faults/credentials.ts'
 import type { FaultRegistry } from './faults/index.ts'
@@ -69,7 +69,7 @@ export interface AppServices {
   auth: AuthService
   issuance: IssuanceService
   oid4vci: Oid4vciService
-  issuerKeys: IssuerKeys
+  tenantKeys: TenantKeys
   statusLists: StatusLists
   events: ServiceEvents
   portal: PortalService
@@ -159,9 +159,9 @@ export async function buildServices(options: ServiceOptions): Promise<BuiltServi
   }
   // Events are written leased to this process's dispatcher, which sends them once the commit is announced.
   const outbox = new WebhookOutbox(clock, webhookDispatcher)
-  const issuerKeys = new IssuerKeys(store, clock)
+  const tenantKeys = new TenantKeys(store, clock)
   const issuerCertificates = new IssuerCertificates(store, clock, urls)
-  const statusLists = new StatusLists(store, issuerKeys, clock, urls, config.statusListSize)
+  const statusLists = new StatusLists(store, tenantKeys, clock, urls, config.statusListSize)
   const grants = new PreAuthorizedGrants(
     {
       preAuthorizedCode: key.deriveSecret('oid4vci pre-authorized code'),
@@ -174,7 +174,7 @@ export async function buildServices(options: ServiceOptions): Promise<BuiltServi
     store,
     clock,
     urls,
-    issuerKeys,
+    tenantKeys,
     issuerCertificates,
     statusLists,
     events,
@@ -205,7 +205,7 @@ export async function buildServices(options: ServiceOptions): Promise<BuiltServi
     issuance,
     grants,
     events,
-    issuerKeys,
+    tenantKeys,
     options: config.oid4vci,
     nonceSecret: key.deriveSecret('oid4vci c_nonce'),
     status,
@@ -222,7 +222,7 @@ export async function buildServices(options: ServiceOptions): Promise<BuiltServi
       urls,
       clock,
       signer,
-      issuerKeys,
+      tenantKeys,
       certificates: issuerCertificates,
       configured: new Map(
         config.tenants.flatMap((t) =>
@@ -238,7 +238,7 @@ export async function buildServices(options: ServiceOptions): Promise<BuiltServi
     store,
     clock,
     urls,
-    issuerKeys,
+    tenantKeys,
     certificates: issuerCertificates,
     events,
     requests: profiles,
@@ -252,7 +252,7 @@ export async function buildServices(options: ServiceOptions): Promise<BuiltServi
     profiles,
     ...metrics,
   })
-  const metadata = new IssuerMetadata({ store, urls, issuerKeys })
+  const metadata = new IssuerMetadata({ store, urls, tenantKeys })
   return {
     services: {
       store,
@@ -261,7 +261,7 @@ export async function buildServices(options: ServiceOptions): Promise<BuiltServi
       auth,
       issuance,
       oid4vci,
-      issuerKeys,
+      tenantKeys,
       statusLists,
       events,
       portal: new PortalService(store, clock, config.webhooks.mode),

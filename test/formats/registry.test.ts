@@ -85,9 +85,9 @@ describe('one issuer rule for the service and the wallet (SD-JWT VC §3.5)', asy
   })
 
   test('a did:key kid signing for an https iss: both refuse (the wallet used to accept it)', async () => {
-    const issuerKeys = generateKeyPair('EdDSA')
-    const issuer = didKeyFromPublicKey(issuerKeys.publicKey)
-    const compact = await sdJwt({ kid: issuer.kid }, 'https://issuer.example', issuerKeys.privateKey, 'EdDSA')
+    const tenantKeys = generateKeyPair('EdDSA')
+    const issuer = didKeyFromPublicKey(tenantKeys.publicKey)
+    const compact = await sdJwt({ kid: issuer.kid }, 'https://issuer.example', tenantKeys.privateKey, 'EdDSA')
     const read = sdJwtVcCredential.read(compact, { algorithms: JWS_ALGS })
     const service = await read.verifyProof(() => issuer, { trustAnchors: anchors, now: NOW })
     assert.equal(service.ok, false)

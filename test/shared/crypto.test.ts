@@ -307,12 +307,12 @@ describe('Data Integrity presentations (eddsa-rdfc-2022)', () => {
   const holderKeys = generateKeyPair('EdDSA')
   const holder = didKeyFromPublicKey(holderKeys.publicKey)
   const signer = signerFromPrivateKey(holder.kid, holderKeys.privateKey)
-  const issuerKeys = generateKeyPair('ES256')
-  const issuer = didKeyFromPublicKey(issuerKeys.publicKey)
+  const tenantKeys = generateKeyPair('ES256')
+  const issuer = didKeyFromPublicKey(tenantKeys.publicKey)
   const credentialJwt = signJws(
     { alg: 'ES256', typ: 'JWT', kid: issuer.kid },
     { iss: issuer.did, sub: holder.did, vc: { type: ['VerifiableCredential', 'VerifiableId'] } },
-    issuerKeys.privateKey,
+    tenantKeys.privateKey,
   )
   const options = { challenge: CHALLENGE, domain: DOMAIN }
   let signed: Record<string, unknown>
@@ -553,7 +553,7 @@ describe('Data Integrity presentations (eddsa-rdfc-2022)', () => {
   it('builds signers only for matching Ed25519 keys', async () => {
     const other = didKeyFromPublicKey(generateKeyPair('EdDSA').publicKey)
     assert.throws(() => signerFromPrivateKey(other.kid, holderKeys.privateKey), /is not the did:key key id/)
-    assert.throws(() => signerFromPrivateKey(issuer.kid, issuerKeys.privateKey), /needs an Ed25519 key/)
+    assert.throws(() => signerFromPrivateKey(issuer.kid, tenantKeys.privateKey), /needs an Ed25519 key/)
     assert.throws(() => signerFromPrivateKey(holder.kid, holderKeys.publicKey), /needs a private key/)
     const sig = await signer.sign({ data: new Uint8Array([1, 2, 3]) })
     assert.equal(sig.length, 64)

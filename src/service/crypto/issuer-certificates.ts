@@ -13,7 +13,7 @@ import type { VerifierCertificate } from '../config/schema.ts'
 import { ConflictError, type Store } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
-import type { IssuerKey } from './issuer-keys.ts'
+import type { TenantKey } from './tenant-keys.ts'
 
 // X.509 issuer keys (HAIP; SD-JWT VC §3.5 lets the issuer-signed JWT name its key with `x5c`). Each tenant
 // gets a test CA, generated on first use and persisted (its private key stored as the issuer keys are), and
@@ -45,7 +45,7 @@ export interface VerifierChain {
 }
 
 /** An issuer key as a template signs with it: did:key, or with an x5c chain. */
-export type SigningKey = IssuerKey & { x5c?: X5cBinding }
+export type SigningKey = TenantKey & { x5c?: X5cBinding }
 
 interface Ca {
   certificate: Buffer
@@ -70,7 +70,7 @@ export class IssuerCertificates {
   }
 
   /** `key` with the x5c chain of its leaf certificate (issued and persisted on first use). */
-  async withChain(tenantId: string, key: IssuerKey): Promise<SigningKey> {
+  async withChain(tenantId: string, key: TenantKey): Promise<SigningKey> {
     const issuer = this.urls.credentialIssuer(tenantId)
     const cacheKey = `${tenantId}\u0000${key.alg}\u0000${issuer}`
     let binding = this.leaves.get(cacheKey)
@@ -87,7 +87,7 @@ export class IssuerCertificates {
    * test CA naming the public host as dNSName (an IP literal too: wallets compare it with the response_uri's
    * host as text, §5.9.3), issued and persisted on first use.
    */
-  verifierChain(tenantId: string, key: IssuerKey): Promise<VerifierChain> {
+  verifierChain(tenantId: string, key: TenantKey): Promise<VerifierChain> {
     const origin = new URL(this.urls.absolute('/')).origin
     const cacheKey = `${tenantId}\u0000${key.alg}\u0000${origin}`
     let chain = this.verifierLeaves.get(cacheKey)
@@ -99,7 +99,7 @@ export class IssuerCertificates {
     return chain
   }
 
-  private async verifierLeaf(tenantId: string, key: IssuerKey, origin: string): Promise<VerifierChain> {
+  private async verifierLeaf(tenantId: string, key: TenantKey, origin: string): Promise<VerifierChain> {
     const dnsName = new URL(origin).hostname.replace(/^\[|\]$/g, '')
     // Stored beside the issuer leaves; the "verifier " prefix keeps the two kinds apart in one table.
     const record = await this.persistedLeaf(tenantId, key.alg, `verifier ${origin}`, async (ca, now) =>
@@ -119,7 +119,7 @@ export class IssuerCertificates {
   /** The stored leaf under (tenant, alg, name), issued by `issue` with the tenant's CA when there is none. */
   private async persistedLeaf(
     tenantId: string,
-    alg: IssuerKey['alg'],
+    alg: TenantKey['alg'],
     name: string,
     issue: (ca: Ca, now: number) => Promise<Buffer>,
   ): Promise<string> {
@@ -187,7 +187,7 @@ export class IssuerCertificates {
     }
   }
 
-  private async leaf(tenantId: string, key: IssuerKey, issuer: string): Promise<X5cBinding> {
+  private async leaf(tenantId: string, key: TenantKey, issuer: string): Promise<X5cBinding> {
     const host = new URL(issuer).hostname
     const record = await this.persistedLeaf(tenantId, key.alg, issuer, (ca, now) =>
       // SD-JWT VC §3.5: a verifier matches `iss` to a SAN URI, or its host to a dNSName (not an IP literal).

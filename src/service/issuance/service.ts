@@ -4,7 +4,7 @@ import type { IssuanceStep } from '../../shared/flow.ts'
 import { hasRole } from '../auth/service.ts'
 import type { Principal } from '../auth/tokens.ts'
 import type { IssuerCertificates, SigningKey } from '../crypto/issuer-certificates.ts'
-import type { IssuerKeys } from '../crypto/issuer-keys.ts'
+import type { TenantKeys } from '../crypto/tenant-keys.ts'
 import { AppError, type ProblemCode } from '../errors/problem.ts'
 import type { ServiceEvents, WebhookBody } from '../events.ts'
 import type { StatusLists } from '../status/service.ts'
@@ -112,7 +112,7 @@ export interface IssuanceDeps {
   store: Store
   clock: Clock
   urls: PublicUrls
-  issuerKeys: IssuerKeys
+  tenantKeys: TenantKeys
   issuerCertificates: IssuerCertificates
   statusLists: StatusLists
   events: ServiceEvents
@@ -318,7 +318,7 @@ export class IssuanceService {
    * transaction (the store has one connection).
    */
   async signingKey(template: TemplateRecord<'issuance'>): Promise<SigningKey> {
-    const key = await this.deps.issuerKeys.forTenant(template.tenantId, template.body.signingAlg)
+    const key = await this.deps.tenantKeys.forTenant(template.tenantId, template.body.signingAlg)
     if (template.body.issuerKeyBinding !== 'x5c') return key
     return this.deps.issuerCertificates.withChain(template.tenantId, key)
   }

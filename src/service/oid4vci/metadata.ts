@@ -2,7 +2,7 @@ import { issuedFormat } from '../../formats/registry.ts'
 import { JWS_ALGS } from '../../shared/did-key.ts'
 import { PRE_AUTHORIZED_GRANT } from '../../shared/wire.ts'
 import { DEFAULT_LOCALE, type ResolvedIssuanceTemplate } from '../config/schema.ts'
-import type { IssuerKeys } from '../crypto/issuer-keys.ts'
+import type { TenantKeys } from '../crypto/tenant-keys.ts'
 import { OAuthError } from '../errors/oauth.ts'
 import { vctOf } from '../issuance/credentials.ts'
 import type { Store, TemplateRecord } from '../store/index.ts'
@@ -59,7 +59,7 @@ export class IssuerMetadata {
     private readonly deps: {
       store: Store
       urls: PublicUrls
-      issuerKeys: IssuerKeys
+      tenantKeys: TenantKeys
     },
   ) {}
 
@@ -123,7 +123,7 @@ export class IssuerMetadata {
       credential_configurations_supported: Object.fromEntries(
         templates.map((t) => [t.id, this.configuration(t)]),
       ),
-      vc_harness_issuer_dids: await this.deps.issuerKeys.didsOf(tenantId),
+      vc_harness_issuer_dids: await this.deps.tenantKeys.didsOf(tenantId),
     }
   }
 

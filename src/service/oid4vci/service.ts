@@ -6,7 +6,7 @@ import type { Oid4vciOptions } from '../config/schema.ts'
 import type { CheckMetrics } from '../credentials/pipeline.ts'
 import type { StatusChecker } from '../credentials/status.ts'
 import type { SigningKey } from '../crypto/issuer-certificates.ts'
-import type { IssuerKeys } from '../crypto/issuer-keys.ts'
+import type { TenantKeys } from '../crypto/tenant-keys.ts'
 import { OAuthError, type OAuthErrorCode, tokenError } from '../errors/oauth.ts'
 import { AppError } from '../errors/problem.ts'
 import type { ServiceEvents } from '../events.ts'
@@ -46,7 +46,7 @@ export interface Oid4vciDeps {
   issuance: IssuanceService
   grants: PreAuthorizedGrants
   events: ServiceEvents
-  issuerKeys: IssuerKeys
+  tenantKeys: TenantKeys
   options: Oid4vciOptions
   /** The MAC key of c_nonce values (nonces.ts), derived from the service key so every instance agrees. */
   nonceSecret: Buffer
@@ -305,7 +305,7 @@ export class Oid4vciService {
       maxAgeSeconds: this.deps.options.proofMaxAgeSeconds,
       presentationDefinition: presentationDefinition(template),
       trustedIssuers: (type) => required?.credentials.find((c) => c.type === type)?.trustedIssuers,
-      ownIssuers: () => this.deps.issuerKeys.didsOf(tenantId),
+      ownIssuers: () => this.deps.tenantKeys.didsOf(tenantId),
       status: this.deps.status,
       metrics: this.deps.metrics,
       acceptJwk: issuedFormat(template.body.format).issuance.bindingMethods.includes('jwk'),

@@ -5,7 +5,7 @@ import { JWS_ALGS } from '../../shared/did-key.ts'
 import { OPENID4VP_SCHEME, SIOP_AUDIENCE } from '../../shared/wire.ts'
 import type { ResolvedVerificationTemplate } from '../config/schema.ts'
 import type { ConfiguredVerifier, IssuerCertificates } from '../crypto/issuer-certificates.ts'
-import type { IssuerKey, IssuerKeys } from '../crypto/issuer-keys.ts'
+import type { TenantKey, TenantKeys } from '../crypto/tenant-keys.ts'
 import type { RequestObjectClaims, SessionRecord } from '../store/index.ts'
 import { type Clock, systemClock } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
@@ -31,7 +31,7 @@ type Prefix = Settings['clientIdPrefix']
 
 /** How a request object is signed: the key and the JOSE header naming it. */
 interface Signer {
-  alg: IssuerKey['alg']
+  alg: TenantKey['alg']
   privateKey: KeyObject
   header: Record<string, unknown>
 }
@@ -66,7 +66,7 @@ export class Openid4vp1Requests implements Oid4vpProfile<Record<string, unknown>
   constructor(
     private readonly deps: {
       urls: PublicUrls
-      issuerKeys: IssuerKeys
+      tenantKeys: TenantKeys
       certificates: IssuerCertificates
       /** Tenants whose configuration names their own verifier chain (tenants[].verifierCertificate). */
       configured?: ReadonlyMap<string, ConfiguredVerifier>
@@ -85,7 +85,7 @@ export class Openid4vp1Requests implements Oid4vpProfile<Record<string, unknown>
     prefix: Prefix,
     tenantId: string,
     responseUri: string,
-    verifier: IssuerKey,
+    verifier: TenantKey,
   ): Promise<{ clientId: string; signer?: Signer }> {
     const service = serviceIdentity(prefix)
     if (service.signsWith === 'nothing') {
@@ -100,10 +100,10 @@ export class Openid4vp1Requests implements Oid4vpProfile<Record<string, unknown>
     // HAIP: x509 request objects are ES256: the configured chain's key, or the tenant's P-256 key under a
     // leaf of its test CA.
     const configured = this.deps.configured?.get(tenantId)
-    const key = configured ? undefined : await this.deps.issuerKeys.forTenant(tenantId, 'ES256')
+    const key = configured ? undefined : await this.deps.tenantKeys.forTenant(tenantId, 'ES256')
     const chain =
-      configured?.chain ?? (await this.deps.certificates.verifierChain(tenantId, key as IssuerKey))
-    const privateKey = configured?.privateKey ?? (key as IssuerKey).privateKey
+      configured?.chain ?? (await this.deps.certificates.verifierChain(tenantId, key as TenantKey))
+    const privateKey = configured?.privateKey ?? (key as TenantKey).privateKey
     const identifier = service.identifier(chain)
     if (identifier === '') {
       throw new Error(
@@ -175,7 +175,7 @@ export class Openid4vp1Requests implements Oid4vpProfile<Record<string, unknown>
    */
   async requestObjectFor(session: SessionRecord, walletNonce: string | undefined): Promise<string> {
     const prefix = prefixOf(session.request.client_id)
-    const verifier = await this.deps.issuerKeys.forTenant(session.tenantId, 'EdDSA')
+    const verifier = await this.deps.tenantKeys.forTenant(session.tenantId, 'EdDSA')
     const { signer } = await this.identity(prefix, session.tenantId, session.request.response_uri, verifier)
     if (!signer) throw new Error('a redirect_uri request has no request object')
     return this.sign(

@@ -11,7 +11,7 @@ import {
 } from '../../shared/bitstring.ts'
 import { signJws } from '../../shared/jws.ts'
 import { JWT_TYP, STATUS_LIST_JWT_TYP } from '../../shared/wire.ts'
-import type { IssuerKeys } from '../crypto/issuer-keys.ts'
+import type { TenantKeys } from '../crypto/tenant-keys.ts'
 import {
   ConflictError,
   type CredentialStatus,
@@ -65,7 +65,7 @@ export class StatusLists {
 
   constructor(
     private readonly store: Store,
-    private readonly issuerKeys: IssuerKeys,
+    private readonly tenantKeys: TenantKeys,
     private readonly clock: Clock,
     private readonly urls: PublicUrls,
     private readonly listSize: number,
@@ -159,7 +159,7 @@ export class StatusLists {
     if (cached && cached.version === version) return cached.jwt
     const list = await this.store.statusLists.get(listId)
     if (!list || list.tenantId !== tenantId) return undefined
-    const key = await this.issuerKeys.forTenant(tenantId, list.alg)
+    const key = await this.tenantKeys.forTenant(tenantId, list.alg)
     const url = this.urls.statusList(tenantId, list.id)
     const now = Math.floor(this.clock.now() / 1000)
     const vc = {
@@ -198,7 +198,7 @@ export class StatusLists {
     if (cached && cached.version === version) return cached.jwt
     const list = await this.store.statusLists.get(listId)
     if (!list || list.tenantId !== tenantId) return undefined
-    const key = await this.issuerKeys.forTenant(tenantId, list.alg)
+    const key = await this.tenantKeys.forTenant(tenantId, list.alg)
     const statuses = Array.from({ length: list.size }, (_, index) => getStatus(list.bits, index))
     const { header, payload } = createHeaderAndPayload(
       new StatusList(statuses, STATUS_SIZE),

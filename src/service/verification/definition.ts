@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { JWS_ALGS } from '../../shared/did-key.ts'
 import { signJws } from '../../shared/jws.ts'
 import type { ResolvedVerificationTemplate } from '../config/schema.ts'
-import type { IssuerKey } from '../crypto/issuer-keys.ts'
+import type { TenantKey } from '../crypto/tenant-keys.ts'
 
 // The presentation definition of section 2.8, built from a verification template: DIF Presentation
 // Exchange 2.0 plus the interface's `dataAgreement` and `proof`.
@@ -54,7 +54,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** A detached compact JWS (`header..signature`) over the canonical JSON of `value`. */
-export function detachedJws(value: unknown, key: IssuerKey): string {
+export function detachedJws(value: unknown, key: TenantKey): string {
   const jws = signJws(
     { alg: key.alg, kid: key.kid, b64: true, typ: 'JOSE' },
     { canonical: canonicalJson(value) },
@@ -75,7 +75,7 @@ export interface DefinitionInput {
   /** Template record's last update: part of the data agreement's template_version. */
   templateUpdatedAt: number
   trustedIssuers: readonly string[]
-  verifier: IssuerKey
+  verifier: TenantKey
   nonce: string
   /** data_receiver.url and proof domain. */
   receiverUrl: string

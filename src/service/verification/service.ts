@@ -2,7 +2,7 @@ import { type JsonWebKey, randomBytes, randomUUID } from 'node:crypto'
 import type { Principal } from '../auth/tokens.ts'
 import type { ResolvedVerificationTemplate } from '../config/schema.ts'
 import type { IssuerCertificates } from '../crypto/issuer-certificates.ts'
-import type { IssuerKey, IssuerKeys } from '../crypto/issuer-keys.ts'
+import type { TenantKey, TenantKeys } from '../crypto/tenant-keys.ts'
 import { AppError } from '../errors/problem.ts'
 import type { ServiceEvents } from '../events.ts'
 import type { RequestObjectClaims, SessionRecord, Store } from '../store/index.ts'
@@ -32,7 +32,7 @@ export interface RequestInput {
   nonce: string
   state: string
   /** The tenant's EdDSA key (did:key): the PE profile's and decentralized_identifier's signer. */
-  verifier: IssuerKey
+  verifier: TenantKey
   now: number
   expiresAt: number
 }
@@ -76,7 +76,7 @@ export interface VerificationDeps {
   store: Store
   clock: Clock
   urls: PublicUrls
-  issuerKeys: IssuerKeys
+  tenantKeys: TenantKeys
   /** The tenant's test CA: the default trust anchor of x5c-certified SD-JWT VC issuers. */
   certificates: Pick<IssuerCertificates, 'trustAnchorPem'>
   events: ServiceEvents
@@ -97,14 +97,14 @@ export class VerificationService {
         `this token was issued for template "${principal.template}"; ssiConfigId "${ssiConfigId}" is not allowed`,
       )
     }
-    const { store, clock, urls, issuerKeys } = this.deps
+    const { store, clock, urls, tenantKeys } = this.deps
     const template = await store.templates.get(principal.tenantId, ssiConfigId, 'verification')
     if (!template) {
       throw new AppError('template_not_found', `no verification template "${ssiConfigId}" in this tenant`)
     }
     // Keys load before anything else: the default trust list is the tenant's own issuer DIDs.
-    const verifier = await issuerKeys.forTenant(principal.tenantId, 'EdDSA')
-    const keys = await Promise.all(SIGNING_ALGS.map((alg) => issuerKeys.forTenant(principal.tenantId, alg)))
+    const verifier = await tenantKeys.forTenant(principal.tenantId, 'EdDSA')
+    const keys = await Promise.all(SIGNING_ALGS.map((alg) => tenantKeys.forTenant(principal.tenantId, alg)))
     const trustedIssuers = template.body.trustedIssuers ?? keys.map((k) => k.did)
     const now = clock.now()
     const id = randomUUID()

@@ -135,7 +135,7 @@ function secretColumns(databaseFile: string) {
     const all = (sql: string) => db.prepare(sql).all() as Record<string, string>[]
     return {
       serviceKeys: all('SELECT kid, private_jwk AS value FROM service_keys'),
-      issuerKeys: all('SELECT tenant_id, alg, private_jwk AS value FROM issuer_keys'),
+      tenantKeys: all('SELECT tenant_id, alg, private_jwk AS value FROM issuer_keys'),
       issuerCas: all('SELECT tenant_id, private_jwk AS value FROM issuer_cas'),
       responseKeys: all(
         'SELECT id, response_key AS value FROM verification_sessions WHERE response_key IS NOT NULL',
@@ -152,7 +152,7 @@ function keyIdsIn(databaseFile: string): Set<string> {
   const columns = secretColumns(databaseFile)
   const values = [
     ...columns.serviceKeys,
-    ...columns.issuerKeys,
+    ...columns.tenantKeys,
     ...columns.issuerCas,
     ...columns.responseKeys,
   ].map((r) => r.value as string)
@@ -192,7 +192,7 @@ async function serviceWithEverySecret(dataDir: string, dataKeys: DataKeyring) {
   assert.equal(created.status, 201, JSON.stringify(created.body))
   assert.equal((await fetch(`${server.url}/oid4vci/demo/trust-anchor`)).status, 200)
   for (const alg of ['EdDSA', 'ES256', 'ES256K'] as const) {
-    await server.app.services.issuerKeys.forTenant('demo', alg)
+    await server.app.services.tenantKeys.forTenant('demo', alg)
   }
   return server
 }
@@ -206,12 +206,12 @@ describe('data at rest: secrets in the database', () => {
     const databaseFile = join(dir, 'vc-harness.db')
     const columns = secretColumns(databaseFile)
     assert.equal(columns.serviceKeys.length, 1)
-    assert.equal(columns.issuerKeys.length, 3)
+    assert.equal(columns.tenantKeys.length, 3)
     assert.equal(columns.issuerCas.length, 1)
     assert.equal(columns.responseKeys.length, 1)
     for (const row of [
       ...columns.serviceKeys,
-      ...columns.issuerKeys,
+      ...columns.tenantKeys,
       ...columns.issuerCas,
       ...columns.responseKeys,
     ]) {
@@ -245,7 +245,7 @@ describe('data at rest: secrets in the database', () => {
     }
     // A sealed value copied into another row does not open there (its place is authenticated).
     const secrets = new StoreSecrets(dataKeys)
-    const es256 = columns.issuerKeys.find((k) => k.alg === 'ES256')?.value as string
+    const es256 = columns.tenantKeys.find((k) => k.alg === 'ES256')?.value as string
     assert.ok(secrets.openJson('issuer_keys.private_jwk', ['demo', 'ES256'], es256))
     assert.throws(
       () => secrets.openJson('issuer_keys.private_jwk', ['demo', 'EdDSA'], es256),

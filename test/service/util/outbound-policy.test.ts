@@ -529,7 +529,7 @@ function bitstringList(key: SigningKey, url: string, clock: ManualClock) {
 
 /** A degree of the tenant's EdDSA issuer for a fresh holder, its status entry at `statusUrl`. */
 async function degreeWithStatusAt(t: TestApp, statusUrl: string) {
-  const key = await t.app.services.issuerKeys.forTenant('demo', 'EdDSA')
+  const key = await t.app.services.tenantKeys.forTenant('demo', 'EdDSA')
   const holder = newHolder()
   const jwt = signCredential(key, holder.did, t.clock, {
     vc: {
@@ -587,7 +587,7 @@ describe('end to end: status lists of a presented credential', () => {
     })
     try {
       const url = `${server.origin}/lists/1`
-      const key = await t.app.services.issuerKeys.forTenant('demo', 'EdDSA')
+      const key = await t.app.services.tenantKeys.forTenant('demo', 'EdDSA')
       list = bitstringList(key, url, t.clock)
       for (let i = 0; i < 2; i++) {
         const { holder, jwt } = await degreeWithStatusAt(t, url)

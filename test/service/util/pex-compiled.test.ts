@@ -4,7 +4,7 @@ import { describe, test } from 'node:test'
 import fc from 'fast-check'
 import { type ResolvedVerificationTemplate, resolveTemplate } from '../../../src/service/config/schema.ts'
 import { presentationExchange } from '../../../src/service/credentials/presentation-exchange.ts'
-import type { IssuerKey } from '../../../src/service/crypto/issuer-keys.ts'
+import type { TenantKey } from '../../../src/service/crypto/tenant-keys.ts'
 import {
   compiledVerdict,
   decodeSegment,
@@ -58,7 +58,7 @@ function agree(definition: unknown, jwts: readonly unknown[]) {
 
 // ---- the definitions the service builds (verification/definition.ts, the demo templates) ----
 
-function key(): IssuerKey {
+function key(): TenantKey {
   const pair = generateKeyPair('EdDSA')
   const { did, kid } = didKeyFromPublicKey(pair.publicKey)
   return { alg: 'EdDSA', did, kid, privateKey: pair.privateKey, publicKey: pair.publicKey }
@@ -91,7 +91,7 @@ function definitionOf(body: Record<string, unknown> | undefined, trusted = [issu
 }
 
 /** A jwt_vc_json credential as the service issues it (issuance/credentials.ts), signed by `by`. */
-function credential(type: string, by: IssuerKey = issuer, subject: Record<string, unknown> = {}) {
+function credential(type: string, by: TenantKey = issuer, subject: Record<string, unknown> = {}) {
   return signJws(
     { alg: 'EdDSA', kid: by.kid, typ: 'JWT' },
     {

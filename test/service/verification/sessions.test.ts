@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { PEX } from '@sphereon/pex'
 import type { LightMyRequestResponse } from 'fastify'
-import type { IssuerKey } from '../../../src/service/crypto/issuer-keys.ts'
+import type { TenantKey } from '../../../src/service/crypto/tenant-keys.ts'
 import { canonicalJson, detachedPayload } from '../../../src/service/verification/definition.ts'
 import { didOf, JWS_ALGS, type JwsAlg, resolveDidKey } from '../../../src/shared/did-key.ts'
 import { decodeJws, verifyJws } from '../../../src/shared/jws.ts'
@@ -89,13 +89,13 @@ function expectProblem(response: LightMyRequestResponse, status: number, code: s
 /** The tenant's three issuer DIDs (EdDSA, ES256, ES256K): the default trust list. */
 async function tenantIssuerDids(t: TestApp, tenant = 'demo') {
   const keys = await Promise.all(
-    (['EdDSA', 'ES256', 'ES256K'] as const).map((alg) => t.app.services.issuerKeys.forTenant(tenant, alg)),
+    (['EdDSA', 'ES256', 'ES256K'] as const).map((alg) => t.app.services.tenantKeys.forTenant(tenant, alg)),
   )
   return keys.map((k) => k.did)
 }
 
-const issuerKey = (t: TestApp, alg: JwsAlg = 'EdDSA'): Promise<IssuerKey> =>
-  t.app.services.issuerKeys.forTenant('demo', alg)
+const issuerKey = (t: TestApp, alg: JwsAlg = 'EdDSA'): Promise<TenantKey> =>
+  t.app.services.tenantKeys.forTenant('demo', alg)
 
 /** The field of a descriptor whose filter constrains the issuer (a regex pattern). */
 function issuerField(d: InputDescriptor) {

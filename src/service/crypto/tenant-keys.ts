@@ -3,8 +3,8 @@ import { didKeyFromPublicKey, generateKeyPair, resolveDidKey } from '../../share
 import { ConflictError, type SigningAlg, type Store } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
 
-/** A tenant's credential-signing identity for one algorithm. */
-export interface IssuerKey {
+/** A tenant's signing identity for one algorithm (credentials, status lists, request objects). */
+export interface TenantKey {
   alg: SigningAlg
   did: string
   kid: string
@@ -14,17 +14,19 @@ export interface IssuerKey {
 
 /**
  * One did:key per tenant and algorithm, generated on first use and persisted, then kept imported in
- * memory: signing a credential must not re-import a key (it costs more than the signature).
+ * memory: signing must not re-import a key (it costs more than the signature). The tenant signs its
+ * credentials, status lists and its verifier's request objects with these keys, hence the name (it was
+ * `IssuerKeys`); the store keeps them in the `issuer_keys` table, whose name stays.
  */
-export class IssuerKeys {
-  private readonly cache = new Map<string, Promise<IssuerKey>>()
+export class TenantKeys {
+  private readonly cache = new Map<string, Promise<TenantKey>>()
 
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
   ) {}
 
-  forTenant(tenantId: string, alg: SigningAlg): Promise<IssuerKey> {
+  forTenant(tenantId: string, alg: SigningAlg): Promise<TenantKey> {
     const cacheKey = `${tenantId}\u0000${alg}`
     let key = this.cache.get(cacheKey)
     if (!key) {
@@ -40,7 +42,7 @@ export class IssuerKeys {
     return (await this.store.issuerKeys.listByTenant(tenantId)).map((k) => resolveDidKey(k.kid).did)
   }
 
-  private async load(tenantId: string, alg: SigningAlg): Promise<IssuerKey> {
+  private async load(tenantId: string, alg: SigningAlg): Promise<TenantKey> {
     let record = await this.store.issuerKeys.get(tenantId, alg)
     if (!record) {
       const pair = generateKeyPair(alg)
