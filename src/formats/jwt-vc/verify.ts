@@ -47,14 +47,15 @@ export function verifyIssuerJws(
       return { ok: false, reason: 'iss is not the DID of the key that signed it' }
     return { ok: true, issuer: issuerKey.did }
   } catch (error) {
-    return {
-      ok: false,
-      reason:
-        error instanceof JwsError && error.reason === 'bad_signature'
-          ? 'signature does not verify with its issuer key (was it altered?)'
-          : `cannot be checked: ${(error as Error).message}`,
-    }
+    return { ok: false, reason: signatureFailure(error, 'its issuer key') }
   }
+}
+
+/** Why an issuer's signature failed: altered (it does not verify with `key`), or not checkable at all. */
+export function signatureFailure(error: unknown, key: string): string {
+  return error instanceof JwsError && error.reason === 'bad_signature'
+    ? `signature does not verify with ${key} (was it altered?)`
+    : `cannot be checked: ${(error as Error).message}`
 }
 
 export function sharedView(jwt: string, payload: Record<string, unknown>): Record<string, unknown> {

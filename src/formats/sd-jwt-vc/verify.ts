@@ -6,7 +6,7 @@ import { type ClaimPath, readDisclosures, SD_JWT_LIMITS, splitSdJwt } from '../.
 import { tokenStatusReference } from '../../shared/token-status-list.ts'
 import { KB_JWT_TYP, SD_JWT_VC_TYP, SD_JWT_VC_TYP_LEGACY } from '../../shared/wire.ts'
 import { bindingFailures } from '../binding.ts'
-import { verifyIssuerJws } from '../jwt-vc/verify.ts'
+import { signatureFailure, verifyIssuerJws } from '../jwt-vc/verify.ts'
 import type {
   CredentialFormat,
   FormatPolicy,
@@ -120,13 +120,7 @@ async function verifyX5cIssuer(
   try {
     verifyJws(jwt, signer.key, { algorithms: policy.algorithms })
   } catch (error) {
-    return {
-      ok: false,
-      reason:
-        error instanceof JwsError && error.reason === 'bad_signature'
-          ? 'signature does not verify with the x5c leaf key (was it altered?)'
-          : `cannot be checked: ${(error as Error).message}`,
-    }
+    return { ok: false, reason: signatureFailure(error, 'the x5c leaf key') }
   }
   return {
     ok: true,
