@@ -1,15 +1,13 @@
 import type { DcqlW3cVcCredential } from 'dcql'
-import { isObject } from '../../shared/json.ts'
+import { isObject, jsonCopy } from '../../shared/json.ts'
 import { decodeJws } from '../../shared/jws.ts'
 import type { FormatModule } from '../types.ts'
 import { signJwtVc } from './issue.ts'
-import { jwtVcJson, jwtVpJson } from './verify.ts'
+import { jwtVcJson, jwtVpJson, vcTypes } from './verify.ts'
 
 // jwt_vc_json: a W3C VC secured as a JWT (VC Data Model 1.1 §6.3.1); OpenID4VCI 1.0 Appendix A.1.1,
 // OpenID4VP 1.0 Appendix B.1 (it travels in a jwt_vp_json presentation signed by the subject).
 // verify.ts reads and verifies both; issue.ts signs.
-
-const json = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T
 
 export const jwtVcJsonFormat: FormatModule<'jwt_vc_json'> = {
   id: 'jwt_vc_json',
@@ -33,7 +31,7 @@ export const jwtVcJsonFormat: FormatModule<'jwt_vc_json'> = {
       return {
         credential_format: 'jwt_vc_json',
         type: [...credential.types],
-        claims: json(vc) as DcqlW3cVcCredential['claims'],
+        claims: jsonCopy(vc) as DcqlW3cVcCredential['claims'],
         cryptographic_holder_binding: true,
       }
     },
@@ -41,10 +39,9 @@ export const jwtVcJsonFormat: FormatModule<'jwt_vc_json'> = {
       // W3C VCs: claims paths match on the root of the credential, the `vc` claim of a VC 1.1 JWT (B.1.2)
       const { payload } = decodeJws(issued)
       const vc = isObject(payload.vc) ? payload.vc : payload
-      const type = Array.isArray(vc.type) ? vc.type.map(String) : typeof vc.type === 'string' ? [vc.type] : []
       return {
         credential_format: 'jwt_vc_json',
-        type,
+        type: vcTypes(vc),
         claims: vc as never,
         cryptographic_holder_binding: true,
       }

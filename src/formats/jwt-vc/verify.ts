@@ -58,6 +58,10 @@ export function signatureFailure(error: unknown, key: string): string {
     : `cannot be checked: ${(error as Error).message}`
 }
 
+/** A W3C credential's `type`, as a list (a lone string is one type). */
+export const vcTypes = (vc: Record<string, unknown>): string[] =>
+  Array.isArray(vc.type) ? vc.type.map(String) : typeof vc.type === 'string' ? [vc.type] : []
+
 export function sharedView(jwt: string, payload: Record<string, unknown>): Record<string, unknown> {
   const vc = isObject(payload.vc) ? payload.vc : {}
   const subject = isObject(vc.credentialSubject) ? vc.credentialSubject : {}
@@ -115,7 +119,7 @@ function readJwtCredential(raw: unknown, policy: FormatPolicy): ReadCredential {
   return {
     format: 'jwt_vc_json',
     alg: header.alg,
-    types: Array.isArray(vc.type) ? vc.type.map(String) : typeof vc.type === 'string' ? [vc.type] : [],
+    types: vcTypes(vc),
     verifyProof(keys) {
       return verifyIssuerJws(raw, header.kid, payload.iss, keys, policy, true)
     },

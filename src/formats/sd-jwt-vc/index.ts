@@ -1,5 +1,5 @@
 import type { DcqlCredential } from 'dcql'
-import { isObject } from '../../shared/json.ts'
+import { isObject, jsonCopy } from '../../shared/json.ts'
 import { sdJwtClaims } from '../../shared/sd-jwt.ts'
 import { SD_JWT_VC_TYP, SD_JWT_VC_TYP_LEGACY } from '../../shared/wire.ts'
 import type { FormatModule } from '../types.ts'
@@ -9,8 +9,6 @@ import { sdJwtVcCredential, sdJwtVcPresentation } from './verify.ts'
 // dc+sd-jwt: an IETF SD-JWT VC (draft-ietf-oauth-sd-jwt-vc, SD-JWT RFC 9901); OpenID4VCI 1.0 Appendix A.3,
 // OpenID4VP 1.0 Appendix B.3 (it is its own presentation: the KB-JWT proves the holder and binds the
 // session). verify.ts reads and verifies; issue.ts signs.
-
-const json = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T
 
 export const sdJwtVcFormat: FormatModule<typeof SD_JWT_VC_TYP> = {
   id: SD_JWT_VC_TYP,
@@ -37,7 +35,7 @@ export const sdJwtVcFormat: FormatModule<typeof SD_JWT_VC_TYP> = {
       // verify.ts reads it as dcql's model {credential_format, vct, claims} (its disclosed claims once its
       // proof verified); holder binding is declared true: the pipeline checks the KB-JWT itself.
       if (!isObject(credential.queryInput)) return `format ${credential.format} has no DCQL model`
-      return json({ ...credential.queryInput, cryptographic_holder_binding: true }) as DcqlCredential
+      return jsonCopy({ ...credential.queryInput, cryptographic_holder_binding: true }) as DcqlCredential
     },
     async heldModel(issued, storedVct) {
       // the claims path root of an SD-JWT VC is its payload with every disclosure applied (§7.1)
