@@ -10,14 +10,14 @@ import { didKeyFromPublicKey, generateKeyPair, JWS_ALGS, type JwsAlg } from '../
 // and signing a list need nothing else).
 
 export function memoryIssuer(urls: PublicUrls, now: number, statusListSize: number) {
-  const keys = new Map<JwsAlg, TenantKey>(
+  const keys = new Map<JwsAlg, TenantKey<JwsAlg>>(
     JWS_ALGS.map((alg) => {
       const pair = generateKeyPair(alg)
       const { did, kid } = didKeyFromPublicKey(pair.publicKey)
       return [alg, { alg, did, kid, privateKey: pair.privateKey, publicKey: pair.publicKey }]
     }),
   )
-  const key = (alg: JwsAlg) => keys.get(alg) as TenantKey
+  const key = <A extends JwsAlg>(alg: A) => keys.get(alg) as TenantKey<A>
   const lists = new Map<string, StatusListRecord>()
   const store = {
     statusLists: {

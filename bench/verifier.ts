@@ -15,6 +15,11 @@
  * allocated and status lists signed by the service's StatusLists (131072 entries by default). The lists
  * are handed to the StatusChecker from memory (the service reads its own lists in-process, with one
  * SQLite read per fetch that this bench leaves out), and credentialStatus reads them as the service does.
+ * The `pe / ldp_vc` rows (issue 33) answer the same session with an ldp_vp whose presentation proof is
+ * of one proof type (section 2.8's four and the Data Integrity cryptosuites), carrying the degree issued
+ * as an ldp_vc (its proof of the same type where the tenant has a key of that type, else
+ * Ed25519Signature2018: the RSA row). JSON-LD canonicalization costs far more than a JWS, so these rows
+ * run a tenth of the iterations (the figures are per presentation).
  * The row `pe (PEX per response)` evaluates the definition with @sphereon/pex from scratch for every
  * response, as the service did before it compiled definitions (util/pex.ts): that change's baseline.
  */
@@ -23,6 +28,9 @@ import { cpus, loadavg } from 'node:os'
 import { performance } from 'node:perf_hooks'
 import { parseArgs } from 'node:util'
 import { CompactEncrypt, compactDecrypt, importJWK } from 'jose'
+import { ldpVcFormat } from '../src/formats/ldp-vc/index.ts'
+import { generateLdKeyPair, type LdKeyType, ldKeyFromPublicKey } from '../src/formats/ldp-vc/keys.ts'
+import { type LdProofType, signLd } from '../src/formats/ldp-vc/suites.ts'
 import { DEMO_CONFIG_PATH, loadConfigFile } from '../src/service/config/index.ts'
 import { resolveTemplate } from '../src/service/config/schema.ts'
 import { CHECKS } from '../src/service/credentials/outcomes.ts'
@@ -33,6 +41,7 @@ import type { TenantKeys } from '../src/service/crypto/tenant-keys.ts'
 import {
   prepareCredentials,
   signCredential,
+  signIn,
   signSdJwtCredential,
 } from '../src/service/issuance/credentials.ts'
 import { PresentationExchangeRequests } from '../src/service/oid4vp/request.ts'
@@ -195,9 +204,12 @@ interface Row {
   profile: 'pe' | 'dcql'
   /** What differs from the service's own path (the same-run baseline of an earlier design). */
   variant?: string
-  format: 'jwt_vc_json' | 'dc+sd-jwt'
+  format: 'jwt_vc_json' | 'dc+sd-jwt' | 'ldp_vc'
   mode: 'direct_post' | 'direct_post.jwt'
-  alg: JwsAlg
+  /** the JWS algorithm, or an ldp_vp's proof type (and its key type) */
+  alg: string
+  /** the share of `iterations` this row runs (the ldp rows: a tenth) */
+  scale?: number
   /** Verifies the row's one presentation; `decryptMs` is the JWE part, 0 without one. */
   verify(): Promise<{ verdict: Verdict; decryptMs: number }>
 }
@@ -262,7 +274,107 @@ async function peRow(alg: JwsAlg, byPex = false): Promise<Row> {
   }
 }
 
-async function dcqlRow(alg: JwsAlg, format: Row['format'], mode: Row['mode']): Promise<Row> {
+/** What signs each ldp row's credential: the tenant's key of a type the proof type signs with. */
+const LDP_ISSUER: Record<LdProofType, { alg: JwsAlg; proofType: LdProofType }> = {
+  Ed25519Signature2018: { alg: 'EdDSA', proofType: 'Ed25519Signature2018' },
+  JsonWebSignature2020: { alg: 'ES256', proofType: 'JsonWebSignature2020' },
+  EcdsaSecp256k1Signature2019: { alg: 'ES256K', proofType: 'EcdsaSecp256k1Signature2019' },
+  RsaSignature2018: { alg: 'EdDSA', proofType: 'Ed25519Signature2018' },
+  'eddsa-rdfc-2022': { alg: 'EdDSA', proofType: 'eddsa-rdfc-2022' },
+  'ecdsa-rdfc-2019': { alg: 'ES256', proofType: 'ecdsa-rdfc-2019' },
+}
+
+/** The interface's Linked Data format: an ldp_vp of `proofType` by a `keyType` holder, over an ldp_vc. */
+async function ldpRow(proofType: LdProofType, keyType: LdKeyType): Promise<Row> {
+  const template = resolveTemplate('verification', { ...degreeCheck, profile: 'pe' })
+  const { sessionId, nonce, state } = session()
+  const definition = buildDefinition({
+    sessionId,
+    template,
+    templateUpdatedAt: now,
+    trustedIssuers,
+    verifier,
+    nonce,
+    receiverUrl: urls.absolute(''),
+    now,
+  })
+  const { request } = await new PresentationExchangeRequests(urls).build({
+    tenantId: TENANT,
+    sessionId,
+    definition,
+    nonce,
+    state,
+    verifier,
+    now,
+    expiresAt: now + template.sessionLifetimeSeconds * 1000,
+  })
+  const presented = request.presentation_definition as { id: string; input_descriptors: { id: string }[] }
+  const pair = generateLdKeyPair(keyType)
+  const holder = { ...ldKeyFromPublicKey(pair.publicKey), privateKey: pair.privateKey }
+  const { alg, proofType: credentialProof } = LDP_ISSUER[proofType]
+  const key = tenantKey(alg)
+  const [prepared] = prepareCredentials(structuredClone(CREDENTIAL_CONTENT), degree, {
+    issuerDid: key.did,
+    holderDid: holder.did,
+  })
+  if (!prepared) throw new Error('prepareCredentials returned nothing')
+  const allocation = await statusLists.allocate(listStore as unknown as Repositories, {
+    tenantId: TENANT,
+    alg,
+    credentialId: prepared.id as string,
+    processId: randomUUID(),
+  })
+  const { token, ...bitstring } = allocation
+  await publish(bitstring.statusListCredential)
+  const credential = await signIn(ldpVcFormat, prepared, {
+    holderDid: holder.did,
+    key,
+    status: { bitstring: { ...bitstring }, token: { ...token } },
+    now,
+    vct: '',
+    proofType: credentialProof,
+  })
+  const vp = await signLd(
+    {
+      '@context': ['https://www.w3.org/2018/credentials/v1'],
+      type: ['VerifiablePresentation'],
+      holder: holder.did,
+      verifiableCredential: [credential],
+    },
+    {
+      proofType,
+      kid: holder.kid,
+      privateKey: holder.privateKey,
+      purpose: { purpose: 'authentication', challenge: nonce, domain: request.client_id },
+      created: new Date(now),
+    },
+  )
+  const vpToken = JSON.stringify(vp)
+  const submission = {
+    id: randomUUID(),
+    definition_id: presented.id,
+    descriptor_map: presented.input_descriptors.map((d) => ({
+      id: d.id,
+      format: 'ldp_vp',
+      path: '$',
+      path_nested: { id: d.id, format: 'ldp_vc', path: '$.verifiableCredential[0]' },
+    })),
+  }
+  const ctx = {
+    ...baseContext(nonce, request.client_id, template.requireStatus),
+    definition: presented as unknown as Record<string, unknown>,
+  }
+  return {
+    profile: 'pe',
+    format: 'ldp_vc',
+    mode: 'direct_post',
+    alg: `${proofType} (${keyType}${credentialProof === proofType ? '' : `; VC ${credentialProof}`})`,
+    scale: 0.1,
+    verify: async () => ({ verdict: await verifyResponse(vpToken, submission, ctx), decryptMs: 0 }),
+  }
+}
+
+async function dcqlRow(alg: JwsAlg, format: 'jwt_vc_json' | 'dc+sd-jwt', mode: Row['mode']): Promise<Row> {
   const template = resolveTemplate('verification', {
     ...degreeCheck,
     profile: 'dcql',
@@ -412,6 +524,13 @@ async function main() {
     await dcqlRow('EdDSA', 'dc+sd-jwt', 'direct_post'),
     await dcqlRow('EdDSA', 'dc+sd-jwt', 'direct_post.jwt'),
     await dcqlRow('ES256', 'dc+sd-jwt', 'direct_post'),
+    await ldpRow('Ed25519Signature2018', 'Ed25519'),
+    await ldpRow('JsonWebSignature2020', 'Ed25519'),
+    await ldpRow('JsonWebSignature2020', 'P-256'),
+    await ldpRow('EcdsaSecp256k1Signature2019', 'secp256k1'),
+    await ldpRow('RsaSignature2018', 'RSA'),
+    await ldpRow('eddsa-rdfc-2022', 'Ed25519'),
+    await ldpRow('ecdsa-rdfc-2019', 'P-256'),
   ]
   for (const row of rows) await checkOnce(row)
   console.log(
@@ -422,10 +541,11 @@ async function main() {
     `one presentation of the demo degree credential, status list of ${config.statusListSize} entries; checks: ${CHECKS.join(', ')}`,
   )
 
-  for (const row of rows) await measure(row, warmup)
+  const runs = (row: Row, n: number) => Math.max(1, Math.round(n * (row.scale ?? 1)))
+  for (const row of rows) await measure(row, runs(row, warmup))
   const samples = rows.map(() => [] as Sample[])
   for (let r = 0; r < rounds; r++) {
-    for (const [i, row] of rows.entries()) samples[i]?.push(await measure(row, iterations))
+    for (const [i, row] of rows.entries()) samples[i]?.push(await measure(row, runs(row, iterations)))
   }
   const baseline = samples[0] as Sample[]
 

@@ -21,6 +21,11 @@ export type KeyResolver = (kid: string) => DidKey
 export interface FormatPolicy {
   /** Signature algorithms the query allows for this format; empty means none. */
   algorithms: readonly JwsAlg[]
+  /**
+   * Linked Data proof types the query allows (ldp_vc, ldp_vp: the definition's `proof_type`, Data Integrity
+   * cryptosuites by name); undefined: every one the format verifies.
+   */
+  proofTypes?: readonly string[]
 }
 
 /** How a credential names the one it was issued to. */
@@ -98,9 +103,12 @@ export interface CredentialFormat {
   read(raw: unknown, policy: FormatPolicy): ReadCredential
 }
 
+/** The key a presentation proof was made with, and its DID: a did:key of any type a format verifies. */
+export type ProvenHolder = Pick<DidKey, 'did' | 'kid' | 'publicKey'>
+
 /** The holder's proof over the presentation: the proven holder key, or the failures. */
 export type PresentationProofResult =
-  | { ok: true; holder: DidKey; proofEntry: Record<string, unknown> }
+  | { ok: true; holder: ProvenHolder; proofEntry: Record<string, unknown> }
   | { ok: false; failures: string[] }
 
 /** A presentation as its format read it. */
@@ -160,7 +168,8 @@ export interface StatusAllocation {
 
 /** An issuer key as a template signs with it: a did:key, with an x5c chain when the template asks for one. */
 export interface IssuerSigningKey {
-  alg: JwsAlg
+  /** PS256: an RSA key, which only Linked Data proofs (RsaSignature2018, JsonWebSignature2020) sign with. */
+  alg: JwsAlg | 'PS256'
   kid: string
   did: string
   privateKey: KeyObject
@@ -180,11 +189,16 @@ export interface IssueInput {
   /** SD-JWT VC: its `vct`, and the subject claims disclosed selectively (all of them when undefined). */
   vct: string
   disclosable: readonly string[] | undefined
+  /** ldp_vc: the Linked Data proof type the template names (suites.ts). */
+  proofType?: string
 }
 
-/** A signed credential as a process's `data` shows it: the credential object with its signed form as proof. */
+/**
+ * A signed credential as a process's `data` shows it: the credential object with its signed form as proof
+ * (a JWT-secured one), or with its embedded Linked Data proof (ldp_vc).
+ */
 export type SignedCredential = Record<string, unknown> & {
-  proof: { type: 'JwtProof2020' | 'SdJwtVc'; jwt: string }
+  proof: { type: 'JwtProof2020' | 'SdJwtVc'; jwt: string } | (Record<string, unknown> & { type: string })
 }
 
 /** How a format is issued over OpenID4VCI (1.0 Appendix A) by the service. */
@@ -197,6 +211,11 @@ export interface IssuanceProfile {
   readonly dataIntegrityProofs: boolean
   /** Whether the issuer key may be named by an x5c chain (SD-JWT VC §3.5, HAIP). */
   readonly x5cIssuer: boolean
+  /**
+   * `credential_signing_alg_values_supported` (OpenID4VCI 1.0 Appendix A): the JWS algorithm of a
+   * JWT-secured format; an ldp_vc's proof type (a Data Integrity cryptosuite by name).
+   */
+  signingAlgValues(template: { signingAlg: string; proofType?: string | undefined }): string[]
   /** The credential configuration members naming the type: `vct`, or `credential_definition`. */
   describe(type: { credentialType: string; vct: string }): Record<string, unknown>
   /**

@@ -1,6 +1,13 @@
-// Compact JWS (the JWT form) with node:crypto KeyObjects: EdDSA (Ed25519), ES256 (P-256), ES256K (secp256k1).
+// Compact JWS (the JWT form) with node:crypto KeyObjects: EdDSA (Ed25519), ES256 (P-256), ES256K (secp256k1),
+// and PS256 (RSA, RFC 7518 §3.5) for the status lists of an RSA issuer key (Linked Data proofs only).
 // jose cannot do ES256K on Node, and node:crypto is several times faster for the other two.
-import { createHash, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto'
+import {
+  constants,
+  createHash,
+  sign as cryptoSign,
+  verify as cryptoVerify,
+  type KeyObject,
+} from 'node:crypto'
 import { algForKey, DidKeyError, isJwsAlg, type JwsAlg } from './did-key.ts'
 
 export type JwsErrorReason = 'malformed' | 'alg_not_allowed' | 'alg_key_mismatch' | 'bad_signature'
@@ -30,12 +37,20 @@ function b64urlJson(value: unknown): string {
   return Buffer.from(JSON.stringify(value), 'utf8').toString('base64url')
 }
 
-function signWith(alg: JwsAlg, data: Buffer, key: KeyObject): Buffer {
+/** The JWS algorithms a key signs with here: the did:key ones, and PS256 for an RSA key. */
+export type SignatureAlg = JwsAlg | 'PS256'
+const isSignatureAlg = (alg: unknown): alg is SignatureAlg => alg === 'PS256' || isJwsAlg(alg)
+/** RFC 7518 §3.5: RSASSA-PSS with SHA-256, MGF1 SHA-256, a salt as long as the hash. */
+const PSS = { padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 32 }
+
+function signWith(alg: SignatureAlg, data: Buffer, key: KeyObject): Buffer {
   if (alg === 'EdDSA') return cryptoSign(null, data, key)
+  if (alg === 'PS256') return cryptoSign('sha256', data, { key, ...PSS })
   return cryptoSign('sha256', data, { key, dsaEncoding: 'ieee-p1363' })
 }
 
-function keyAlg(key: KeyObject): JwsAlg {
+function keyAlg(key: KeyObject): SignatureAlg {
+  if (key.asymmetricKeyType === 'rsa') return 'PS256'
   try {
     return algForKey(key)
   } catch (err) {
@@ -45,11 +60,12 @@ function keyAlg(key: KeyObject): JwsAlg {
 }
 
 export function signJws(
-  header: { alg: JwsAlg; [k: string]: unknown },
+  header: { alg: SignatureAlg; [k: string]: unknown },
   payload: Record<string, unknown>,
   privateKey: KeyObject,
 ): string {
-  if (!isJwsAlg(header.alg)) throw new JwsError('alg_not_allowed', `unsupported alg ${String(header.alg)}`)
+  if (!isSignatureAlg(header.alg))
+    throw new JwsError('alg_not_allowed', `unsupported alg ${String(header.alg)}`)
   if (privateKey.type !== 'private') throw new JwsError('alg_key_mismatch', 'signing needs a private key')
   const keyType = keyAlg(privateKey)
   if (keyType !== header.alg) {
@@ -101,11 +117,11 @@ export function decodeJws(jws: string): DecodedJws {
 export function verifyJws(
   jws: string,
   publicKey: KeyObject,
-  options: { algorithms: readonly JwsAlg[] },
+  options: { algorithms: readonly SignatureAlg[] },
 ): { header: Record<string, unknown>; payload: Record<string, unknown> } {
   const { header, payload, signingInput, signature } = decodeJws(jws)
   const alg = header.alg as string
-  if (!isJwsAlg(alg) || !options.algorithms.includes(alg)) {
+  if (!isSignatureAlg(alg) || !options.algorithms.includes(alg)) {
     throw new JwsError('alg_not_allowed', `alg ${alg} is not allowed`)
   }
   if (header.crit !== undefined)
@@ -119,11 +135,18 @@ export function verifyJws(
 }
 
 function verifySignature(
-  alg: JwsAlg,
+  alg: SignatureAlg,
   signingInput: string,
   signature: Buffer,
   publicKey: KeyObject,
 ): boolean {
+  if (alg === 'PS256') {
+    try {
+      return cryptoVerify('sha256', Buffer.from(signingInput, 'ascii'), { key: publicKey, ...PSS }, signature)
+    } catch {
+      return false
+    }
+  }
   if (signature.length !== 64) return false
   try {
     const data = Buffer.from(signingInput, 'ascii')

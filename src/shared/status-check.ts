@@ -2,7 +2,7 @@ import type { KeyObject } from 'node:crypto'
 import { getStatus, readStatusList, type StatusList } from './bitstring.ts'
 import { type DidKey, JWS_ALGS, resolveDidKey } from './did-key.ts'
 import { isObject } from './json.ts'
-import { decodeJws, verifyJws } from './jws.ts'
+import { decodeJws, type SignatureAlg, verifyJws } from './jws.ts'
 import { readTokenStatusList, type TokenStatusList, tokenStatusAt } from './token-status-list.ts'
 import { JWT_MEDIA_TYPE, STATUS_LIST_JWT_MEDIA_TYPE, STATUS_LIST_JWT_TYP, VC_JWT_MEDIA_TYPE } from './wire.ts'
 
@@ -71,6 +71,11 @@ export function listSignerOf(issuer: string, key?: KeyObject): ListSigner {
   if (issuer.startsWith('did:') || !key) return { did: issuer, ...(key && { key }) }
   return { key }
 }
+
+/** The key that signed a list, named by its did:key kid. */
+export type ListKey = Pick<DidKey, 'did' | 'publicKey'>
+/** A list is signed like the credentials of its issuer key: EdDSA, ES256, ES256K, or PS256 (an RSA key). */
+const LIST_ALGS: readonly SignatureAlg[] = [...JWS_ALGS, 'PS256']
 
 /** Why a status list cannot be used: the status is unknown. */
 export type ListProblem =
@@ -165,10 +170,10 @@ export function bitstringEntryValue(
 class VerifiedLists {
   private readonly entries = new Map<
     string,
-    { signer: DidKey; payload: Record<string, unknown>; bitstring?: StatusList; token?: TokenStatusList }
+    { signer: ListKey; payload: Record<string, unknown>; bitstring?: StatusList; token?: TokenStatusList }
   >()
 
-  verify(jwt: string, signer: DidKey) {
+  verify(jwt: string, signer: ListKey) {
     let entry = this.entries.get(jwt)
     if (entry) {
       // least recently used goes first: lists in steady use stay verified
@@ -176,7 +181,7 @@ class VerifiedLists {
       this.entries.set(jwt, entry)
       return entry
     }
-    const { payload } = verifyJws(jwt, signer.publicKey, { algorithms: JWS_ALGS })
+    const { payload } = verifyJws(jwt, signer.publicKey, { algorithms: LIST_ALGS })
     entry = { signer, payload }
     if (this.entries.size >= 64) this.entries.delete(this.entries.keys().next().value as string)
     this.entries.set(jwt, entry)
@@ -193,7 +198,14 @@ class VerifiedLists {
 export class StatusListChecks {
   private readonly verified = new VerifiedLists()
 
-  constructor(private readonly fetch: StatusListFetch) {}
+  /**
+   * `resolveKey` names the list signer's did:key; the default knows the three JWS key types, the service
+   * and wallet pass one that also knows RSA (an ldp_vc issuer's PS256 lists).
+   */
+  constructor(
+    private readonly fetch: StatusListFetch,
+    private readonly resolveKey: (kid: string) => ListKey = resolveDidKey,
+  ) {}
 
   private fetchOnce(url: string, memo: Map<string, Promise<string>>): Promise<string> {
     let pending = memo.get(url)
@@ -237,9 +249,9 @@ export class StatusListChecks {
     if (typeof header.kid !== 'string' || !header.kid.startsWith('did:key:')) {
       throw new ListError({ code: 'kid', kid: header.kid })
     }
-    let listKey: DidKey
+    let listKey: ListKey
     try {
-      listKey = resolveDidKey(header.kid)
+      listKey = this.resolveKey(header.kid)
     } catch (error) {
       throw new ListError({ code: 'unresolvable', detail: (error as Error).message })
     }

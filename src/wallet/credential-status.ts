@@ -6,6 +6,7 @@
 // that cannot be fetched, verified or read leaves the status unknown, and the credential is refused as well.
 
 import type { KeyObject } from 'node:crypto'
+import { resolveLdKey } from '../formats/ldp-vc/keys.ts'
 import { isObject } from '../shared/json.ts'
 import {
   isStatusListMediaType,
@@ -164,7 +165,11 @@ export class ReceiptStatusChecker {
     http: WalletHttp,
     private readonly now: () => number = Date.now,
   ) {
-    this.checks = new StatusListChecks(walletStatusListFetch(http, () => this.fetched++))
+    // an ldp_vc issuer's RSA key signs its lists with PS256: resolve every did:key type the formats know
+    this.checks = new StatusListChecks(
+      walletStatusListFetch(http, () => this.fetched++),
+      resolveLdKey,
+    )
   }
 
   /** Every Bitstring Status List entry of a jwt_vc_json credential's `credentialStatus` must be 0. */

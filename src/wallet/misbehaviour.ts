@@ -77,6 +77,8 @@ export const PRESENTATION_MISBEHAVIOURS = [
   'expired-session',
   'lying-submission',
   'access-denied',
+  // ldp_vp only: a property no context defines, added after signing
+  'ldp-undefined-term',
   // OpenID4VP 1.0 answers only (DCQL vp_token, SD-JWT VC presentations, direct_post.jwt)
   ...V1_ONLY,
 ] as const
@@ -111,6 +113,15 @@ export const JWT_VP_MISBEHAVIOURS: readonly PresentationMisbehaviour[] = [
   'vp-foreign-key',
   'tampered-credential',
   'untrusted-issuer',
+]
+
+/** Misbehaviours of a Linked Data presentation (ldp_vp): what it presents and how its proof is bound. */
+export const LDP_VP_MISBEHAVIOURS: readonly PresentationMisbehaviour[] = [
+  'vp-wrong-nonce',
+  'vp-wrong-aud',
+  'vp-foreign-key',
+  'tampered-credential',
+  'ldp-undefined-term',
 ]
 
 /**

@@ -146,27 +146,47 @@ function describe(descriptor: InputDescriptor): string {
   return label ? `${descriptor.id} (${label})` : descriptor.id
 }
 
-/** Format identifiers of a JWT VC, and of the JWT VP that carries it (OpenID4VP, PEX and the older `jwt`). */
-const JWT_VC_FORMATS = ['jwt_vc_json', 'jwt_vc', 'jwt']
-const JWT_VP_FORMATS = ['jwt_vp_json', 'jwt_vp', 'jwt']
+/**
+ * Format identifiers of a credential the wallet holds, and of the presentation that carries it: a JWT VC
+ * in a JWT VP (OpenID4VP, PEX and the older `jwt`), an ldp_vc in an ldp_vp (section 2.8 says `ldp`).
+ */
+const FAMILIES = {
+  jwt: {
+    vc: ['jwt_vc_json', 'jwt_vc', 'jwt'],
+    vp: ['jwt_vp_json', 'jwt_vp', 'jwt'],
+    held: 'jwt_vc_json',
+    vpName: 'jwt_vp_json',
+  },
+  ldp: { vc: ['ldp_vc', 'ldp'], vp: ['ldp_vp'], held: 'ldp_vc', vpName: 'ldp_vp' },
+} as const
+type Family = keyof typeof FAMILIES
+const familyOf = (c: StoredCredential): Family => (c.format === 'ldp_vc' ? 'ldp' : 'jwt')
+
+/** What PEX evaluates for a held credential: the JWT as issued, an ldp_vc as its JSON object. */
+const pexInput = (c: StoredCredential): unknown =>
+  c.format === 'ldp_vc' ? JSON.parse(c.credential) : c.credential
 
 /**
- * Why a descriptor cannot take a JWT VC in a JWT VP, or undefined when it can: its `format` (else the
- * definition's) names claim formats, none a JWT VC one; or the definition's `format` names presentation
- * formats (`…vp…`), none a JWT VP one. PEX 4.1.0 filters on a descriptor's own `format` but not on the
- * definition's, so a definition asking for `ldp_vc` / `ldp_vp` only would match the wallet's JWT VCs
- * (DIF Presentation Exchange v2 §5, `format`).
+ * Why a descriptor cannot take a credential of `family` in its presentation, or undefined when it can: its
+ * `format` (else the definition's) names claim formats, none of the family; or the definition's `format`
+ * names presentation formats (`…vp…`), none of the family's. PEX 4.1.0 filters on a descriptor's own
+ * `format` but not on the definition's (DIF Presentation Exchange v2 §5, `format`).
  */
-function formatProblem(definition: IPresentationDefinition, descriptor: InputDescriptor): string | undefined {
+function formatProblem(
+  definition: IPresentationDefinition,
+  descriptor: InputDescriptor,
+  family: Family = 'jwt',
+): string | undefined {
+  const { vc, vp, held, vpName } = FAMILIES[family]
   const top = (definition as { format?: unknown }).format
   const own = (descriptor as { format?: unknown }).format
   const vcFormat = isRecord(own) ? own : isRecord(top) ? top : undefined
-  if (vcFormat && !JWT_VC_FORMATS.some((f) => f in vcFormat)) {
-    return `it accepts ${Object.keys(vcFormat).join(', ')}, and this wallet holds jwt_vc_json`
+  if (vcFormat && !vc.some((f) => f in vcFormat)) {
+    return `it accepts ${Object.keys(vcFormat).join(', ')}, and this wallet holds ${held}`
   }
   const vpFormats = isRecord(top) ? Object.keys(top).filter((f) => f.includes('vp')) : []
-  if (vpFormats.length > 0 && !JWT_VP_FORMATS.some((f) => vpFormats.includes(f))) {
-    return `it accepts presentations as ${vpFormats.join(', ')}, and this wallet presents jwt_vp_json`
+  if (vpFormats.length > 0 && !vp.some((f) => vpFormats.includes(f))) {
+    return `it accepts presentations as ${vpFormats.join(', ')}, and this wallet presents ${vpName}`
   }
   return undefined
 }
@@ -195,20 +215,26 @@ export async function matchDescriptors(
   const { PEX } = await loadPex()
   const pex = new PEX()
   const newestFirst = [...held].reverse()
-  const jwts = newestFirst.map((c) => c.credential)
   const evaluated = evaluationDefinition(definition)
   return descriptorsOf(evaluated).map((descriptor) => {
     const single = { ...evaluated, input_descriptors: [descriptor] } as IPresentationDefinition
     delete (single as { submission_requirements?: unknown }).submission_requirements
     const candidates: StoredCredential[] = []
-    if (jwts.length > 0 && !formatProblem(definition, descriptor)) {
-      const result = pex.selectFrom(single, jwts, { holderDIDs: [holderDid] })
-      if (result.areRequiredCredentialsPresent !== 'error') {
-        // PEX 4.1.0 leaves vcIndexes undefined; map the selected JWTs back to what the wallet holds
-        const selected = new Set(result.verifiableCredential ?? [])
-        for (const credential of newestFirst) {
-          if (selected.has(credential.credential)) candidates.push(credential)
-        }
+    // each format family the descriptor accepts, evaluated on its own (JWT VCs first, as before ldp_vc)
+    for (const family of ['jwt', 'ldp'] as const) {
+      const ofFamily = newestFirst.filter((c) => familyOf(c) === family)
+      if (ofFamily.length === 0 || formatProblem(definition, descriptor, family)) continue
+      const inputs = ofFamily.map(pexInput)
+      const result = pex.selectFrom(single, inputs as string[], { holderDIDs: [holderDid] })
+      if (result.areRequiredCredentialsPresent === 'error') continue
+      // PEX 4.1.0 leaves vcIndexes undefined; map what it selected back to what the wallet holds
+      const selected = new Set(
+        (result.verifiableCredential ?? []).map((v) => (typeof v === 'string' ? v : JSON.stringify(v))),
+      )
+      for (const [i, credential] of ofFamily.entries()) {
+        const input = inputs[i]
+        if (selected.has(typeof input === 'string' ? input : JSON.stringify(input)))
+          candidates.push(credential)
       }
     }
     return {
@@ -328,7 +354,7 @@ export async function selectCredentials(
   const { PEX } = await loadPex()
   const check = new PEX().evaluateCredentials(
     evaluationDefinition(definition),
-    credentials.map((c) => c.credential),
+    credentials.map(pexInput) as string[],
     { holderDIDs: [holderDid] },
   )
   if (check.areRequiredCredentialsPresent !== 'info') {

@@ -9,7 +9,8 @@ import { WRONG_QUERY_ID_SUFFIX } from './misbehaviour.ts'
 import type { ResponseEncryption } from './presentation-v1-request.ts'
 
 /** vp_token of a DCQL answer (1.0 §8.1). */
-export type VpTokenV1 = Record<string, string[]>
+/** §8.1: per credential query id, its presentations (a compact JWT / SD-JWT, or an ldp_vp JSON object). */
+export type VpTokenV1 = Record<string, (string | Record<string, unknown>)[]>
 
 /** The protected header of an encrypted response, as sent. */
 export interface JweHeader {

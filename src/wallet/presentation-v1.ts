@@ -14,6 +14,7 @@ import {
   assertPresentationMisbehaviours,
   EXCLUSIVE_PRESENTATION_MISBEHAVIOURS,
   JWT_VP_MISBEHAVIOURS,
+  LDP_VP_MISBEHAVIOURS,
   PE_ONLY_PRESENTATION_MISBEHAVIOURS,
   type PresentationMisbehaviour,
   SD_JWT_PRESENTATION_MISBEHAVIOURS,
@@ -34,6 +35,7 @@ import {
   DcqlUnsatisfiedError,
   selectForDcql,
 } from './presentation-dcql.ts'
+import { buildLdpVp, chooseLdProofType } from './presentation-ldp.ts'
 import { parsePresentationLink } from './presentation-link.ts'
 import { presentSdJwt } from './presentation-sd-jwt.ts'
 import { type ClientIdPrefix, type ResolvedRequestV1, resolveRequestV1 } from './presentation-v1-request.ts'
@@ -68,11 +70,30 @@ interface Presenter {
     audience: string
     iat: number
     wallet: PresentationContext
-  }): Promise<string>
+  }): Promise<string | Record<string, unknown>>
 }
 
 /** One presenter per format of the registry: a format without one does not compile. */
 const PRESENTERS: Record<FormatId, Presenter> = {
+  // B.1.3.2: an ldp_vp of the credential as issued (challenge = nonce, domain = the client_id)
+  ldp_vc: {
+    misbehaviours: LDP_VP_MISBEHAVIOURS,
+    nothingToTamper: (aimed) =>
+      `misbehaviour ${aimed.join(', ')} changes a Linked Data presentation (ldp_vp), but this answer presents no ldp_vc credential`,
+    async present({ choice, misbehave, nonce, audience, iat, wallet }) {
+      const proofType = chooseLdProofType(wallet.keyType, undefined)
+      if (!proofType) throw new WalletUsageError(`this wallet's ${wallet.keyType} key makes no ldp_vp proof`)
+      return buildLdpVp({
+        holder: await wallet.ldPresenter(),
+        credentials: [JSON.parse(choice.credential.credential) as Record<string, unknown>],
+        nonce,
+        audience,
+        proofType,
+        misbehave,
+        now: iat * 1000,
+      })
+    },
+  },
   // B.3: the SD-JWT VC with the disclosures the query asks for and a KB-JWT (nonce, aud = the client_id)
   [SD_JWT_VC_TYP]: {
     misbehaviours: SD_JWT_PRESENTATION_MISBEHAVIOURS,
@@ -268,7 +289,7 @@ export class PresentationSessionV1 {
 
     let vpToken: VpTokenV1 = {}
     for (const answer of selection.answers) {
-      const presentations: string[] = []
+      const presentations: VpTokenV1[string] = []
       for (const choice of answer.credentials) {
         presentations.push(await this.present(choice, aimedAt.get(choice) ?? []))
       }
@@ -318,7 +339,10 @@ export class PresentationSessionV1 {
   }
 
   /** One presentation of a chosen credential, with the misbehaviours aimed at it (its format's presenter). */
-  private async present(choice: DcqlChoice, misbehave: readonly PresentationMisbehaviour[]): Promise<string> {
+  private async present(
+    choice: DcqlChoice,
+    misbehave: readonly PresentationMisbehaviour[],
+  ): Promise<string | Record<string, unknown>> {
     return PRESENTERS[choice.format].present({
       choice,
       misbehave,

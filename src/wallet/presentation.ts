@@ -19,6 +19,7 @@
 import { randomUUID } from 'node:crypto'
 import type { OP, VerifiedAuthorizationRequest } from '@sphereon/did-auth-siop'
 import type { IPresentationDefinition } from '@sphereon/pex'
+import type { LdKeyType } from '../formats/ldp-vc/keys.ts'
 import { didOf, JWS_ALGS, type JwsAlg, resolveDidKey } from '../shared/did-key.ts'
 import { isObject } from '../shared/json.ts'
 import { decodeJws, verifyJws } from '../shared/jws.ts'
@@ -35,9 +36,12 @@ import { loadSiop } from './lazy.ts'
 import {
   assertPresentationMisbehaviours,
   EXCLUSIVE_PRESENTATION_MISBEHAVIOURS,
+  JWT_VP_MISBEHAVIOURS,
+  LDP_VP_MISBEHAVIOURS,
   type PresentationMisbehaviour,
   V1_ONLY_PRESENTATION_MISBEHAVIOURS,
 } from './misbehaviour.ts'
+import { buildLdpVp, chooseLdProofType, type LdPresenter, listedProofTypes } from './presentation-ldp.ts'
 import { parsePresentationLink } from './presentation-link.ts'
 import {
   answerFormats,
@@ -109,6 +113,9 @@ export interface PresentationContext {
    */
   readonly trustEverything: boolean
   jwtSigner(): JwtSigner
+  /** the holder key as an ldp_vp signs with it, and its type */
+  ldPresenter(): Promise<LdPresenter>
+  readonly keyType: LdKeyType
   credentials(): StoredCredential[]
   lastPresentation(): RememberedPresentation | undefined
   rememberPresentation(presentation: RememberedPresentation): void
@@ -139,6 +146,11 @@ export interface RespondOptions {
    * Credentials").
    */
   onUnsatisfied?: 'throw' | 'access-denied'
+  /**
+   * ldp_vp: the Linked Data proof type to sign with (the wallet's key type must make it); default the first
+   * the verifier's definition lists that the key makes (presentation-ldp.ts).
+   */
+  ldProofType?: string
 }
 
 export interface PresentationResult {
@@ -162,7 +174,7 @@ export interface PresentationResult {
   vpToken?: string
   presentationSubmission?: PresentationSubmission
   /** 1.0: the vp_token object, keyed by credential query id, each value an array of presentations (§8.1) */
-  dcqlVpToken?: Record<string, string[]>
+  dcqlVpToken?: Record<string, (string | Record<string, unknown>)[]>
   /** 1.0: the response mode used (direct_post.jwt was asked but direct_post sent: 'plain-response') */
   responseMode?: 'direct_post' | 'direct_post.jwt'
   /** 1.0 direct_post.jwt: the JWE protected header sent (alg, enc, kid, epk) */
@@ -558,8 +570,9 @@ export class PresentationSession {
    * credential is replaced by a candidate of the same descriptor whose status list says revoked.
    */
   async select(opts: { revoked?: boolean; onStatus?: (lists: number) => void } = {}): Promise<Selection> {
-    // Presentation Exchange over JWT VCs (draft-20 profile); SD-JWT VCs are presented by a later profile
-    const held = this.wallet.credentials().filter((c) => c.format === 'jwt_vc_json')
+    // Presentation Exchange over W3C VCs (draft-20 profile): JWT VCs and ldp_vc; SD-JWT VCs are presented by
+    // the 1.0 profile
+    const held = this.wallet.credentials().filter((c) => c.format === 'jwt_vc_json' || c.format === 'ldp_vc')
     return selectCredentials(
       this.presentationDefinition,
       held,
@@ -586,6 +599,72 @@ export class PresentationSession {
           }
         : undefined,
     )
+  }
+
+  /**
+   * The ldp_vp answer (section 2.8; DIF PE v2 with `ldp_vp` / `ldp_vc`): the chosen ldp_vc credentials in a
+   * VC 1.1 presentation whose proof (challenge = nonce, domain = client_id) is the first proof type the
+   * definition's `format.ldp_vp` lists that this wallet's key makes; the submission points each descriptor
+   * at its credential. Posted as JSON text in the direct_post form.
+   */
+  private async respondLdp(
+    selection: Selection,
+    misbehave: readonly PresentationMisbehaviour[],
+    step: (step: PresentStep, detail?: unknown) => void,
+    forced: string | undefined,
+  ): Promise<PresentationResult> {
+    if (selection.credentials.some((c) => c.format !== 'ldp_vc'))
+      throw new WalletUsageError(
+        'the chosen credentials mix ldp_vc with JWT credentials: a Linked Data presentation carries ldp_vc credentials here',
+      )
+    const other = misbehave.filter((m) => m !== 'expired-session' && !LDP_VP_MISBEHAVIOURS.includes(m))
+    if (other.length > 0)
+      throw new WalletUsageError(
+        `misbehaviour ${other.join(', ')} does not apply to a Linked Data presentation (ldp_vp); these do: ${LDP_VP_MISBEHAVIOURS.join(', ')}`,
+      )
+    const listed = listedProofTypes(this.presentationDefinition)
+    const proofType = chooseLdProofType(this.wallet.keyType, listed, forced)
+    if (!proofType)
+      throw new WalletUsageError(
+        `the verifier accepts ldp_vp proofs of type ${listed?.join(', ')}, none of which this wallet's ${this.wallet.keyType} key makes`,
+      )
+    const tamper = tamperOf(misbehave)
+    const vp = await buildLdpVp({
+      holder: await this.wallet.ldPresenter(),
+      credentials: selection.credentials.map((c) => JSON.parse(c.credential) as Record<string, unknown>),
+      nonce: this.nonce,
+      audience: this.clientId,
+      proofType,
+      misbehave,
+      now: this.now(),
+    })
+    const format = isObject(this.presentationDefinition.format) ? this.presentationDefinition.format : {}
+    const vcFormat = 'ldp_vc' in format || !('ldp' in format) ? 'ldp_vc' : 'ldp'
+    const positions = new Map(selection.credentials.map((c, i) => [c, i]))
+    let submission: PresentationSubmission = {
+      id: randomUUID(),
+      definition_id: selection.definitionId,
+      descriptor_map: selection.chosen.map((c) => ({
+        id: c.descriptorId,
+        format: 'ldp_vp',
+        path: '$',
+        path_nested: {
+          id: c.descriptorId,
+          format: vcFormat,
+          path: `$.verifiableCredential[${positions.get(c.credential)}]`,
+        },
+      })),
+    }
+    submission = tamper.apply('pe.submission', submission, { credentialCount: selection.credentials.length })
+    const vpToken = JSON.stringify(vp)
+    const form = responseForm({ vpToken, submission, state: this.state })
+    if (!tamper.acts('response.forgetNonce')) await this.wallet.rememberAnsweredNonce(this.nonce)
+    const answer = await postAuthorizationResponse(this, form, step, this.wallet.http)
+    const presented = selection.credentials.map((c) => c.id)
+    return presentationResult(this, 'pe', 'verified', answer, form, presented, {
+      vpToken,
+      presentationSubmission: submission,
+    })
   }
 
   /**
@@ -668,7 +747,17 @@ export class PresentationSession {
       })
       jwts = selection.credentials.map((c) => c.credential)
       if (this.wallet.trustEverything) return this.respondCarelessly(step, selection)
+      // ldp_vc credentials go in a Linked Data presentation (section 2.8's ldp_vp)
+      if (selection.credentials.some((c) => c.format === 'ldp_vc'))
+        return this.respondLdp(selection, misbehave, step, opts.ldProofType)
     }
+    const ldpOnly = misbehave.filter(
+      (m) => !JWT_VP_MISBEHAVIOURS.includes(m) && LDP_VP_MISBEHAVIOURS.includes(m),
+    )
+    if (ldpOnly.length > 0)
+      throw new WalletUsageError(
+        `misbehaviour ${ldpOnly.join(', ')} changes a Linked Data presentation (ldp_vp), but this answer is a JWT VP`,
+      )
 
     const { PresentationExchange } = await loadSiop()
     const exchange = new PresentationExchange({ allDIDs: [this.wallet.did], allVerifiableCredentials: jwts })

@@ -39,6 +39,7 @@ import {
   type PresentationMisbehaviour,
   WRONG_AUDIENCE,
 } from './misbehaviour.ts'
+import { type LdPresenter, tamperLdCredential, withUndefinedTerm } from './presentation-ldp-defects.ts'
 import { type VpTokenV1, withWrongQueryId } from './presentation-v1-response.ts'
 
 type Flag = [value: boolean, ctx: undefined]
@@ -101,6 +102,14 @@ interface Points {
   ]
   /** the JWT VP's payload, before signing (presentation-vp.ts) */
   'vp.payload': [value: Record<string, unknown>, ctx: undefined]
+  /** an ldp_vp's proof options: challenge = the request nonce, domain = the client_id (presentation-ldp.ts) */
+  'ldp.options': [value: { challenge: string; domain: string }, ctx: undefined]
+  /** who signs an ldp_vp: `holder` and the proof's verificationMethod */
+  'ldp.holder': [value: LdPresenter, ctx: { fresh: () => LdPresenter }]
+  /** the ldp_vc credential objects an ldp_vp presents, before it is signed */
+  'ldp.credentials': [value: Record<string, unknown>[], ctx: undefined]
+  /** the signed ldp_vp */
+  'ldp.signed': [value: Record<string, unknown>, ctx: undefined]
   // --- OpenID4VP draft 20, Presentation Exchange (presentation.ts) ---------------------------------------------
   /** the previous accepted VP answers instead of a new one */
   'pe.replay': Flag
@@ -247,14 +256,16 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
 
   // ===== OpenID4VP presentation ==================================================================================
   'vp-wrong-nonce': {
-    // OpenID4VP 1.0 §B.1.3.1.5: the VP carries the request's nonce
+    // OpenID4VP 1.0 §B.1.3.1.5: the VP carries the request's nonce (ldp_vp, §B.1.3.2.5: as its challenge)
     'vp.payload': (payload) => ({ ...payload, nonce: randomNonce() }),
+    'ldp.options': (options) => ({ ...options, challenge: randomNonce() }),
     'response.forgetNonce': on,
     'pe.forget': on,
   },
   'vp-wrong-aud': {
     // §B.1.3.1.5: the VP's aud is the client_id
     'vp.payload': (payload) => ({ ...payload, aud: WRONG_AUDIENCE }),
+    'ldp.options': (options) => ({ ...options, domain: WRONG_AUDIENCE }),
     'pe.forget': on,
   },
   'vp-foreign-key': {
@@ -263,6 +274,7 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
       const foreign = (foreignKey ?? (() => freshDidKey(signer.alg)))()
       return { holder: foreign.did, signer: keySigner(foreign.privateKey, foreign.kid, foreign.alg) }
     },
+    'ldp.holder': (_, { fresh }) => fresh(),
     'pe.bypassLibrary': on,
     'pe.forget': on,
   },
@@ -275,6 +287,7 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
   'tampered-credential': {
     // the credential's signature covers its claims: one claim of the first credential changed
     'vp.credentials': (credentials) => replaceFirst(credentials, (jwt) => tamperCredential(jwt).jwt),
+    'ldp.credentials': (credentials) => replaceFirst(credentials, tamperLdCredential),
     'pe.bypassLibrary': on,
     'pe.forget': on,
   },
@@ -302,6 +315,12 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
   'access-denied': {
     // 1.0 §8.5: the holder declines; an error answer and no VP
     'response.decline': on,
+  },
+  'ldp-undefined-term': {
+    // JSON-LD safe mode (VC Data Integrity §4.2, "expand … safe mode"): after signing, a property no context
+    // defines is added to the first credential's subject; without safe mode it would be dropped unsigned
+    'ldp.signed': (vp) => withUndefinedTerm(vp),
+    'pe.forget': on,
   },
   'sd-tampered-disclosure': {
     // RFC 9901 §7.1: every disclosure's digest is in the issuer-signed JWT; the first one's value changed
@@ -378,7 +397,7 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
   },
 }
 
-function replaceFirst(list: string[], change: (first: string) => string): string[] {
+function replaceFirst<T>(list: T[], change: (first: T) => T): T[] {
   const [first, ...rest] = list
   return first === undefined ? list : [change(first), ...rest]
 }

@@ -2,7 +2,8 @@
 // step through IssuanceSession, or in one call with receive()) and OpenID4VP presentation (step by step
 // through PresentationSession, or in one call with present()).
 
-import { createHash } from 'node:crypto'
+import { createHash, createPrivateKey } from 'node:crypto'
+import { issuerIdOf, ldpVc } from '../formats/ldp-vc/verify.ts'
 import { DEFAULT_ISSUANCE_FORMAT, type FormatId, formatNamed } from '../formats/registry.ts'
 import type { DiSigner } from '../shared/data-integrity.ts'
 import { type JwsAlg, resolveDidKey } from '../shared/did-key.ts'
@@ -50,6 +51,7 @@ import {
   type RememberedPresentation,
   type StartPresentationOptions,
 } from './presentation.ts'
+import { type LdPresenter, presenterOf } from './presentation-ldp.ts'
 import { linkKind, parsePresentationLink } from './presentation-link.ts'
 import { PresentationSessionV1 } from './presentation-v1.ts'
 import { isV1Link } from './presentation-v1-request.ts'
@@ -708,8 +710,89 @@ export class Wallet implements WalletContext, PresentationContext {
     const receivers: Record<FormatId, () => Promise<StoredCredential[]>> = {
       jwt_vc_json: () => this.acceptJwtVc(credentials, origin),
       [SD_JWT_VC_TYP]: () => this.acceptSdJwt(credentials, origin),
+      ldp_vc: () => this.acceptLdVc(credentials, origin),
     }
     return receivers[format]()
+  }
+
+  /**
+   * ldp_vc at receipt (OpenID4VCI 1.0 Appendix A.1.2): a JSON object whose embedded proof verifies
+   * (assertionMethod, offline JSON-LD in safe mode) with a key of its issuer, issued to this holder
+   * (credentialSubject.id), within its validity period, its Bitstring status active. Stored as its JSON text.
+   */
+  private async acceptLdVc(credentials: unknown[], origin: CredentialOrigin): Promise<StoredCredential[]> {
+    const fail = (error: string, description: string): never => {
+      throw new WalletProtocolError({
+        step: 'verify',
+        status: origin.status,
+        error,
+        errorDescription: description,
+      })
+    }
+    const status =
+      origin.checkStatus && !this.trustEverything ? new ReceiptStatusChecker(this.http) : undefined
+    const accepted: StoredCredential[] = []
+    for (const [index, credential] of credentials.entries()) {
+      if (!isObject(credential))
+        fail('unsupported_credential_format', `credentials[${index}] is not an ldp_vc JSON object`)
+      const vc = credential as Record<string, unknown>
+      let read: ReturnType<typeof ldpVc.read>
+      try {
+        read = ldpVc.read(vc, { algorithms: [] })
+      } catch (error) {
+        return fail('invalid_credential', `credentials[${index}]: ${(error as Error).message}`)
+      }
+      const subjectId = read.holderBinding.kind === 'subject' ? read.holderBinding.id : undefined
+      let issuer = String(issuerIdOf(vc) ?? '')
+      if (!this.trustEverything) {
+        const proof = await read.verifyProof(resolveDidKey)
+        if (!proof.ok)
+          fail(
+            'invalid_credential',
+            `credentials[${index}]: the issuer's proof (VC Data Model 1.1 §4.7, ${read.alg}) does not verify: ${proof.reason}`,
+          )
+        else issuer = proof.issuer
+        const now = Date.now()
+        for (const bound of read.validity) {
+          if (bound.kind === 'notAfter' && bound.at <= now)
+            fail('invalid_credential', `credentials[${index}]: expired at ${bound.shown}`)
+        }
+        if (subjectId !== this.did)
+          fail(
+            'wrong_subject',
+            `credentials[${index}]: credentialSubject.id ${String(subjectId)} is not the holder ${this.did} (holder binding)`,
+          )
+        if (status) await this.statusOrFail(() => status.checkBitstring(vc, issuer), index, origin.status)
+      }
+      const text = JSON.stringify(vc)
+      const notBefore = read.validity.find((b) => b.kind === 'notBefore')
+      const notAfter = read.validity.find((b) => b.kind === 'notAfter')
+      accepted.push({
+        id:
+          typeof vc.id === 'string' ? vc.id : `urn:sha256:${createHash('sha256').update(text).digest('hex')}`,
+        format: 'ldp_vc',
+        credential: text,
+        issuer,
+        subject: this.did,
+        types: [...read.types],
+        credentialSubject: { ...read.claims, id: subjectId ?? this.did },
+        ...(notBefore && { issuedAt: notBefore.shown }),
+        ...(notAfter && { expiresAt: notAfter.shown }),
+        credentialIssuer: origin.credentialIssuer,
+        configurationId: origin.configurationId,
+        receivedAt: new Date().toISOString(),
+      })
+    }
+    this.state.credentials.push(...accepted)
+    await this.store.save(this.state)
+    return structuredClone(accepted)
+  }
+
+  /** The holder key as a Linked Data presentation signs with it (an ldp_vp: presentation-ldp.ts). */
+  async ldPresenter(): Promise<LdPresenter> {
+    return presenterOf(
+      createPrivateKey({ key: (await this.privateJwk()) as import('node:crypto').JsonWebKey, format: 'jwk' }),
+    )
   }
 
   /** jwt_vc_json at receipt (see accept). */

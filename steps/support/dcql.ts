@@ -570,8 +570,11 @@ export class DcqlFlow {
     const result = this.requirePresented()
     const presentations = Object.values(result.dcqlVpToken ?? {}).flat()
     const sdJwt = presentations[0]
-    if (presentations.length !== 1 || !sdJwt)
-      this.world.fail(`one presentation in vp_token; it was ${JSON.stringify(result.dcqlVpToken)}`, null)
+    if (presentations.length !== 1 || typeof sdJwt !== 'string')
+      this.world.fail(
+        `one SD-JWT presentation in vp_token; it was ${JSON.stringify(result.dcqlVpToken)}`,
+        null,
+      )
     const names = splitSdJwt(sdJwt).disclosures.map((d) => {
       const decoded = JSON.parse(Buffer.from(d, 'base64url').toString()) as unknown[]
       return String(decoded.length === 3 ? decoded[1] : '(array element)')

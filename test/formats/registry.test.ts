@@ -115,8 +115,10 @@ describe('the format registry', () => {
   test('ids and aliases name one format each; the wire names resolve', () => {
     const names = FORMATS.flatMap((f) => [f.id, ...f.aliases])
     assert.equal(new Set(names).size, names.length, `a name is used twice: ${names.join(', ')}`)
-    assert.deepEqual([...FORMAT_IDS], ['jwt_vc_json', 'dc+sd-jwt'])
+    assert.deepEqual([...FORMAT_IDS], ['jwt_vc_json', 'dc+sd-jwt', 'ldp_vc'])
     assert.equal(formatNamed('jwt_vc')?.id, 'jwt_vc_json')
+    // section 2.8 names the Linked Data credential format `ldp`
+    assert.equal(formatNamed('ldp')?.id, 'ldp_vc')
     assert.equal(formatNamed('vc+sd-jwt')?.id, 'dc+sd-jwt')
     assert.equal(formatNamed('mso_mdoc'), undefined)
     assert.equal(issuedFormat(undefined).id, 'jwt_vc_json')

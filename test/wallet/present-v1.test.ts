@@ -330,8 +330,9 @@ describe('DCQL (OpenID4VP 1.0 §6) against the OWF verifier', () => {
     assert.equal(result.dcqlVpToken?.pid?.length, 2)
     assert.deepEqual(verdict?.disclosed.pid, [['given_name'], ['given_name']])
     for (const presentation of result.dcqlVpToken?.pid ?? []) {
-      assert.equal(kbOf(presentation).payload.aud, session.clientId)
-      assert.equal(kbOf(presentation).header.alg, 'EdDSA')
+      assert.equal(typeof presentation, 'string', 'an SD-JWT VC presentation is a string')
+      assert.equal(kbOf(String(presentation)).payload.aud, session.clientId)
+      assert.equal(kbOf(String(presentation)).header.alg, 'EdDSA')
     }
     assert.notEqual(result.dcqlVpToken?.pid?.[0], result.dcqlVpToken?.pid?.[1])
   })

@@ -51,6 +51,7 @@ export const jwtVcJsonFormat: FormatModule<'jwt_vc_json'> = {
     claimsRoot: ['credentialSubject'],
     bindingMethods: ['did:key'],
     dataIntegrityProofs: true,
+    signingAlgValues: ({ signingAlg }) => [signingAlg],
     x5cIssuer: false,
     describe: ({ credentialType }) => ({
       credential_definition: { type: ['VerifiableCredential', credentialType] },

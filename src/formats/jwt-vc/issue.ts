@@ -11,6 +11,7 @@ export function signJwtVc(input: Omit<IssueInput, 'vct' | 'disclosable'>): {
   jwt: string
 } {
   const { credential, key } = input
+  if (key.alg === 'PS256') throw new Error('an RSA (PS256) key signs Linked Data proofs (ldp_vc) only')
   const jwt = signJws(
     { alg: key.alg, typ: JWT_TYP, kid: key.kid },
     {

@@ -55,6 +55,7 @@ export const sdJwtVcFormat: FormatModule<typeof SD_JWT_VC_TYP> = {
     // An SD-JWT VC binds the key itself (cnf.jwk): a did:key kid or a bare jwk in the proof both work.
     bindingMethods: ['jwk', 'did:key'],
     dataIntegrityProofs: false,
+    signingAlgValues: ({ signingAlg }) => [signingAlg],
     x5cIssuer: true,
     describe: ({ vct }) => ({ vct }),
     legacyRequest: (body) => ({

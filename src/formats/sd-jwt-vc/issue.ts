@@ -11,6 +11,8 @@ import type { IssueInput, SignedCredential } from '../types.ts'
  */
 export async function signSdJwtVc(input: IssueInput): Promise<SignedCredential> {
   const { credential, key } = input
+  const { alg } = key
+  if (alg === 'PS256') throw new Error('an RSA (PS256) key signs Linked Data proofs (ldp_vc) only')
   const { id: _subject, ...claims } = credential.credentialSubject
   // A VC 2.0 object's validUntil bounds an SD-JWT VC too (a JWT VC keeps it inside `vc`).
   const until =
@@ -34,7 +36,7 @@ export async function signSdJwtVc(input: IssueInput): Promise<SignedCredential> 
     status: credential.credentialStatus,
   }
   const jwt = await issueSdJwtVc(payload, input.disclosable ?? Object.keys(claims), {
-    alg: key.alg,
+    alg,
     privateKey: key.privateKey,
     header: x5c ? { x5c: x5c.x5c } : { kid: key.kid },
   })

@@ -3,6 +3,7 @@ import { isIP } from 'node:net'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { ErrorObject, ValidateFunction } from 'ajv'
+import { ldProofProblem } from '../../formats/ldp-vc/issue.ts'
 import { DEFAULT_DCQL_FORMAT, FORMATS, formatNamed, isFormatId } from '../../formats/registry.ts'
 import { parseCertificates } from '../../shared/x509.ts'
 import { configuredVerifier } from '../crypto/issuer-certificates.ts'
@@ -179,7 +180,10 @@ export function issuanceTemplateProblem(template: {
   issuerKeyBinding?: string
   signingAlg?: string
   format?: string
+  proofType?: string
 }): { field: string; message: string } | undefined {
+  const ldProblem = ldProofProblem(template)
+  if (ldProblem) return ldProblem
   if (template.issuerKeyBinding !== 'x5c') return undefined
   if ((template.signingAlg ?? 'EdDSA') !== 'ES256') {
     return {

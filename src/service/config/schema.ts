@@ -1,3 +1,5 @@
+import { DEFAULT_LD_PROOF_TYPE } from '../../formats/ldp-vc/issue.ts'
+import { LD_PROOF_TYPES } from '../../formats/ldp-vc/suites.ts'
 import { DEFAULT_DCQL_FORMAT, DEFAULT_ISSUANCE_FORMAT, FORMAT_IDS } from '../../formats/registry.ts'
 import { CREDENTIAL_OFFER_SCHEME } from '../../shared/wire.ts'
 import { type Static, Type } from '../util/typebox.ts'
@@ -142,10 +144,10 @@ export const IssuanceTemplate = Type.Object(
     credentialType: CredentialTypeName,
     signingAlg: Type.Optional(
       Type.Enum(
-        ['EdDSA', 'ES256', 'ES256K'],
+        ['EdDSA', 'ES256', 'ES256K', 'PS256'],
         withDefault('EdDSA', {
           description:
-            "JWS algorithm the tenant's issuer key signs this template's credentials with (each algorithm has its own did:key).",
+            "Algorithm of the tenant's issuer key that signs this template's credentials (each has its own did:key): EdDSA (Ed25519), ES256 (P-256), ES256K (secp256k1), or PS256 (an RSA key: ldp_vc with RsaSignature2018 or JsonWebSignature2020 only).",
         }),
       ),
     ),
@@ -154,8 +156,17 @@ export const IssuanceTemplate = Type.Object(
         FORMAT_IDS,
         withDefault(DEFAULT_ISSUANCE_FORMAT, {
           description:
-            'Credential format (OpenID4VCI 1.0 Appendix A): a W3C VC as a JWT, or an IETF SD-JWT VC with selectively disclosable claims and key binding (docs/issuance.md, SD-JWT VC).',
+            'Credential format (OpenID4VCI 1.0 Appendix A): a W3C VC as a JWT (jwt_vc_json), an IETF SD-JWT VC with selectively disclosable claims and key binding (dc+sd-jwt), or a W3C VC with an embedded Linked Data proof (ldp_vc, proofType) (docs/issuance.md).',
         }),
+      ),
+    ),
+    proofType: Type.Optional(
+      Type.Enum(
+        LD_PROOF_TYPES,
+        // no schema default: the other formats carry none (issue.ts applies DEFAULT_LD_PROOF_TYPE)
+        {
+          description: `ldp_vc: the Linked Data proof the credential carries, by the issuer key of signingAlg: Ed25519Signature2018 (EdDSA; the default, ${DEFAULT_LD_PROOF_TYPE}), JsonWebSignature2020 (EdDSA, ES256, ES256K or PS256), EcdsaSecp256k1Signature2019 (ES256K), RsaSignature2018 (PS256), or the Data Integrity cryptosuites eddsa-rdfc-2022 (EdDSA) and ecdsa-rdfc-2019 (ES256). Only with format ldp_vc.`,
+        },
       ),
     ),
     issuerKeyBinding: Type.Optional(

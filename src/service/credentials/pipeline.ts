@@ -6,9 +6,10 @@ import type {
   FormatPolicy,
   KeyResolver,
   PresentationFormat,
+  ProvenHolder,
   ReadCredential,
 } from '../../formats/types.ts'
-import { type DidKey, resolveDidKey } from '../../shared/did-key.ts'
+import { resolveDidKey } from '../../shared/did-key.ts'
 import { listSignerOf } from '../../shared/status-check.ts'
 import { CHECKS, Outcomes } from './outcomes.ts'
 import type { QueryLanguage } from './query.ts'
@@ -90,7 +91,7 @@ export interface CheckedCredential {
 export interface PipelineResult {
   outcomes: Outcomes
   /** The holder key, when the presentation proof verified. */
-  holder: DidKey | null
+  holder: ProvenHolder | null
   /** The holder's proof as the section 2.4 validator shows it, when it verified. */
   proofEntry: Record<string, unknown> | null
   credentials: CheckedCredential[]
@@ -99,7 +100,7 @@ export interface PipelineResult {
 
 const where = (c: { label: string }) => c.label
 
-function holderBinding(c: CheckedCredential, holder: DidKey): string | undefined {
+function holderBinding(c: CheckedCredential, holder: ProvenHolder): string | undefined {
   const binding = c.credential.holderBinding
   if (binding.kind === 'key') {
     // Compared as keys, not as JWK text: member order and extra members do not matter.
@@ -125,7 +126,7 @@ export function checkPresentation(token: unknown, ctx: PipelineContext): Promise
 interface ReadPart {
   part: PresentationPart
   presentation: ReturnType<PresentationFormat['read']>
-  holder: DidKey | null
+  holder: ProvenHolder | null
   credentials: CheckedCredential[]
 }
 
@@ -261,7 +262,7 @@ export async function checkPresentations(
     const failures = read.flatMap((r) =>
       r.holder
         ? r.credentials
-            .map((c) => holderBinding(c, r.holder as DidKey))
+            .map((c) => holderBinding(c, r.holder as ProvenHolder))
             .filter((f): f is string => f !== undefined)
         : r.credentials.map((c) => `${where(c)}: its presentation's proof failed, so its holder is unproven`),
     )

@@ -6,8 +6,9 @@ import type { QueryEvaluation, QueryLanguage } from './query.ts'
 // the wallet's presentation_submission its mapping. Evaluation is @sphereon/pex's (util/pex.ts): the
 // definition compiled once where it can be, PEX itself for the rest and for every refusal's reasons.
 
-const VP_FORMATS = ['jwt_vp', 'jwt_vp_json']
-const VC_FORMATS = ['jwt_vc', 'jwt_vc_json']
+// Section 2.8 names `ldp` and `ldp_vp`; PE v2 and OpenID4VP say `ldp_vc`.
+const VP_FORMATS = ['jwt_vp', 'jwt_vp_json', 'ldp_vp']
+const VC_FORMATS = ['jwt_vc', 'jwt_vc_json', 'ldp_vc', 'ldp']
 // Only plain index paths are read from the wallet's descriptor_map: its JSONPath is never evaluated.
 const NESTED_PATH = /^\$(?:\.vp)?\.verifiableCredential\[(\d{1,3})\]$/
 
@@ -28,7 +29,7 @@ function checkEntry(
   if (isObject(entry.path_nested)) {
     // typeof first: String() of a wallet's object may throw ({"toString": 1}); found by the fuzzer.
     if (entry.path !== '$' || typeof entry.format !== 'string' || !VP_FORMATS.includes(entry.format)) {
-      return `${at} must point at the vp_token ("$", jwt_vp) before path_nested`
+      return `${at} must point at the vp_token ("$", jwt_vp or ldp_vp) before path_nested`
     }
     path = entry.path_nested.path
     format = entry.path_nested.format
@@ -38,7 +39,7 @@ function checkEntry(
     return `${at} path ${JSON.stringify(path)} is not a plain $.verifiableCredential[n] path (expressions are never evaluated)`
   }
   if (typeof format !== 'string' || !VC_FORMATS.includes(format))
-    return `${at} format ${JSON.stringify(format)} is not jwt_vc or jwt_vc_json`
+    return `${at} format ${JSON.stringify(format)} is not jwt_vc, jwt_vc_json, ldp_vc or ldp`
   const n = Number(index)
   if (n >= credentialCount) return `${at} points at credential ${n}, which is not in the vp_token`
   if (!matches.has(`${entry.id}|${n}`)) {

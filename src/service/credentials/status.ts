@@ -1,4 +1,5 @@
 import { KeyObject } from 'node:crypto'
+import { resolveLdKey } from '../../formats/ldp-vc/keys.ts'
 import { isObject } from '../../shared/json.ts'
 import { decodeJws } from '../../shared/jws.ts'
 import {
@@ -317,7 +318,8 @@ export class StatusChecker {
   private readonly checks: StatusListChecks
 
   constructor(source: StatusListSource) {
-    this.checks = new StatusListChecks(source)
+    // An ldp_vc issuer may hold an RSA key, whose lists are PS256: resolve every did:key type the formats know.
+    this.checks = new StatusListChecks(source, resolveLdKey)
     this.token = new TokenStatusChecker(source, this.checks)
   }
 

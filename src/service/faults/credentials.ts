@@ -6,7 +6,7 @@ import { decodeJws, signInput } from '../../shared/jws.ts'
 import { SD_JWT_VC_TYP } from '../../shared/wire.ts'
 import type { SigningKey } from '../crypto/issuer-certificates.ts'
 import { AppError } from '../errors/problem.ts'
-import type { CredentialHandOut, IssuedWith } from '../oid4vci/service.ts'
+import type { CredentialHandOut, IssuedWith, WireCredential } from '../oid4vci/service.ts'
 import type { StatusLists } from '../status/service.ts'
 import type { ProcessRecord, Store } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
@@ -66,6 +66,13 @@ function tamperDisclosure(tail: string[]): string[] {
 
 /** Whether `fault` can be applied to credentials of `format`: a runner's mistake is named, not ignored. */
 export function issuanceFaultProblem(fault: string | undefined, format: Format): AppError | undefined {
+  // The re-signing faults rewrite a JWT; an ldp_vc's embedded proof is not one (revocation works for it).
+  if (format === 'ldp_vc' && fault !== undefined && RESIGNING_FAULTS.includes(fault)) {
+    return new AppError(
+      'conflict',
+      `fault ${fault} rewrites JWT-secured credentials (jwt_vc_json, ${SD_JWT_VC_TYP}); this template issues ldp_vc`,
+    )
+  }
   if (fault === 'sd-jwt-tampered-disclosure' && format !== SD_JWT_VC_TYP) {
     return new AppError(
       'conflict',
@@ -74,6 +81,14 @@ export function issuanceFaultProblem(fault: string | undefined, format: Format):
   }
   return undefined
 }
+
+/** The faults that change a credential and sign it again (transform below). */
+const RESIGNING_FAULTS: readonly string[] = [
+  'credential-foreign-signature',
+  'credential-other-holder',
+  'sd-jwt-tampered-disclosure',
+  'credential-expired',
+]
 
 export interface HandOut {
   tenantId: string
@@ -91,10 +106,10 @@ export class CredentialFaults implements CredentialHandOut {
 
   /** What the wallet receives instead of `credentials` under the tenant's fault (unchanged without one). */
   async handOut(
-    credentials: string[],
+    credentials: WireCredential[],
     process: ProcessRecord,
     issuedWith: () => Promise<IssuedWith | undefined>,
-  ): Promise<string[]> {
+  ): Promise<WireCredential[]> {
     const fault = this.registry.fault(process.tenantId)
     if (!fault) return credentials
     // The template (its format and signing key) is read only for a faulty tenant's hand-out.
@@ -112,7 +127,10 @@ export class CredentialFaults implements CredentialHandOut {
       await this.revoke(context.processId)
       return credentials
     }
-    return credentials.map((credential) => this.transform(fault, credential, context))
+    // issuanceFaultProblem refused the re-signing faults for ldp_vc objects; what is left keeps them as they are
+    return credentials.map((credential) =>
+      typeof credential === 'string' ? this.transform(fault, credential, context) : credential,
+    )
   }
 
   private transform(fault: string | undefined, credential: string, { format, key }: HandOut): string {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { signJwtVc } from '../../formats/jwt-vc/issue.ts'
+import { KNOWN_CONTEXTS } from '../../formats/ldp-vc/contexts.ts'
 import { signSdJwtVc } from '../../formats/sd-jwt-vc/issue.ts'
 import type { FormatModule, StatusAllocation } from '../../formats/types.ts'
 import { isObject } from '../../shared/json.ts'
@@ -77,6 +78,15 @@ function checkOne(input: unknown, at: string, template: IssuanceTemplate, proble
   if (input['@context'] !== undefined) {
     if (!isStringArray(input['@context'])) bad('/@context', 'must be a non-empty array of strings')
     else if (input['@context'][0] !== VC_V1_CONTEXT) bad('/@context', `must start with "${VC_V1_CONTEXT}"`)
+    else if (template.format === 'ldp_vc') {
+      // An ldp_vc is signed over its JSON-LD expansion, processed offline: every context must be bundled.
+      const unknown = input['@context'].find((c) => !KNOWN_CONTEXTS.has(c))
+      if (unknown !== undefined)
+        bad(
+          '/@context',
+          `"${unknown}" is not a context this issuer has (ldp_vc contexts are processed offline; docs/issuance.md lists them)`,
+        )
+    }
   }
   if (input.id !== undefined && (typeof input.id !== 'string' || !URI.test(input.id)))
     bad('/id', 'must be a URI')
@@ -187,6 +197,20 @@ export const vcTime = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3
 
 export type { JwtProof }
 
+/**
+ * The credential as a wallet receives it (OpenID4VCI 1.0 §8.3 `credential`): a JWT-secured one as its
+ * compact form, an ldp_vc as the JSON object with its embedded proof.
+ */
+export function wireCredential(issued: IssuedCredential): string | Record<string, unknown> {
+  return jwtOf(issued) ?? issued
+}
+
+/** The compact form of a JWT-secured credential (jwt_vc_json, dc+sd-jwt); undefined for an ldp_vc. */
+export function jwtOf(issued: { proof: IssuedCredential['proof'] }): string | undefined {
+  const { proof } = issued
+  return 'jwt' in proof && typeof proof.jwt === 'string' ? proof.jwt : undefined
+}
+
 interface SigningInput {
   holderDid: string
   key: SigningKey
@@ -219,7 +243,12 @@ function complete(prepared: PreparedCredential, input: SigningInput) {
   return { credential, notBefore, expires: expirationDate ? seconds(expirationDate) : undefined }
 }
 
-type FormatInput = Omit<SigningInput, 'status'> & { vct: string; disclosable?: readonly string[] | undefined }
+type FormatInput = Omit<SigningInput, 'status'> & {
+  vct: string
+  disclosable?: readonly string[] | undefined
+  /** ldp_vc: the template's Linked Data proof type. */
+  proofType?: string | undefined
+}
 
 /** Completes `prepared` for its holder with `status` (rule 3): what a format's signer signs. */
 function issueInput(prepared: PreparedCredential, input: FormatInput, status: Record<string, unknown>) {
@@ -231,6 +260,7 @@ function issueInput(prepared: PreparedCredential, input: FormatInput, status: Re
     now: input.now,
     vct: input.vct,
     disclosable: input.disclosable,
+    ...(input.proofType !== undefined && { proofType: input.proofType }),
   }
 }
 
@@ -238,14 +268,23 @@ function issueInput(prepared: PreparedCredential, input: FormatInput, status: Re
  * Completes a prepared credential for `holderDid` (rule 3) and signs it in `format` (its signer is the
  * format's: src/formats/<format>/issue.ts), the status entry in the format's form.
  */
-export function signIn(
+export async function signIn(
   format: FormatModule,
   prepared: PreparedCredential,
   input: FormatInput & { status: StatusAllocation },
 ): Promise<IssuedCredential> {
   const { issuance } = format
   const signing = issueInput(prepared, input, issuance.statusEntry(input.status))
-  return issuance.sign(signing) as Promise<IssuedCredential>
+  try {
+    return (await issuance.sign(signing)) as IssuedCredential
+  } catch (error) {
+    // What the submitter wrote cannot be signed (an ldp_vc whose JSON-LD safe mode refuses a term): a 400,
+    // and the caller's transaction leaves nothing half-issued.
+    throw new AppError(
+      'invalid_credential',
+      `the credential cannot be signed as ${format.id}: ${(error as Error).message}`,
+    )
+  }
 }
 
 /**
@@ -262,7 +301,9 @@ export function signCredential(
 
 /** signIn for dc+sd-jwt with a status entry already in its form (tests and benches sign this way). */
 export function signSdJwtCredential(prepared: PreparedCredential, input: SigningInput & FormatInput) {
-  return signSdJwtVc(issueInput(prepared, input, input.status)) as Promise<IssuedCredential>
+  return signSdJwtVc(issueInput(prepared, input, input.status)) as Promise<
+    IssuedCredential & { proof: JwtProof }
+  >
 }
 
 export function holderConflict(prepared: PreparedCredential[], holderDid: string): string | undefined {

@@ -369,6 +369,7 @@ export class IssuanceService {
           validityDays: template.body.validityDays,
           vct: vctOf(template, this.deps.urls),
           disclosable: template.body.selectivelyDisclosable,
+          proofType: template.body.proofType,
         }),
       )
     }

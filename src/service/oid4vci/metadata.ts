@@ -95,7 +95,7 @@ export class IssuerMetadata {
       format: body.format,
       scope: template.id,
       cryptographic_binding_methods_supported: [...issuance.bindingMethods],
-      credential_signing_alg_values_supported: [body.signingAlg],
+      credential_signing_alg_values_supported: issuance.signingAlgValues(body),
       // A template that requires a presentation takes it as the key proof (di_vp), so a jwt proof cannot do.
       proof_types_supported: !issuance.dataIntegrityProofs
         ? jwtProofs

@@ -1,6 +1,7 @@
 import { createPublicKey, type JsonWebKey as NodeJwk } from 'node:crypto'
 import { ldpVp } from '../../formats/data-integrity/verify.ts'
 import { jwtVcJson } from '../../formats/jwt-vc/verify.ts'
+import type { ProvenHolder } from '../../formats/types.ts'
 import { UNDEFINED_TERMS_CONTEXT, VC_V2_CONTEXT } from '../../shared/data-integrity.ts'
 import { type DidKey, didKeyFromPublicKey, JWS_ALGS, resolveDidKey } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
@@ -22,7 +23,7 @@ export const PRESENTATION_TYPE = ['VerifiablePresentation', 'ServiceCredentialPr
 
 /** A verified key proof: who the holder is, the nonce it used, and what it shared. */
 export interface HolderProof {
-  holder: DidKey
+  holder: ProvenHolder
   nonce: string
   /** The proof entry of the validator (section 2.5 shape, `creator` = holder key id). */
   proofEntry: Record<string, unknown>

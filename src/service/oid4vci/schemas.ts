@@ -118,7 +118,10 @@ export const CredentialRequest = Type.Unknown({
 const Issued = Open({
   credentials: Type.Array(
     Open({
-      credential: Type.String({ description: 'The credential: a jwt_vc_json JWT or a dc+sd-jwt SD-JWT VC.' }),
+      credential: Type.Union([Type.String(), Type.Object({}, { additionalProperties: true })], {
+        description:
+          'The credential: a jwt_vc_json JWT, a dc+sd-jwt SD-JWT VC, or an ldp_vc JSON object with its embedded proof.',
+      }),
     }),
   ),
   notification_id: Type.Optional(Type.String({ description: 'For the notification endpoint.' })),

@@ -10,7 +10,7 @@ import type { TenantKeys } from '../crypto/tenant-keys.ts'
 import { OAuthError, type OAuthErrorCode, tokenError } from '../errors/oauth.ts'
 import { AppError } from '../errors/problem.ts'
 import type { ServiceEvents } from '../events.ts'
-import { holderConflict } from '../issuance/credentials.ts'
+import { holderConflict, wireCredential } from '../issuance/credentials.ts'
 import {
   nextStamp,
   type ProcessEvent,
@@ -71,12 +71,15 @@ export interface IssuedWith {
  * alters them at hand-out (the process data the relying party reads stays genuine). `issuedWith` reads the
  * template and key when asked (undefined if the template is gone), so the genuine path reads nothing more.
  */
+/** A credential as the wallet receives it: a compact JWT / SD-JWT VC, or an ldp_vc JSON object. */
+export type WireCredential = string | Record<string, unknown>
+
 export interface CredentialHandOut {
   handOut(
-    credentials: string[],
+    credentials: WireCredential[],
     process: ProcessRecord,
     issuedWith: () => Promise<IssuedWith | undefined>,
-  ): Promise<string[]>
+  ): Promise<WireCredential[]>
 }
 
 type Form = Record<string, unknown>
@@ -350,7 +353,7 @@ export class Oid4vciService {
   }
 
   private static credentialsOf(process: ProcessRecord) {
-    return (process.data ?? []).map((c) => ({ credential: c.proof.jwt }))
+    return (process.data ?? []).map((c) => ({ credential: wireCredential(c) }))
   }
 
   /** The credentials a wallet is handed: the process's, through the CredentialHandOut if there is one. */

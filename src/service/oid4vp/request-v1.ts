@@ -1,7 +1,7 @@
 import { generateKeyPairSync, type JsonWebKey, type KeyObject, randomBytes } from 'node:crypto'
 import { formatOf } from '../../formats/registry.ts'
 import { clientIdOf, parseClientId, serviceIdentity } from '../../shared/client-id-prefix.ts'
-import { JWS_ALGS } from '../../shared/did-key.ts'
+import { JWS_ALGS, type JwsAlg } from '../../shared/did-key.ts'
 import { OPENID4VP_SCHEME, SIOP_AUDIENCE } from '../../shared/wire.ts'
 import type { ResolvedVerificationTemplate } from '../config/schema.ts'
 import type { ConfiguredVerifier, IssuerCertificates } from '../crypto/issuer-certificates.ts'
@@ -31,7 +31,7 @@ type Prefix = Settings['clientIdPrefix']
 
 /** How a request object is signed: the key and the JOSE header naming it. */
 interface Signer {
-  alg: TenantKey['alg']
+  alg: JwsAlg
   privateKey: KeyObject
   header: Record<string, unknown>
 }
@@ -85,7 +85,7 @@ export class Openid4vp1Requests implements Oid4vpProfile<Record<string, unknown>
     prefix: Prefix,
     tenantId: string,
     responseUri: string,
-    verifier: TenantKey,
+    verifier: TenantKey<JwsAlg>,
   ): Promise<{ clientId: string; signer?: Signer }> {
     const service = serviceIdentity(prefix)
     if (service.signsWith === 'nothing') {

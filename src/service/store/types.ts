@@ -69,8 +69,14 @@ export interface JwtProof {
   jwt: string
 }
 
-/** A signed credential as the process `data` shows it: the credential object with its JWT as proof. */
-export type IssuedCredential = PreparedCredential & { proof: JwtProof }
+/** An embedded Linked Data proof (ldp_vc): the proof object itself, as VC Data Model 1.1 §4.7 shows it. */
+export type LinkedDataProof = Record<string, unknown> & { type: string }
+
+/**
+ * A signed credential as the process `data` shows it: the credential object with its JWT as proof, or
+ * with its embedded Linked Data proof.
+ */
+export type IssuedCredential = PreparedCredential & { proof: JwtProof | LinkedDataProof }
 
 /** What the holder shared (section 2.4): the verified presentation, as a JSON object. */
 export type HolderValidator = Record<string, unknown>
@@ -106,7 +112,8 @@ export interface ListCursor {
   id: string
 }
 
-export type SigningAlg = 'EdDSA' | 'ES256' | 'ES256K'
+/** PS256: an RSA key (did:key multicodec 0x1205), which signs Linked Data proofs and its status lists only. */
+export type SigningAlg = 'EdDSA' | 'ES256' | 'ES256K' | 'PS256'
 
 /** A tenant's credential-signing key: one per tenant and algorithm, its public key a did:key. */
 export interface IssuerKeyRecord {

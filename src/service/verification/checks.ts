@@ -1,4 +1,6 @@
 import { jwtVcJson, jwtVpJson } from '../../formats/jwt-vc/verify.ts'
+import { LD_PROOF_TYPES } from '../../formats/ldp-vc/suites.ts'
+import { ldpVc, ldpVp } from '../../formats/ldp-vc/verify.ts'
 import { DEFAULT_DCQL_FORMAT, formatNamed, formatOf } from '../../formats/registry.ts'
 import { isJwsAlg, JWS_ALGS } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
@@ -57,7 +59,29 @@ function algsOf(definition: Record<string, unknown>, format: string) {
   return isObject(entry) && Array.isArray(entry.alg) ? entry.alg.filter(isJwsAlg) : []
 }
 
-/** Verifies a direct_post response (jwt_vp_json carrying jwt_vc_json, queried with Presentation Exchange). */
+/**
+ * The Linked Data proof types the definition's `format` allows for `formats` (PE v2 §5: `proof_type`);
+ * `DataIntegrityProof` stands for the Data Integrity cryptosuites this verifier checks.
+ */
+function proofTypesOf(definition: Record<string, unknown>, ...formats: string[]): string[] {
+  const declared = isObject(definition.format) ? definition.format : {}
+  const named = formats.flatMap((format) => {
+    const entry = declared[format]
+    return isObject(entry) && Array.isArray(entry.proof_type) ? entry.proof_type : []
+  })
+  return LD_PROOF_TYPES.filter(
+    (t) => named.includes(t) || (t.includes('-') && named.includes('DataIntegrityProof')),
+  )
+}
+
+/** A JSON presentation (an object, or its JSON text in a form field) is an ldp_vp; anything else a JWT VP. */
+const isJsonPresentation = (token: unknown) =>
+  isObject(token) || (typeof token === 'string' && /^\s*\{/.test(token))
+
+/**
+ * Verifies a direct_post response queried with Presentation Exchange: a jwt_vp_json or an ldp_vp (the
+ * interface's section 2.8 formats), carrying jwt_vc_json and ldp_vc credentials as the definition allows.
+ */
 export async function verifyResponse(
   vpToken: unknown,
   submission: unknown,
@@ -75,10 +99,20 @@ export async function verifyResponse(
       audienceRole: "this verifier's client_id",
       now: ctx.now,
     },
-    presentationFormat: jwtVpJson,
-    presentationPolicy: { algorithms: algsOf(ctx.definition, 'jwt_vp') },
-    credentialFormats: [jwtVcJson],
-    credentialPolicy: { algorithms: algsOf(ctx.definition, 'jwt_vc') },
+    ...(isJsonPresentation(vpToken)
+      ? {
+          presentationFormat: ldpVp,
+          presentationPolicy: { algorithms: [], proofTypes: proofTypesOf(ctx.definition, 'ldp_vp') },
+        }
+      : {
+          presentationFormat: jwtVpJson,
+          presentationPolicy: { algorithms: algsOf(ctx.definition, 'jwt_vp') },
+        }),
+    credentialFormats: [jwtVcJson, ldpVc],
+    credentialPolicy: {
+      algorithms: algsOf(ctx.definition, 'jwt_vc'),
+      proofTypes: proofTypesOf(ctx.definition, 'ldp', 'ldp_vc'),
+    },
     trustedIssuers: () => ctx.trustedIssuers,
     requireStatus: ctx.requireStatus,
     status: ctx.status,

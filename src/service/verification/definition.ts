@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { JWS_ALGS } from '../../shared/did-key.ts'
+import { JWS_ALGS, type JwsAlg } from '../../shared/did-key.ts'
 import { signJws } from '../../shared/jws.ts'
 import type { ResolvedVerificationTemplate } from '../config/schema.ts'
 import type { TenantKey } from '../crypto/tenant-keys.ts'
@@ -8,12 +8,18 @@ import type { TenantKey } from '../crypto/tenant-keys.ts'
 // Exchange 2.0 plus the interface's `dataAgreement` and `proof`.
 
 export const MANDATORY_GROUP = 'mandatory'
-/** Formats named by the interface (2.8) plus the JWT VC names PEX matches Veramo-style credentials on. */
+/**
+ * Formats named by the interface (2.8) plus the JWT VC names PEX matches Veramo-style credentials on, and
+ * `ldp_vc` (PE v2's name for 2.8's `ldp`). The Linked Data proof types are 2.8's four and Data Integrity
+ * (`DataIntegrityProof`: the eddsa-rdfc-2022 and ecdsa-rdfc-2019 cryptosuites), all verified
+ * (src/formats/ldp-vc/).
+ */
 const LDP_PROOF_TYPES = [
   'JsonWebSignature2020',
   'Ed25519Signature2018',
   'EcdsaSecp256k1Signature2019',
   'RsaSignature2018',
+  'DataIntegrityProof',
 ]
 export const DEFINITION_FORMAT = {
   jwt: { alg: [...JWS_ALGS] },
@@ -22,6 +28,7 @@ export const DEFINITION_FORMAT = {
   jwt_vp: { alg: [...JWS_ALGS] },
   jwt_vp_json: { alg: [...JWS_ALGS] },
   ldp: { proof_type: LDP_PROOF_TYPES },
+  ldp_vc: { proof_type: LDP_PROOF_TYPES },
   ldp_vp: { proof_type: LDP_PROOF_TYPES },
 }
 const DATA_AGREEMENT_CONTEXT =
@@ -54,7 +61,7 @@ export function canonicalJson(value: unknown): string {
 }
 
 /** A detached compact JWS (`header..signature`) over the canonical JSON of `value`. */
-export function detachedJws(value: unknown, key: TenantKey): string {
+export function detachedJws(value: unknown, key: TenantKey<JwsAlg>): string {
   const jws = signJws(
     { alg: key.alg, kid: key.kid, b64: true, typ: 'JOSE' },
     { canonical: canonicalJson(value) },
@@ -75,7 +82,7 @@ export interface DefinitionInput {
   /** Template record's last update: part of the data agreement's template_version. */
   templateUpdatedAt: number
   trustedIssuers: readonly string[]
-  verifier: TenantKey
+  verifier: TenantKey<JwsAlg>
   nonce: string
   /** data_receiver.url and proof domain. */
   receiverUrl: string
@@ -222,9 +229,7 @@ export function difDefinition(definition: Record<string, unknown>): Record<strin
     ...d,
     constraints: { ...d.constraints, fields: d.constraints.fields.filter((f) => f.optional !== true) },
   }))
-  // Only the formats this verifier checks: a wallet following the request's `format` must not be turned down.
-  const { ldp: _ldp, ldp_vp: _ldpVp, ...verifiable } = dif.format as Record<string, unknown>
-  return { ...dif, format: verifiable, input_descriptors: descriptors }
+  return { ...dif, input_descriptors: descriptors }
 }
 
 /**

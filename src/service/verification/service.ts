@@ -32,7 +32,7 @@ export interface RequestInput {
   nonce: string
   state: string
   /** The tenant's EdDSA key (did:key): the PE profile's and decentralized_identifier's signer. */
-  verifier: TenantKey
+  verifier: TenantKey<'EdDSA'>
   now: number
   expiresAt: number
 }
@@ -105,7 +105,11 @@ export class VerificationService {
     // Keys load before anything else: the default trust list is the tenant's own issuer DIDs.
     const verifier = await tenantKeys.forTenant(principal.tenantId, 'EdDSA')
     const keys = await Promise.all(SIGNING_ALGS.map((alg) => tenantKeys.forTenant(principal.tenantId, alg)))
-    const trustedIssuers = template.body.trustedIssuers ?? keys.map((k) => k.did)
+    // The RSA key exists only where an ldp_vc template signs with it; it is trusted like the others then.
+    const rsa = template.body.trustedIssuers
+      ? undefined
+      : await tenantKeys.ifExists(principal.tenantId, 'PS256')
+    const trustedIssuers = template.body.trustedIssuers ?? [...keys, ...(rsa ? [rsa] : [])].map((k) => k.did)
     const now = clock.now()
     const id = randomUUID()
     const profile = template.body.profile

@@ -1,5 +1,5 @@
 // Minimal declarations for the untyped Digital Bazaar Data Integrity modules, covering what
-// src/shared/data-integrity.ts uses.
+// src/shared/data-integrity.ts and src/formats/ldp-vc/ use.
 
 declare module 'jsonld-signatures' {
   type DocumentLoader = (url: string) => Promise<{ document: unknown; documentUrl: string; contextUrl: null }>
@@ -81,5 +81,69 @@ declare module '@digitalbazaar/data-integrity-context' {
 }
 
 declare module '@digitalbazaar/multikey-context' {
+  export const contexts: Map<string, unknown>
+}
+
+// --- Linked Data proofs (src/formats/ldp-vc/) ---
+
+declare module '@digitalbazaar/ecdsa-rdfc-2019-cryptosuite' {
+  export const cryptosuite: { name: string; requiredAlgorithm: string[] }
+}
+
+declare module '@digitalbazaar/jws-linked-data-signature' {
+  /** The detached-JWS Linked Data signature suite (jsonld-signatures' LinkedDataSignature). */
+  export class JwsLinkedDataSignature {
+    constructor(options: {
+      type: string
+      alg?: string
+      LDKeyClass?: unknown
+      contextUrl?: string
+      signer?: { id: string; algorithm: string; sign(input: { data: Uint8Array }): Promise<Uint8Array> }
+      date?: Date | string
+    })
+    type: string
+    alg: string | undefined
+    verifier: unknown
+    ensureSuiteContext(options: { document: Record<string, unknown>; addSuiteContext: boolean }): void
+    canonize(input: Record<string, unknown>, options: { documentLoader: unknown }): Promise<string>
+    canonizeProof(
+      proof: Record<string, unknown>,
+      options: { document: unknown; documentLoader: unknown },
+    ): Promise<string>
+    getVerificationMethod(options: {
+      proof: Record<string, unknown>
+      documentLoader: unknown
+    }): Promise<unknown>
+    verifySignature(options: {
+      verifyData: Uint8Array
+      verificationMethod: Record<string, unknown>
+      proof: Record<string, unknown>
+    }): Promise<boolean>
+  }
+}
+
+declare module '@digitalbazaar/ed25519-signature-2018' {
+  export class Ed25519Signature2018 {
+    constructor(options: {
+      signer?: { id: string; algorithm: string; sign(input: { data: Uint8Array }): Promise<Uint8Array> }
+      date?: Date | string
+    })
+  }
+}
+
+declare module '@digitalbazaar/security-context' {
+  export const contexts: Map<string, unknown>
+}
+declare module 'did-context' {
+  export const contexts: Map<string, unknown>
+}
+declare module 'ed25519-signature-2018-context' {
+  export const contexts: Map<string, unknown>
+}
+declare module 'ed25519-signature-2020-context' {
+  const context: { contexts: Map<string, unknown> }
+  export default context
+}
+declare module '@digitalbazaar/vc-bitstring-status-list-context' {
   export const contexts: Map<string, unknown>
 }

@@ -58,7 +58,7 @@ function agree(definition: unknown, jwts: readonly unknown[]) {
 
 // ---- the definitions the service builds (verification/definition.ts, the demo templates) ----
 
-function key(): TenantKey {
+function key(): TenantKey<'EdDSA'> {
   const pair = generateKeyPair('EdDSA')
   const { did, kid } = didKeyFromPublicKey(pair.publicKey)
   return { alg: 'EdDSA', did, kid, privateKey: pair.privateKey, publicKey: pair.publicKey }

@@ -58,6 +58,7 @@ const LDP_PROOF_TYPES = [
   'Ed25519Signature2018',
   'EcdsaSecp256k1Signature2019',
   'RsaSignature2018',
+  'DataIntegrityProof',
 ]
 /** The check names of the interface's webhook example (section 6), which every verified session reports. */
 const SECTION_6_CHECKS = ['matchingIds', 'presentationProof', 'securityMechanisms', 'credentialProof']
@@ -94,7 +95,7 @@ async function tenantIssuerDids(t: TestApp, tenant = 'demo') {
   return keys.map((k) => k.did)
 }
 
-const issuerKey = (t: TestApp, alg: JwsAlg = 'EdDSA'): Promise<TenantKey> =>
+const issuerKey = (t: TestApp, alg: JwsAlg = 'EdDSA'): Promise<TenantKey<JwsAlg>> =>
   t.app.services.tenantKeys.forTenant('demo', alg)
 
 /** The field of a descriptor whose filter constrains the issuer (a regex pattern). */
@@ -407,10 +408,10 @@ describe('2.8 presentation definition', () => {
     assert.equal(a.purposes, null)
   })
 
-  test('format: jwt/jwt_vp algs EdDSA, ES256, ES256K; ldp/ldp_vp the four proof types', async () => {
+  test('format: jwt/jwt_vp algs EdDSA, ES256, ES256K; ldp/ldp_vc/ldp_vp the four proof types of 2.8 and Data Integrity', async () => {
     const { format } = (await createSession(t.app, wide, 'degree-check')).definition
     for (const key of ['jwt', 'jwt_vp']) assert.deepEqual(sorted(format[key]?.alg ?? []), sorted(ALGS), key)
-    for (const key of ['ldp', 'ldp_vp'])
+    for (const key of ['ldp', 'ldp_vc', 'ldp_vp'])
       assert.deepEqual(sorted(format[key]?.proof_type ?? []), sorted(LDP_PROOF_TYPES), key)
   })
 
@@ -619,13 +620,11 @@ describe('request object (request_uri)', () => {
     const { dataAgreement: _a, proof: _p, ...dif } = structuredClone(s.definition)
     for (const d of dif.input_descriptors)
       d.constraints.fields = d.constraints.fields.filter((f) => !f.optional)
-    // and only the formats the verifier checks: ldp/ldp_vp are listed for the relying party only
-    const { ldp: _ldp, ldp_vp: _ldpVp, ...jwtFormats } = dif.format
+    // every format of the relying party's view: the verifier checks the Linked Data ones too (issue 33)
     assert.deepEqual(
       Object.keys(s.definition.format).filter((k) => k.startsWith('ldp')),
-      ['ldp', 'ldp_vp'],
+      ['ldp', 'ldp_vc', 'ldp_vp'],
     )
-    dif.format = jwtFormats
     assert.deepEqual(claims.presentation_definition, dif)
     assert.ok(
       !('dataAgreement' in claims.presentation_definition),
@@ -1292,7 +1291,7 @@ describe('direct_post: each check fails on its own', () => {
     ])
   })
 
-  test('securityMechanisms: an ldp_vp (JSON) vp_token', async () => {
+  test('presentationProof: an ldp_vp (JSON) vp_token whose Ed25519Signature2018 proof is not a signature', async () => {
     const s = await openSession(t)
     const ldp = JSON.stringify({
       '@context': [V1],
@@ -1308,7 +1307,7 @@ describe('direct_post: each check fails on its own', () => {
       },
     })
     const sub = submission(s.id, [{ id: DEGREE_ID, format: 'ldp_vp', nestedFormat: 'jwt_vc' }])
-    await expectRejected(t, s, await respond(t.app, s, ldp, sub), ['securityMechanisms'])
+    await expectRejected(t, s, await respond(t.app, s, ldp, sub), ['presentationProof', 'sessionBinding'])
   })
 
   test('securityMechanisms: alg none', async () => {
