@@ -63,6 +63,12 @@ Options:
   --decline-unsatisfied present: when the held credentials cannot satisfy the DCQL query or the presentation
                         definition, answer access_denied naming what is missing (default: fail, send nothing;
                         open always declines)
+  --ldp-proof-type T    present/open: sign every ldp_vp (the answer carrying ldp_vc credentials, Presentation
+                        Exchange or OpenID4VP 1.0) with proof type T: Ed25519Signature2018,
+                        JsonWebSignature2020 or eddsa-rdfc-2022 (Ed25519 key), JsonWebSignature2020 or
+                        ecdsa-rdfc-2019 (P-256), EcdsaSecp256k1Signature2019 or JsonWebSignature2020
+                        (secp256k1); one the key cannot make fails before anything is sent. Default: the
+                        first the verifier lists that the key makes
   --no-wait             do not poll a deferred credential: print its transaction id and stop
   --timeout S           how long to poll a deferred credential, in seconds; default 600
   --misbehave M         do one thing wrong on purpose (repeatable; see src/wallet/README.md).
@@ -70,7 +76,9 @@ Options:
                         replayed-code, wrong-tx-code, foreign-kid, missing-tx-code, jwk-with-private-key,
                         wrong-typ, alg-none; against a 1.0 issuer also legacy-proof, legacy-format-request.
                         present: vp-wrong-nonce, vp-wrong-aud, vp-foreign-key, tampered-credential,
-                        untrusted-issuer (JWT VPs), expired-session, access-denied; Presentation Exchange
+                        untrusted-issuer (JWT VPs and ldp_vp), expired-session, access-denied,
+                        ldp-undefined-term (ldp_vp only: a property no context defines, added after
+                        signing, which a verifier in JSON-LD safe mode refuses); Presentation Exchange
                         only: vp-replayed (needs an earlier presentation in the same process, so not from
                         this CLI), revoked-credential, lying-submission; OpenID4VP 1.0 only:
                         sd-tampered-disclosure, sd-extra-disclosure, kb-wrong-sd-hash, kb-wrong-nonce,
@@ -183,6 +191,7 @@ const RECEIVE_OPTIONS = {
   misbehave: { type: 'string', multiple: true },
   'trust-anchor': { type: 'string', multiple: true },
   share: { type: 'string', multiple: true },
+  'ldp-proof-type': { type: 'string' },
   'http-timeout': { type: 'string' },
   'http-max-body': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
@@ -241,6 +250,7 @@ async function parseReceiveLike(argv: string[], needsOne: string) {
   if (protocol !== undefined && !w.ISSUANCE_PROTOCOLS.includes(protocol as IssuanceProtocol)) {
     throw usageError(`--protocol: expected one of ${w.ISSUANCE_PROTOCOLS.join(', ')}, got ${protocol}`)
   }
+  const ldpProofType = ldpProofTypeOption(values['ldp-proof-type'], w.LD_PROOF_TYPES)
   const file = walletFile(values.wallet)
   return {
     values,
@@ -256,9 +266,18 @@ async function parseReceiveLike(argv: string[], needsOne: string) {
         ...(file !== undefined && { file }),
         ...(protocol !== undefined && { protocol: protocol as IssuanceProtocol }),
         ...(trustAnchors.length > 0 && { trustAnchors }),
+        ...(ldpProofType !== undefined && { ldpProofType }),
         http,
       }),
   }
+}
+
+/** --ldp-proof-type: a Linked Data proof type by name (whether the key makes it: Wallet.create). */
+function ldpProofTypeOption(value: string | undefined, known: readonly string[]): string | undefined {
+  if (value === undefined) return undefined
+  if (!known.includes(value))
+    throw usageError(`--ldp-proof-type: expected one of ${known.join(', ')}, got ${value}`)
+  return value
 }
 
 async function receive(argv: string[]): Promise<void> {
@@ -375,6 +394,7 @@ async function present(argv: string[]): Promise<void> {
       misbehave: { type: 'string', multiple: true },
       'trust-anchor': { type: 'string', multiple: true },
       'decline-unsatisfied': { type: 'boolean' },
+      'ldp-proof-type': { type: 'string' },
       'http-timeout': { type: 'string' },
       'http-max-body': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -395,6 +415,7 @@ async function present(argv: string[]): Promise<void> {
     throw plainError(`no wallet file at ${file} (receive a credential into it first)`)
   }
   const w = await import('../wallet/index.ts')
+  const ldpProofType = ldpProofTypeOption(values['ldp-proof-type'], w.LD_PROOF_TYPES)
   for (const m of values.misbehave ?? []) {
     if (!w.isPresentationMisbehaviour(m)) {
       const flow = w.isMisbehaviour(m) ? ' (an issuance misbehaviour: use it with receive)' : ''
@@ -408,6 +429,7 @@ async function present(argv: string[]): Promise<void> {
     wallet = await w.Wallet.create({
       ...(file !== undefined && { file }),
       ...(trustAnchors.length > 0 && { trustAnchors }),
+      ...(ldpProofType !== undefined && { ldpProofType }),
       http,
     })
     console.error(`holder: ${wallet.did} (${wallet.keyType}, wallet ${wallet.location})`)

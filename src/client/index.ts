@@ -2,6 +2,7 @@
 // management portal.
 // It depends on nothing of the service: it speaks HTTP only, so it drives any deployment.
 
+import type { LdProofType } from '../formats/ldp-vc/suites.ts'
 import type { FormatId } from '../formats/registry.ts'
 
 export interface ServiceUrls {
@@ -68,7 +69,10 @@ export type NewApiKey = ApiKeyView & { secret: string }
 export interface IssuanceTemplateInput {
   id: string
   credentialType: string
-  signingAlg?: 'EdDSA' | 'ES256' | 'ES256K'
+  /** PS256: an RSA key, for ldp_vc with RsaSignature2018 or JsonWebSignature2020 only */
+  signingAlg?: 'EdDSA' | 'ES256' | 'ES256K' | 'PS256'
+  /** ldp_vc: the Linked Data proof type (docs/issuance.md); default Ed25519Signature2018 */
+  proofType?: LdProofType
   txCode?: { length?: number; inputMode?: 'numeric' | 'text'; description?: string }
   requiredPresentation?: {
     purpose?: string
@@ -76,7 +80,7 @@ export interface IssuanceTemplateInput {
   }
   display?: { name: string; description?: string; locale?: string }
   validityDays?: number
-  /** jwt_vc_json (default) or an IETF SD-JWT VC (docs/issuance.md) */
+  /** jwt_vc_json (default), an IETF SD-JWT VC or an ldp_vc (docs/issuance.md) */
   format?: FormatId
   /** dc+sd-jwt: the credential type; default <credential issuer>/vct/<credentialType> */
   vct?: string

@@ -81,10 +81,16 @@ export function corruptProofValue(proofValue: string): string {
 export function legacyFormat(configuration: Record<string, unknown> | undefined): Record<string, unknown> {
   if (!configuration) throw new WalletUsageError("'legacy-format-request': unknown credential configuration")
   const { format } = configuration
-  // The format says how it names the credential: `vct` (SD-JWT VC), else credential_definition.type.
-  if (formatNamed(format)?.typedBy === 'vct') return { format, vct: configuration.vct }
+  // The format says how it names the credential: `vct` (SD-JWT VC), else credential_definition.type, and for
+  // ldp_vc its `@context` too (draft 13 Appendix A.1.2.2, A.1.3.2).
+  const named = formatNamed(format)
+  if (named?.typedBy === 'vct') return { format, vct: configuration.vct }
   const definition = isObject(configuration.credential_definition) ? configuration.credential_definition : {}
-  return { format, credential_definition: { type: definition.type } }
+  const context = named?.id === 'ldp_vc' ? definition['@context'] : undefined
+  return {
+    format,
+    credential_definition: { ...(context !== undefined && { '@context': context }), type: definition.type },
+  }
 }
 
 // --- presentation: keys ----------------------------------------------------------------------------------------

@@ -1,4 +1,6 @@
 // Public entry of the simulated wallet (see README.md in this folder).
+
+export { LD_PROOF_TYPES, type LdProofType } from '../formats/ldp-vc/suites.ts'
 export { createWalletAgent, KEY_TYPE_INFO, P256KeyDIDProvider, type WalletAgent } from './agent.ts'
 export { CredentialStatusError } from './credential-status.ts'
 export { type ParsedDeepLink, parseDeepLink } from './deep-link.ts'
@@ -53,6 +55,12 @@ export {
   DcqlUnsatisfiedError,
   selectForDcql,
 } from './presentation-dcql.ts'
+export {
+  type AcceptedLdProofs,
+  buildLdpVp,
+  chooseLdProofType,
+  proofTypesFor,
+} from './presentation-ldp.ts'
 export { linkKind, type ParsedPresentationLink, parsePresentationLink } from './presentation-link.ts'
 export { type DescriptorMatch, NoMatchingCredentialsError, type Selection } from './presentation-select.ts'
 export { PresentationSessionV1, type RespondV1Options } from './presentation-v1.ts'

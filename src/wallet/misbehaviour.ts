@@ -77,7 +77,7 @@ export const PRESENTATION_MISBEHAVIOURS = [
   'expired-session',
   'lying-submission',
   'access-denied',
-  // ldp_vp only: a property no context defines, added after signing
+  // ldp_vp only: a property no context defines, added after signing (JSON-LD safe mode)
   'ldp-undefined-term',
   // OpenID4VP 1.0 answers only (DCQL vp_token, SD-JWT VC presentations, direct_post.jwt)
   ...V1_ONLY,
@@ -115,12 +115,18 @@ export const JWT_VP_MISBEHAVIOURS: readonly PresentationMisbehaviour[] = [
   'untrusted-issuer',
 ]
 
-/** Misbehaviours of a Linked Data presentation (ldp_vp): what it presents and how its proof is bound. */
+/**
+ * Misbehaviours of a Linked Data presentation (ldp_vp): what it presents and how its proof is bound. All but
+ * 'ldp-undefined-term' are the JWT VP's too, with the same meaning (nonce → proof challenge, aud → proof
+ * domain, the JWT VP's signer → the proof's verificationMethod); on the 1.0 path they change the first
+ * presentation of the vp_token that is a JWT VP or an ldp_vp.
+ */
 export const LDP_VP_MISBEHAVIOURS: readonly PresentationMisbehaviour[] = [
   'vp-wrong-nonce',
   'vp-wrong-aud',
   'vp-foreign-key',
   'tampered-credential',
+  'untrusted-issuer',
   'ldp-undefined-term',
 ]
 

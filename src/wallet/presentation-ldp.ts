@@ -1,66 +1,23 @@
 import type { KeyObject } from 'node:crypto'
-import { generateLdKeyPair, keyTypeOf, type LdKeyType, ldKeyFromPublicKey } from '../formats/ldp-vc/keys.ts'
-import { isLdProofType, type LdProofType, PROOF_KEY_TYPES, signLd } from '../formats/ldp-vc/suites.ts'
+import { VC_V1_CONTEXT, VC_V2_CONTEXT } from '../formats/ldp-vc/contexts.ts'
+import { keyTypeOf, ldKeyFromPublicKey } from '../formats/ldp-vc/keys.ts'
+import { type LdProofType, signLd } from '../formats/ldp-vc/suites.ts'
+import { envelopeJwtCredential } from '../shared/data-integrity.ts'
 import { isObject } from '../shared/json.ts'
-import { WalletUsageError } from './errors.ts'
 import type { PresentationMisbehaviour } from './misbehaviour.ts'
-import type { LdPresenter } from './presentation-ldp-defects.ts'
+import { freshLdPresenter, type LdPresenter } from './presentation-ldp-defects.ts'
 import { tamperOf } from './tamper.ts'
 
 // A Linked Data presentation (ldp_vp) of ldp_vc credentials: the interface's section 2.8 format, OpenID4VP
 // draft 20 with Presentation Exchange and OpenID4VP 1.0 Appendix B.1.3.2. A VC 1.1 presentation with one
 // embedded proof, proofPurpose authentication, challenge = the request's nonce, domain = the client_id
-// (VC Data Integrity §2.1 proof options). The proof type is the first the verifier lists that the holder's
-// key type signs, or the one the caller forces; the misbehaviours act through the tamper hooks `ldp.*`.
+// (VC Data Integrity §2.1 proof options); JWT credentials riding along make it a VC 2.0 presentation that
+// envelopes them (VCDM 2.0 §4.13: a bare JWT string is not JSON-LD, safe mode refuses it). The proof type is
+// the first the verifier lists that the holder's key type signs, or the one the caller forces; the
+// misbehaviours act through the tamper hooks `ldp.*`.
 
-export const VC_V1_CONTEXT = 'https://www.w3.org/2018/credentials/v1'
-
+export * from './ldp-proof-choice.ts'
 export type { LdPresenter }
-
-/** What a key type signs, in the wallet's order of preference (2.8's suites first, then Data Integrity). */
-const PREFERENCE: readonly LdProofType[] = [
-  'Ed25519Signature2018',
-  'EcdsaSecp256k1Signature2019',
-  'RsaSignature2018',
-  'JsonWebSignature2020',
-  'eddsa-rdfc-2022',
-  'ecdsa-rdfc-2019',
-]
-
-/** The proof types a key type can sign an ldp_vp with, preferred first. */
-export const proofTypesFor = (keyType: LdKeyType): LdProofType[] =>
-  PREFERENCE.filter((t) => PROOF_KEY_TYPES[t].includes(keyType))
-
-/**
- * The ldp_vp proof type: `forced` when the key can make it, else the first proof type of the verifier's
- * list (`DataIntegrityProof` standing for the cryptosuites) that the key type signs; undefined when the
- * verifier lists none of them.
- */
-export function chooseLdProofType(
-  keyType: LdKeyType,
-  listed: readonly string[] | undefined,
-  forced?: string,
-): LdProofType | undefined {
-  const possible = proofTypesFor(keyType)
-  if (forced !== undefined) {
-    if (!isLdProofType(forced) || !possible.includes(forced))
-      throw new WalletUsageError(
-        `proof type ${forced} cannot be made with this wallet's ${keyType} key; it makes ${possible.join(', ')}`,
-      )
-    return forced
-  }
-  if (!listed) return possible[0]
-  return possible.find(
-    (t) => listed.includes(t) || (t.includes('-') && listed.includes('DataIntegrityProof')),
-  )
-}
-
-/** The proof types a PE definition's `format.ldp_vp` lists (undefined: it names none, so any will do). */
-export function listedProofTypes(definition: unknown): string[] | undefined {
-  const format = isObject(definition) && isObject(definition.format) ? definition.format : undefined
-  const entry = format?.ldp_vp
-  return isObject(entry) && Array.isArray(entry.proof_type) ? entry.proof_type.map(String) : undefined
-}
 
 /** The presenter of a wallet's holder key. */
 export function presenterOf(privateKey: KeyObject): LdPresenter {
@@ -68,10 +25,13 @@ export function presenterOf(privateKey: KeyObject): LdPresenter {
   return { did, kid, privateKey }
 }
 
-/** The signed ldp_vp of `credentials` (ldp_vc objects), bound to the request's nonce and client_id. */
+/**
+ * The signed ldp_vp of `credentials` (ldp_vc objects, and JWT credentials as compact strings, enveloped),
+ * bound to the request's nonce (challenge) and client_id (domain). `verifiableCredential` keeps their order.
+ */
 export async function buildLdpVp(input: {
   holder: LdPresenter
-  credentials: Record<string, unknown>[]
+  credentials: readonly (Record<string, unknown> | string)[]
   nonce: string
   audience: string
   proofType: LdProofType
@@ -81,20 +41,26 @@ export async function buildLdpVp(input: {
 }): Promise<Record<string, unknown>> {
   const tamper = tamperOf(input.misbehave)
   const keyType = keyTypeOf(input.holder.privateKey)
-  const holder = tamper.apply('ldp.holder', input.holder, {
-    fresh: () => presenterOf(generateLdKeyPair(keyType).privateKey),
-  })
+  const holder = tamper.apply('ldp.holder', input.holder, { fresh: () => freshLdPresenter(keyType) })
   const options = tamper.apply('ldp.options', { challenge: input.nonce, domain: input.audience })
-  const credentials = tamper.apply(
-    'ldp.credentials',
-    input.credentials.map((c) => structuredClone(c)),
+  // the misbehaviours that change a credential change the first ldp_vc; JWT credentials ride as issued
+  const positions = input.credentials.flatMap((c, i) => (typeof c === 'string' ? [] : [i]))
+  let linked = input.credentials.filter(isObject).map((c) => structuredClone(c))
+  const reissue = tamper.apply('ldp.reissue', undefined)
+  if (reissue && linked[0]) linked = [await reissue(linked[0]), ...linked.slice(1)]
+  linked = tamper.apply('ldp.credentials', linked)
+  const entries: unknown[] = input.credentials.map((c) =>
+    typeof c === 'string' ? envelopeJwtCredential(c) : undefined,
   )
+  for (const [n, position] of positions.entries()) entries[position] = linked[n]
+  const enveloped = input.credentials.some((c) => typeof c === 'string')
   const vp = await signLd(
     {
-      '@context': [VC_V1_CONTEXT],
+      // VC 1.1 as section 2.8 shows it; VC 2.0 when it carries enveloped JWT credentials (VCDM 2.0 §4.13)
+      '@context': [enveloped ? VC_V2_CONTEXT : VC_V1_CONTEXT],
       type: ['VerifiablePresentation'],
       holder: holder.did,
-      verifiableCredential: credentials,
+      verifiableCredential: entries,
     },
     {
       proofType: input.proofType,

@@ -137,6 +137,18 @@ export function answerFormats(definition: IPresentationDefinition): Map<string, 
   return formats
 }
 
+/**
+ * The identifier of an ldp_vc in one descriptor's descriptor_map entry (`path_nested.format`), in the
+ * verifier's words: `ldp_vc` (DIF PE v2, OpenID4VP) unless the descriptor's `format`, else the definition's,
+ * names only section 2.8's `ldp`.
+ */
+export function ldpVcFormatName(definition: IPresentationDefinition, descriptorId: string): 'ldp_vc' | 'ldp' {
+  const top = (definition as { format?: unknown }).format
+  const descriptor = descriptorsOf(definition).find((d) => d.id === descriptorId)
+  const own = (descriptor as { format?: unknown } | undefined)?.format
+  return named(own, 'ldp_vc', 'ldp') ?? named(top, 'ldp_vc', 'ldp') ?? 'ldp_vc'
+}
+
 function descriptorsOf(definition: IPresentationDefinition): InputDescriptor[] {
   return definition.input_descriptors as unknown as InputDescriptor[]
 }
@@ -219,8 +231,9 @@ export async function matchDescriptors(
   return descriptorsOf(evaluated).map((descriptor) => {
     const single = { ...evaluated, input_descriptors: [descriptor] } as IPresentationDefinition
     delete (single as { submission_requirements?: unknown }).submission_requirements
-    const candidates: StoredCredential[] = []
-    // each format family the descriptor accepts, evaluated on its own (JWT VCs first, as before ldp_vc)
+    const selected = new Set<StoredCredential>()
+    // each format family the descriptor accepts is evaluated on its own (PEX reads a JWT VC as a string, an
+    // ldp_vc as its object); the candidates are then the selected ones of either family, newest first
     for (const family of ['jwt', 'ldp'] as const) {
       const ofFamily = newestFirst.filter((c) => familyOf(c) === family)
       if (ofFamily.length === 0 || formatProblem(definition, descriptor, family)) continue
@@ -228,15 +241,15 @@ export async function matchDescriptors(
       const result = pex.selectFrom(single, inputs as string[], { holderDIDs: [holderDid] })
       if (result.areRequiredCredentialsPresent === 'error') continue
       // PEX 4.1.0 leaves vcIndexes undefined; map what it selected back to what the wallet holds
-      const selected = new Set(
+      const picked = new Set(
         (result.verifiableCredential ?? []).map((v) => (typeof v === 'string' ? v : JSON.stringify(v))),
       )
       for (const [i, credential] of ofFamily.entries()) {
         const input = inputs[i]
-        if (selected.has(typeof input === 'string' ? input : JSON.stringify(input)))
-          candidates.push(credential)
+        if (picked.has(typeof input === 'string' ? input : JSON.stringify(input))) selected.add(credential)
       }
     }
+    const candidates = newestFirst.filter((c) => selected.has(c))
     return {
       id: descriptor.id,
       ...(descriptor.name !== undefined && { name: descriptor.name }),
@@ -335,9 +348,15 @@ export async function selectCredentials(
   const definitionId = String(definition.id)
   if (unmatched.length > 0) {
     const byId = new Map(descriptorsOf(definition).map((d) => [d.id, d]))
+    const heldFamilies = [...new Set(held.map(familyOf))]
     const names = unmatched.map((id) => {
       const descriptor = byId.get(id)
-      const problem = descriptor && formatProblem(definition, descriptor)
+      // a format problem when no format the wallet holds fits the descriptor
+      const problems = descriptor
+        ? heldFamilies.map((family) => formatProblem(definition, descriptor, family))
+        : []
+      const problem =
+        problems.length > 0 && problems.every((p) => p !== undefined) ? problems.join('; ') : undefined
       return `${descriptor ? describe(descriptor) : id}${problem ? ` [format: ${problem}]` : ''}`
     })
     throw new NoMatchingCredentialsError(

@@ -22,13 +22,18 @@ export interface StatusEntry {
 }
 
 /**
- * The BitstringStatusListEntry of a credential JWT that says "revoked": purpose `revocation` (1 bit), or
- * purpose `message` with 2-bit entries whose statusMessage names `revoked` (default value 0x1).
+ * The BitstringStatusListEntry of a held credential that says "revoked": purpose `revocation` (1 bit), or
+ * purpose `message` with 2-bit entries whose statusMessage names `revoked` (default value 0x1). The credential
+ * as stored: a JWT (jwt_vc_json), or the JSON text of an ldp_vc.
  */
-export function revocationEntryOf(jwt: string): StatusEntry | undefined {
+export function revocationEntryOf(credential: string): StatusEntry | undefined {
   let payload: Record<string, unknown>
   try {
-    payload = decodeJws(jwt).payload
+    const parsed: unknown = credential.trimStart().startsWith('{')
+      ? JSON.parse(credential)
+      : decodeJws(credential).payload
+    if (!isObject(parsed)) return undefined
+    payload = parsed
   } catch {
     return undefined
   }

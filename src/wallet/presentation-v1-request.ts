@@ -9,6 +9,7 @@
 
 import { randomBytes } from 'node:crypto'
 import { DcqlError, DcqlQuery } from 'dcql'
+import type { LdKeyType } from '../formats/ldp-vc/keys.ts'
 import { FORMATS } from '../formats/registry.ts'
 import {
   ClientIdPrefixError,
@@ -27,6 +28,7 @@ import { decodeJws } from '../shared/jws.ts'
 import { JWT_MEDIA_TYPE, REQUEST_OBJECT_MEDIA_TYPE, REQUEST_OBJECT_TYP } from '../shared/wire.ts'
 import { protocolError, replayedNonce, transportError, WalletProtocolError } from './errors.ts'
 import { type HttpAnswer, httpRequest, type WalletHttp } from './http.ts'
+import { proofTypesFor } from './ldp-proof-choice.ts'
 import type { ParsedPresentationLink } from './presentation-link.ts'
 
 /** The client identifier prefixes this wallet verifies (OpenID4VP 1.0 §5.9.3): those with a wallet rule. */
@@ -132,16 +134,40 @@ export function isV1Link(parsed: ParsedPresentationLink): boolean {
  */
 export function walletMetadata(holderAlg: JwsAlg, prefix: string): Record<string, unknown> {
   return {
-    vp_formats_supported: Object.assign(
-      {},
-      ...FORMATS.map((f) => f.vpFormatsSupported({ credential: JWS_ALGS, holder: [holderAlg] })),
-    ),
+    vp_formats_supported: {
+      ...Object.assign(
+        {},
+        ...FORMATS.map((f) => f.vpFormatsSupported({ credential: JWS_ALGS, holder: [holderAlg] })),
+      ),
+      // B.1.3.2.3: the proof types this holder's key signs an ldp_vp with (the format lists every one it reads)
+      ldp_vc: ldpVcSupported(holderAlg),
+    },
     client_id_prefixes_supported: [...SUPPORTED_CLIENT_ID_PREFIXES],
     ...(requestsAreSigned(prefix) && { request_object_signing_alg_values_supported: [...JWS_ALGS] }),
     response_types_supported: ['vp_token'],
     response_modes_supported: ['direct_post', 'direct_post.jwt'],
     authorization_encryption_alg_values_supported: [RESPONSE_ENCRYPTION_ALG],
     authorization_encryption_enc_values_supported: [...SUPPORTED_ENC],
+  }
+}
+
+/** The key type behind each holder algorithm. */
+const HOLDER_KEY_TYPE: Readonly<Record<JwsAlg, LdKeyType>> = {
+  EdDSA: 'Ed25519',
+  ES256: 'P-256',
+  ES256K: 'secp256k1',
+}
+
+/** `vp_formats_supported.ldp_vc` of a holder: its proof types, Data Integrity ones as their cryptosuites. */
+function ldpVcSupported(holderAlg: JwsAlg): { proof_type_values: string[]; cryptosuite_values: string[] } {
+  const types = proofTypesFor(HOLDER_KEY_TYPE[holderAlg])
+  const suites = types.filter((t) => t.includes('-'))
+  return {
+    proof_type_values: [
+      ...types.filter((t) => !t.includes('-')),
+      ...(suites.length > 0 ? ['DataIntegrityProof'] : []),
+    ],
+    cryptosuite_values: suites,
   }
 }
 

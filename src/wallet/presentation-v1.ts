@@ -35,7 +35,12 @@ import {
   DcqlUnsatisfiedError,
   selectForDcql,
 } from './presentation-dcql.ts'
-import { buildLdpVp, chooseLdProofType } from './presentation-ldp.ts'
+import {
+  type AcceptedLdProofs,
+  buildLdpVp,
+  chooseLdProofType,
+  dcqlAcceptedLdProofs,
+} from './presentation-ldp.ts'
 import { parsePresentationLink } from './presentation-link.ts'
 import { presentSdJwt } from './presentation-sd-jwt.ts'
 import { type ClientIdPrefix, type ResolvedRequestV1, resolveRequestV1 } from './presentation-v1-request.ts'
@@ -61,8 +66,10 @@ function message(error: unknown): string {
 interface Presenter {
   /** The misbehaviours that change this format's presentation. */
   misbehaviours: readonly PresentationMisbehaviour[]
-  /** Why `aimed` cannot be applied: the answer presents no credential of this format. */
-  nothingToTamper(aimed: readonly string[], all: readonly PresentationMisbehaviour[]): string
+  /** What a misbehaviour of this format changes, for the refusal when the answer presents none of it. */
+  changes: string
+  /** A hint added to that refusal, given every misbehaviour asked. */
+  hint?(all: readonly PresentationMisbehaviour[]): string
   present(input: {
     choice: DcqlChoice
     misbehave: readonly PresentationMisbehaviour[]
@@ -70,35 +77,17 @@ interface Presenter {
     audience: string
     iat: number
     wallet: PresentationContext
+    /** ldp_vc: the proof type the caller forces, and what the verifier's client_metadata accepts */
+    ldp: { forced: string | undefined; accepted: AcceptedLdProofs | undefined }
   }): Promise<string | Record<string, unknown>>
 }
 
 /** One presenter per format of the registry: a format without one does not compile. */
 const PRESENTERS: Record<FormatId, Presenter> = {
-  // B.1.3.2: an ldp_vp of the credential as issued (challenge = nonce, domain = the client_id)
-  ldp_vc: {
-    misbehaviours: LDP_VP_MISBEHAVIOURS,
-    nothingToTamper: (aimed) =>
-      `misbehaviour ${aimed.join(', ')} changes a Linked Data presentation (ldp_vp), but this answer presents no ldp_vc credential`,
-    async present({ choice, misbehave, nonce, audience, iat, wallet }) {
-      const proofType = chooseLdProofType(wallet.keyType, undefined)
-      if (!proofType) throw new WalletUsageError(`this wallet's ${wallet.keyType} key makes no ldp_vp proof`)
-      return buildLdpVp({
-        holder: await wallet.ldPresenter(),
-        credentials: [JSON.parse(choice.credential.credential) as Record<string, unknown>],
-        nonce,
-        audience,
-        proofType,
-        misbehave,
-        now: iat * 1000,
-      })
-    },
-  },
   // B.3: the SD-JWT VC with the disclosures the query asks for and a KB-JWT (nonce, aud = the client_id)
   [SD_JWT_VC_TYP]: {
     misbehaviours: SD_JWT_PRESENTATION_MISBEHAVIOURS,
-    nothingToTamper: (aimed) =>
-      `misbehaviour ${aimed.join(', ')} changes an SD-JWT VC presentation, but this answer presents no ${SD_JWT_VC_TYP} credential`,
+    changes: 'an SD-JWT VC presentation',
     async present({ choice, misbehave, nonce, audience, iat, wallet }) {
       const { presentation } = await presentSdJwt({
         credential: choice.credential.credential,
@@ -115,8 +104,11 @@ const PRESENTERS: Record<FormatId, Presenter> = {
   // B.1.3.1.5: a JWT VP of the credential as issued (nonce, aud = the client_id)
   jwt_vc_json: {
     misbehaviours: JWT_VP_MISBEHAVIOURS,
-    nothingToTamper: (aimed, all) =>
-      `misbehaviour ${aimed.join(', ')} changes a JWT VP (jwt_vc_json), but this answer presents no jwt_vc_json credential${all.some((m) => m === 'vp-wrong-nonce' || m === 'vp-wrong-aud') ? ' (kb-wrong-nonce / kb-wrong-aud are the SD-JWT ones)' : ''}`,
+    changes: 'a JWT VP (jwt_vc_json)',
+    hint: (all) =>
+      all.some((m) => m === 'vp-wrong-nonce' || m === 'vp-wrong-aud')
+        ? ' (kb-wrong-nonce / kb-wrong-aud are the SD-JWT ones)'
+        : '',
     async present({ choice, misbehave, nonce, audience, iat, wallet }) {
       let credential = choice.credential.credential
       try {
@@ -134,6 +126,64 @@ const PRESENTERS: Record<FormatId, Presenter> = {
       })
     },
   },
+  // B.1.3.2: an ldp_vp of the credential as issued (challenge = nonce, domain = the client_id), its proof type
+  // the first of the verifier's vp_formats_supported.ldp_vc (B.1.3.2.3) that the holder key makes
+  ldp_vc: {
+    misbehaviours: LDP_VP_MISBEHAVIOURS,
+    changes: 'a Linked Data presentation (ldp_vp)',
+    async present({ choice, misbehave, nonce, audience, iat, wallet, ldp }) {
+      const proofType = chooseLdProofType(wallet.keyType, ldp.accepted, ldp.forced ?? wallet.ldpProofType)
+      if (!proofType)
+        throw new WalletUsageError(
+          `the verifier's vp_formats_supported.ldp_vc accepts proof types ${ldp.accepted?.proofTypes.join(', ')}${ldp.accepted?.cryptosuites ? ` (cryptosuites ${ldp.accepted.cryptosuites.join(', ')})` : ''}, none of which this wallet's ${wallet.keyType} key makes`,
+        )
+      return buildLdpVp({
+        holder: await wallet.ldPresenter(),
+        credentials: [JSON.parse(choice.credential.credential) as Record<string, unknown>],
+        nonce,
+        audience,
+        proofType,
+        misbehave,
+        now: iat * 1000,
+      })
+    },
+  },
+}
+
+/**
+ * Which presentation each format misbehaviour changes: the first of the answer whose format's presenter takes
+ * it (the shared vp- ones and tampered-credential / untrusted-issuer: a JWT VP or an ldp_vp, whichever comes
+ * first in the vp_token). One that no presentation of the answer takes is a WalletUsageError.
+ */
+function aimMisbehaviours(
+  choices: readonly DcqlChoice[],
+  misbehave: readonly PresentationMisbehaviour[],
+): Map<DcqlChoice, PresentationMisbehaviour[]> {
+  const presenters = Object.entries(PRESENTERS) as [FormatId, Presenter][]
+  const aimedAt = new Map<DcqlChoice, PresentationMisbehaviour[]>()
+  const missing = new Map<string, { takers: [FormatId, Presenter][]; aimed: PresentationMisbehaviour[] }>()
+  for (const m of misbehave) {
+    const takers = presenters.filter(([, p]) => p.misbehaviours.includes(m))
+    if (takers.length === 0) continue
+    const target = choices.find((c) => takers.some(([format]) => format === c.format))
+    if (target) {
+      aimedAt.set(target, [...(aimedAt.get(target) ?? []), m])
+      continue
+    }
+    const key = takers.map(([format]) => format).join(' or ')
+    const group = missing.get(key) ?? { takers, aimed: [] }
+    group.aimed.push(m)
+    missing.set(key, group)
+  }
+  const [first] = missing.entries()
+  if (first) {
+    const [formats, { takers, aimed }] = first
+    const hints = takers.map(([, p]) => p.hint?.(misbehave) ?? '').join('')
+    throw new WalletUsageError(
+      `misbehaviour ${aimed.join(', ')} changes ${takers.map(([, p]) => p.changes).join(' or ')}, but this answer presents no ${formats} credential${hints}`,
+    )
+  }
+  return aimedAt
 }
 
 export class PresentationSessionV1 {
@@ -277,21 +327,12 @@ export class PresentationSessionV1 {
     })
 
     const choices = selection.answers.flatMap((a) => a.credentials)
-    // A misbehaviour aimed at one format's presentation changes the first credential of that format in the
-    // answer, and needs one there.
-    const aimedAt = new Map<DcqlChoice, PresentationMisbehaviour[]>()
-    for (const [format, presenter] of Object.entries(PRESENTERS) as [FormatId, Presenter][]) {
-      const aimed = misbehave.filter((m) => presenter.misbehaviours.includes(m))
-      const target = choices.find((c) => c.format === format)
-      if (aimed.length > 0 && !target) throw new WalletUsageError(presenter.nothingToTamper(aimed, misbehave))
-      if (target) aimedAt.set(target, aimed)
-    }
-
+    const aimedAt = aimMisbehaviours(choices, misbehave)
     let vpToken: VpTokenV1 = {}
     for (const answer of selection.answers) {
       const presentations: VpTokenV1[string] = []
       for (const choice of answer.credentials) {
-        presentations.push(await this.present(choice, aimedAt.get(choice) ?? []))
+        presentations.push(await this.present(choice, aimedAt.get(choice) ?? [], opts.ldProofType))
       }
       vpToken[answer.queryId] = presentations
     }
@@ -342,6 +383,7 @@ export class PresentationSessionV1 {
   private async present(
     choice: DcqlChoice,
     misbehave: readonly PresentationMisbehaviour[],
+    ldProofType: string | undefined,
   ): Promise<string | Record<string, unknown>> {
     return PRESENTERS[choice.format].present({
       choice,
@@ -350,6 +392,7 @@ export class PresentationSessionV1 {
       audience: this.clientId,
       iat: Math.floor(this.now() / 1000),
       wallet: this.wallet,
+      ldp: { forced: ldProofType, accepted: dcqlAcceptedLdProofs(this.request.payload.client_metadata) },
     })
   }
 

@@ -41,12 +41,13 @@ import {
   type PresentationMisbehaviour,
   V1_ONLY_PRESENTATION_MISBEHAVIOURS,
 } from './misbehaviour.ts'
-import { buildLdpVp, chooseLdProofType, type LdPresenter, listedProofTypes } from './presentation-ldp.ts'
+import { buildLdpVp, chooseLdProofType, type LdPresenter, peAcceptedLdProofs } from './presentation-ldp.ts'
 import { parsePresentationLink } from './presentation-link.ts'
 import {
   answerFormats,
   descriptorIds,
   evaluationDefinition,
+  ldpVcFormatName,
   NoMatchingCredentialsError,
   type Selection,
   selectCredentials,
@@ -116,6 +117,8 @@ export interface PresentationContext {
   /** the holder key as an ldp_vp signs with it, and its type */
   ldPresenter(): Promise<LdPresenter>
   readonly keyType: LdKeyType
+  /** the Linked Data proof type every ldp_vp is signed with (WalletOptions.ldpProofType); default: chosen */
+  readonly ldpProofType?: string | undefined
   credentials(): StoredCredential[]
   lastPresentation(): RememberedPresentation | undefined
   rememberPresentation(presentation: RememberedPresentation): void
@@ -147,8 +150,9 @@ export interface RespondOptions {
    */
   onUnsatisfied?: 'throw' | 'access-denied'
   /**
-   * ldp_vp: the Linked Data proof type to sign with (the wallet's key type must make it); default the first
-   * the verifier's definition lists that the key makes (presentation-ldp.ts).
+   * ldp_vp: the Linked Data proof type to sign with (the wallet's key type must make it, else a
+   * WalletUsageError and nothing is sent); default the wallet's `ldpProofType`, else the first the verifier's
+   * definition lists that the key makes (presentation-ldp.ts).
    */
   ldProofType?: string
 }
@@ -216,6 +220,9 @@ function jsonValue(value: unknown): unknown {
 }
 
 /** The credential JWTs inside a JWT VP. */
+/** Whether a remembered vp_token is an ldp_vp (JSON text) rather than a JWT VP. */
+const isLdpToken = (vpToken: string): boolean => vpToken.trimStart().startsWith('{')
+
 function credentialsOf(vpToken: string): string[] {
   const vp = decodeJws(vpToken).payload.vp
   const list = isObject(vp) ? vp.verifiableCredential : undefined
@@ -602,45 +609,53 @@ export class PresentationSession {
   }
 
   /**
-   * The ldp_vp answer (section 2.8; DIF PE v2 with `ldp_vp` / `ldp_vc`): the chosen ldp_vc credentials in a
-   * VC 1.1 presentation whose proof (challenge = nonce, domain = client_id) is the first proof type the
-   * definition's `format.ldp_vp` lists that this wallet's key makes; the submission points each descriptor
-   * at its credential. Posted as JSON text in the direct_post form.
+   * The ldp_vp answer (section 2.8; DIF PE v2 with `ldp_vp` / `ldp_vc`): the chosen ldp_vc credentials (and
+   * chosen JWT credentials, enveloped: only for descriptors that accept a JWT VC) in one presentation whose
+   * proof (challenge = nonce, domain = client_id) is of the first proof type the definition's
+   * `format.ldp_vp` lists that this wallet's key makes, or the forced one; the submission points each
+   * descriptor at its credential (`path_nested` `$.verifiableCredential[i]`). Posted as JSON text in the
+   * direct_post form. `replayed`: that earlier ldp_vp is posted again, with this session's submission.
    */
   private async respondLdp(
     selection: Selection,
     misbehave: readonly PresentationMisbehaviour[],
     step: (step: PresentStep, detail?: unknown) => void,
-    forced: string | undefined,
+    opts: RespondOptions,
+    replayed?: RememberedPresentation,
   ): Promise<PresentationResult> {
-    if (selection.credentials.some((c) => c.format !== 'ldp_vc'))
-      throw new WalletUsageError(
-        'the chosen credentials mix ldp_vc with JWT credentials: a Linked Data presentation carries ldp_vc credentials here',
-      )
-    const other = misbehave.filter((m) => m !== 'expired-session' && !LDP_VP_MISBEHAVIOURS.includes(m))
-    if (other.length > 0)
-      throw new WalletUsageError(
-        `misbehaviour ${other.join(', ')} does not apply to a Linked Data presentation (ldp_vp); these do: ${LDP_VP_MISBEHAVIOURS.join(', ')}`,
-      )
-    const listed = listedProofTypes(this.presentationDefinition)
-    const proofType = chooseLdProofType(this.wallet.keyType, listed, forced)
-    if (!proofType)
-      throw new WalletUsageError(
-        `the verifier accepts ldp_vp proofs of type ${listed?.join(', ')}, none of which this wallet's ${this.wallet.keyType} key makes`,
-      )
     const tamper = tamperOf(misbehave)
-    const vp = await buildLdpVp({
-      holder: await this.wallet.ldPresenter(),
-      credentials: selection.credentials.map((c) => JSON.parse(c.credential) as Record<string, unknown>),
-      nonce: this.nonce,
-      audience: this.clientId,
-      proofType,
-      misbehave,
-      now: this.now(),
-    })
-    const format = isObject(this.presentationDefinition.format) ? this.presentationDefinition.format : {}
-    const vcFormat = 'ldp_vc' in format || !('ldp' in format) ? 'ldp_vc' : 'ldp'
-    const positions = new Map(selection.credentials.map((c, i) => [c, i]))
+    const credentials = selection.credentials
+    let vpToken: string
+    let positions: Map<StoredCredential, number>
+    if (replayed) {
+      vpToken = replayed.vpToken
+      positions = new Map(credentials.map((c) => [c, Math.max(replayed.presented.indexOf(c.id), 0)]))
+    } else {
+      const accepted = peAcceptedLdProofs(this.presentationDefinition)
+      const proofType = chooseLdProofType(
+        this.wallet.keyType,
+        accepted,
+        opts.ldProofType ?? this.wallet.ldpProofType,
+      )
+      if (!proofType)
+        throw new WalletUsageError(
+          `the verifier accepts ldp_vp proofs of type ${accepted?.proofTypes.join(', ')}, none of which this wallet's ${this.wallet.keyType} key makes (${chooseLdProofType(this.wallet.keyType, undefined)} and the others of presentation-ldp.ts)`,
+        )
+      const vp = await buildLdpVp({
+        holder: await this.wallet.ldPresenter(),
+        credentials: credentials.map((c) =>
+          c.format === 'ldp_vc' ? (JSON.parse(c.credential) as Record<string, unknown>) : c.credential,
+        ),
+        nonce: this.nonce,
+        audience: this.clientId,
+        proofType,
+        misbehave,
+        now: this.now(),
+      })
+      vpToken = JSON.stringify(vp)
+      positions = new Map(credentials.map((c, i) => [c, i]))
+    }
+    const jwtNames = answerFormats(this.presentationDefinition)
     let submission: PresentationSubmission = {
       id: randomUUID(),
       definition_id: selection.definitionId,
@@ -650,17 +665,27 @@ export class PresentationSession {
         path: '$',
         path_nested: {
           id: c.descriptorId,
-          format: vcFormat,
-          path: `$.verifiableCredential[${positions.get(c.credential)}]`,
+          format:
+            c.credential.format === 'ldp_vc'
+              ? ldpVcFormatName(this.presentationDefinition, c.descriptorId)
+              : (jwtNames.get(c.descriptorId)?.vc ?? 'jwt_vc_json'),
+          path: `$.verifiableCredential[${positions.get(c.credential) ?? 0}]`,
         },
       })),
     }
-    submission = tamper.apply('pe.submission', submission, { credentialCount: selection.credentials.length })
-    const vpToken = JSON.stringify(vp)
+    submission = tamper.apply('pe.submission', submission, { credentialCount: credentials.length })
     const form = responseForm({ vpToken, submission, state: this.state })
     if (!tamper.acts('response.forgetNonce')) await this.wallet.rememberAnsweredNonce(this.nonce)
     const answer = await postAuthorizationResponse(this, form, step, this.wallet.http)
-    const presented = selection.credentials.map((c) => c.id)
+    const presented = replayed ? replayed.presented : credentials.map((c) => c.id)
+    if (!tamper.acts('pe.forget')) {
+      this.wallet.rememberPresentation({
+        vpToken,
+        presented,
+        clientId: this.clientId,
+        responseUri: this.responseUri,
+      })
+    }
     return presentationResult(this, 'pe', 'verified', answer, form, presented, {
       vpToken,
       presentationSubmission: submission,
@@ -717,8 +742,15 @@ export class PresentationSession {
           "'vp-replayed' needs a presentation of this wallet that a verifier accepted: present once first (in the same process)",
         )
       }
-      jwts = credentialsOf(previous.vpToken)
       step('select', { replayed: previous.presented })
+      if (isLdpToken(previous.vpToken)) {
+        // an earlier ldp_vp: this definition evaluated over the credentials it presented, for the submission
+        const presented = new Set(previous.presented)
+        const earlier = this.wallet.credentials().filter((c) => presented.has(c.id))
+        const selection = await selectCredentials(this.presentationDefinition, earlier, this.wallet.did)
+        return this.respondLdp(selection, misbehave, step, opts, previous)
+      }
+      jwts = credentialsOf(previous.vpToken)
     } else {
       let selection: Selection
       try {
@@ -746,10 +778,10 @@ export class PresentationSession {
         chosen: selection.chosen.map((c) => ({ descriptor: c.descriptorId, credential: c.credential.id })),
       })
       jwts = selection.credentials.map((c) => c.credential)
-      if (this.wallet.trustEverything) return this.respondCarelessly(step, selection)
-      // ldp_vc credentials go in a Linked Data presentation (section 2.8's ldp_vp)
+      // ldp_vc credentials go in a Linked Data presentation (section 2.8's ldp_vp), the careless wallet's too
       if (selection.credentials.some((c) => c.format === 'ldp_vc'))
-        return this.respondLdp(selection, misbehave, step, opts.ldProofType)
+        return this.respondLdp(selection, this.wallet.trustEverything ? [] : misbehave, step, opts)
+      if (this.wallet.trustEverything) return this.respondCarelessly(step, selection)
     }
     const ldpOnly = misbehave.filter(
       (m) => !JWT_VP_MISBEHAVIOURS.includes(m) && LDP_VP_MISBEHAVIOURS.includes(m),
@@ -874,6 +906,11 @@ export class PresentationSession {
       })
     }
     const credentials = [...new Set(chosen.map((c) => c.credential))]
+    if (credentials.some((c) => c.format === 'ldp_vc')) {
+      // an ldp_vc goes in an ldp_vp, unchecked as everything here
+      const definitionId = String(this.presentationDefinition.id)
+      return this.respondLdp({ definitionId, matches: [], chosen, credentials }, [], step, {})
+    }
     const vpToken = await buildVpToken(this.wallet.jwtSigner(), {
       holder: this.wallet.did,
       audience: this.clientId,

@@ -39,7 +39,12 @@ import {
   type PresentationMisbehaviour,
   WRONG_AUDIENCE,
 } from './misbehaviour.ts'
-import { type LdPresenter, tamperLdCredential, withUndefinedTerm } from './presentation-ldp-defects.ts'
+import {
+  type LdPresenter,
+  selfIssueLdCredential,
+  tamperLdCredential,
+  withUndefinedTerm,
+} from './presentation-ldp-defects.ts'
 import { type VpTokenV1, withWrongQueryId } from './presentation-v1-response.ts'
 
 type Flag = [value: boolean, ctx: undefined]
@@ -108,6 +113,11 @@ interface Points {
   'ldp.holder': [value: LdPresenter, ctx: { fresh: () => LdPresenter }]
   /** the ldp_vc credential objects an ldp_vp presents, before it is signed */
   'ldp.credentials': [value: Record<string, unknown>[], ctx: undefined]
+  /** what re-signs the first ldp_vc an ldp_vp presents before it is signed (undefined: nothing) */
+  'ldp.reissue': [
+    value: ((credential: Record<string, unknown>) => Promise<Record<string, unknown>>) | undefined,
+    ctx: undefined,
+  ]
   /** the signed ldp_vp */
   'ldp.signed': [value: Record<string, unknown>, ctx: undefined]
   // --- OpenID4VP draft 20, Presentation Exchange (presentation.ts) ---------------------------------------------
@@ -274,6 +284,7 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
       const foreign = (foreignKey ?? (() => freshDidKey(signer.alg)))()
       return { holder: foreign.did, signer: keySigner(foreign.privateKey, foreign.kid, foreign.alg) }
     },
+    // ldp_vp: `holder` and the proof's verificationMethod are a fresh did:key of the holder's key type
     'ldp.holder': (_, { fresh }) => fresh(),
     'pe.bypassLibrary': on,
     'pe.forget': on,
@@ -294,6 +305,8 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
   'untrusted-issuer': {
     // the verifier trusts the issuer: the first credential re-issued by a fresh did:key
     'vp.credentials': (credentials) => replaceFirst(credentials, (jwt) => selfIssueCopy(jwt).jwt),
+    // ldp_vp: the first ldp_vc re-signed by a fresh did:key of its signer's key type, with its proof type
+    'ldp.reissue': () => selfIssueLdCredential,
     'pe.bypassLibrary': on,
     'pe.forget': on,
   },
@@ -317,8 +330,9 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
     'response.decline': on,
   },
   'ldp-undefined-term': {
-    // JSON-LD safe mode (VC Data Integrity §4.2, "expand … safe mode"): after signing, a property no context
-    // defines is added to the first credential's subject; without safe mode it would be dropped unsigned
+    // JSON-LD safe mode (VC Data Integrity 1.0 §4.2): after signing, a property no context defines is added
+    // (the first credential's subject, or the VP when that credential has an @vocab); without safe mode it
+    // would be dropped before canonicalization and the proofs would still verify
     'ldp.signed': (vp) => withUndefinedTerm(vp),
     'pe.forget': on,
   },

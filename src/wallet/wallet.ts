@@ -3,6 +3,7 @@
 // through PresentationSession, or in one call with present()).
 
 import { createHash, createPrivateKey } from 'node:crypto'
+import type { LdProofType } from '../formats/ldp-vc/suites.ts'
 import { issuerIdOf, ldpVc } from '../formats/ldp-vc/verify.ts'
 import { DEFAULT_ISSUANCE_FORMAT, type FormatId, formatNamed } from '../formats/registry.ts'
 import type { DiSigner } from '../shared/data-integrity.ts'
@@ -51,7 +52,7 @@ import {
   type RememberedPresentation,
   type StartPresentationOptions,
 } from './presentation.ts'
-import { type LdPresenter, presenterOf } from './presentation-ldp.ts'
+import { checkForcedLdProofType, type LdPresenter, presenterOf } from './presentation-ldp.ts'
 import { linkKind, parsePresentationLink } from './presentation-link.ts'
 import { PresentationSessionV1 } from './presentation-v1.ts'
 import { isV1Link } from './presentation-v1-request.ts'
@@ -97,6 +98,14 @@ export interface WalletOptions {
    * HAIP); default none: x5c-signed credentials are then refused. Not saved in the wallet file.
    */
   trustAnchors?: readonly string[]
+  /**
+   * The Linked Data proof type of every ldp_vp this wallet signs (Presentation Exchange and OpenID4VP 1.0):
+   * Ed25519Signature2018, JsonWebSignature2020, EcdsaSecp256k1Signature2019, eddsa-rdfc-2022 or
+   * ecdsa-rdfc-2019, one the holder key type makes (else a WalletUsageError here); default: the first the
+   * verifier lists that the key makes (presentation-ldp.ts). A call's `ldProofType` overrides it. CLI
+   * --ldp-proof-type.
+   */
+  ldpProofType?: string
   /**
    * TEST ONLY: a careless wallet that verifies nothing it is shown. It exists to prove that wallet test plans
    * fail a wallet that checks nothing (each negative case must catch it); never offered by the CLI or the
@@ -165,6 +174,11 @@ export interface PresentOptions {
    * or is answered `access_denied` naming what is missing ('access-denied', §8.5)
    */
   onUnsatisfied?: 'throw' | 'access-denied'
+  /**
+   * an ldp_vp answer (Presentation Exchange, OpenID4VP 1.0): the Linked Data proof type to sign with, instead of
+   * the wallet's `ldpProofType` or the verifier's first (presentation-ldp.ts)
+   */
+  ldProofType?: string
 }
 
 /** Wallet.open: the options of receive and present, each applied where it means something. */
@@ -190,6 +204,8 @@ export interface OpenOptions {
    * here) or refused without an answer ('throw')
    */
   onUnsatisfied?: 'throw' | 'access-denied'
+  /** presentation: the Linked Data proof type of an ldp_vp (PresentOptions.ldProofType) */
+  ldProofType?: string
 }
 
 /** What Wallet.open did: received (ReceiveResult: issued, or pending) or presented (PresentationResult). */
@@ -252,6 +268,26 @@ function expiryProblem(
   return undefined
 }
 
+/**
+ * Why an ldp_vc is outside its validity period at `nowMs`, or undefined: `issuanceDate` / `validFrom` not yet
+ * reached (60 s of clock skew allowed), `expirationDate` / `validUntil` passed, or one that is not a date.
+ */
+function ldValidityProblem(
+  bounds: readonly { kind: 'notBefore' | 'notAfter'; at: number; shown: string }[],
+  nowMs: number,
+): string | undefined {
+  for (const bound of bounds) {
+    if (Number.isNaN(bound.at))
+      return `validity period: ${JSON.stringify(bound.shown)} is not an XML Schema dateTime (VC Data Model 1.1 §4.6, §4.8)`
+    if (bound.kind === 'notAfter' && bound.at <= nowMs)
+      return `validity period: expirationDate / validUntil ${bound.shown} has passed (VC Data Model 1.1 §4.8, 2.0 §4.9); an expired credential is not stored`
+    if (bound.kind === 'notBefore' && bound.at > nowMs + LD_CLOCK_SKEW_MS)
+      return `validity period: issuanceDate / validFrom ${bound.shown} is in the future (VC Data Model 1.1 §4.6, 2.0 §4.9)`
+  }
+  return undefined
+}
+const LD_CLOCK_SKEW_MS = 60_000
+
 function isoFromSeconds(value: unknown): string | undefined {
   return typeof value === 'number' && Number.isFinite(value)
     ? new Date(value * 1000).toISOString()
@@ -274,6 +310,8 @@ export class Wallet implements WalletContext, PresentationContext {
   readonly trustAnchors: readonly string[]
   /** WalletOptions.trustEverything: the test-only careless wallet */
   readonly trustEverything: boolean
+  /** WalletOptions.ldpProofType: the proof type of every ldp_vp, checked against the key type */
+  readonly ldpProofType: LdProofType | undefined
 
   private readonly handle: AgentHandle
   private readonly holder: HolderKey
@@ -291,6 +329,7 @@ export class Wallet implements WalletContext, PresentationContext {
     protocol?: IssuanceProtocol,
     trustAnchors: readonly string[] = [],
     trustEverything = false,
+    ldpProofType?: LdProofType,
   ) {
     this.handle = handle
     this.agent = handle.agent
@@ -306,6 +345,7 @@ export class Wallet implements WalletContext, PresentationContext {
     this.location = store.location
     this.trustAnchors = trustAnchors
     this.trustEverything = trustEverything
+    this.ldpProofType = ldpProofType
   }
 
   /** A new wallet, or the one kept in `file`. */
@@ -331,6 +371,10 @@ export class Wallet implements WalletContext, PresentationContext {
     }
     const store: WalletStore = opts.file ? new FileWalletStore(opts.file) : new MemoryWalletStore()
     const state = (await store.load()) ?? emptyState()
+    // a proof type the holder key cannot make is refused before any key is made or anything is sent
+    const ldpKeyType = state.holder?.keyType ?? opts.keyType ?? 'Ed25519'
+    const ldpProofType =
+      opts.ldpProofType === undefined ? undefined : checkForcedLdProofType(ldpKeyType, opts.ldpProofType)
     const handle = createWalletAgent()
     let holder: HolderKey
     if (state.holder) {
@@ -365,6 +409,7 @@ export class Wallet implements WalletContext, PresentationContext {
       opts.protocol,
       trustAnchors,
       opts.trustEverything === true,
+      ldpProofType,
     )
   }
 
@@ -510,6 +555,7 @@ export class Wallet implements WalletContext, PresentationContext {
         onStep: step,
         ...(opts.errorDescription !== undefined && { errorDescription: opts.errorDescription }),
         ...(opts.onUnsatisfied !== undefined && { onUnsatisfied: opts.onUnsatisfied }),
+        ...(opts.ldProofType !== undefined && { ldProofType: opts.ldProofType }),
       })
     }
     const v1Only = misbehave.filter((m) => V1_ONLY_PRESENTATION_MISBEHAVIOURS.includes(m))
@@ -535,6 +581,7 @@ export class Wallet implements WalletContext, PresentationContext {
       onStep: step,
       ...(opts.errorDescription !== undefined && { errorDescription: opts.errorDescription }),
       ...(opts.onUnsatisfied !== undefined && { onUnsatisfied: opts.onUnsatisfied }),
+      ...(opts.ldProofType !== undefined && { ldProofType: opts.ldProofType }),
     })
   }
 
@@ -579,6 +626,7 @@ export class Wallet implements WalletContext, PresentationContext {
       ...(opts.now && { now: opts.now }),
       ...(opts.errorDescription !== undefined && { errorDescription: opts.errorDescription }),
       onUnsatisfied: opts.onUnsatisfied ?? 'access-denied',
+      ...(opts.ldProofType !== undefined && { ldProofType: opts.ldProofType }),
     })
     if (result.status !== 'verified') throw new PresentationDeclinedError(result)
     return { kind, result }
@@ -736,37 +784,37 @@ export class Wallet implements WalletContext, PresentationContext {
       if (!isObject(credential))
         fail('unsupported_credential_format', `credentials[${index}] is not an ldp_vc JSON object`)
       const vc = credential as Record<string, unknown>
-      let read: ReturnType<typeof ldpVc.read>
+      let read: ReturnType<typeof ldpVc.read> | undefined
       try {
         read = ldpVc.read(vc, { algorithms: [] })
       } catch (error) {
-        return fail('invalid_credential', `credentials[${index}]: ${(error as Error).message}`)
+        // the careless wallet keeps any JSON object
+        if (!this.trustEverything)
+          fail('invalid_credential', `credentials[${index}]: ${(error as Error).message}`)
       }
-      const subjectId = read.holderBinding.kind === 'subject' ? read.holderBinding.id : undefined
+      const subject = isObject(vc.credentialSubject) ? vc.credentialSubject : {}
+      const subjectId = typeof subject.id === 'string' ? subject.id : undefined
       let issuer = String(issuerIdOf(vc) ?? '')
-      if (!this.trustEverything) {
+      if (read && !this.trustEverything) {
+        const expired = ldValidityProblem(read.validity, Date.now())
+        if (expired) fail('invalid_credential', `credentials[${index}]: ${expired}`)
         const proof = await read.verifyProof(resolveDidKey)
         if (!proof.ok)
           fail(
             'invalid_credential',
-            `credentials[${index}]: the issuer's proof (VC Data Model 1.1 §4.7, ${read.alg}) does not verify: ${proof.reason}`,
+            `credentials[${index}]: the issuer's proof (VC Data Model 1.1 §4.7, VC Data Integrity 1.0 §4.3; ${read.alg}) does not verify: ${proof.reason}`,
           )
         else issuer = proof.issuer
-        const now = Date.now()
-        for (const bound of read.validity) {
-          if (bound.kind === 'notAfter' && bound.at <= now)
-            fail('invalid_credential', `credentials[${index}]: expired at ${bound.shown}`)
-        }
         if (subjectId !== this.did)
           fail(
             'wrong_subject',
-            `credentials[${index}]: credentialSubject.id ${String(subjectId)} is not the holder ${this.did} (holder binding)`,
+            `credentials[${index}]: credentialSubject.id ${String(subjectId)} is not the holder ${this.did} (holder binding: the credential belongs to another key than the proof showed)`,
           )
         if (status) await this.statusOrFail(() => status.checkBitstring(vc, issuer), index, origin.status)
       }
       const text = JSON.stringify(vc)
-      const notBefore = read.validity.find((b) => b.kind === 'notBefore')
-      const notAfter = read.validity.find((b) => b.kind === 'notAfter')
+      const notBefore = read?.validity.find((b) => b.kind === 'notBefore')
+      const notAfter = read?.validity.find((b) => b.kind === 'notAfter')
       accepted.push({
         id:
           typeof vc.id === 'string' ? vc.id : `urn:sha256:${createHash('sha256').update(text).digest('hex')}`,
@@ -774,8 +822,8 @@ export class Wallet implements WalletContext, PresentationContext {
         credential: text,
         issuer,
         subject: this.did,
-        types: [...read.types],
-        credentialSubject: { ...read.claims, id: subjectId ?? this.did },
+        types: read ? [...read.types] : asStringArray(vc.type),
+        credentialSubject: this.trustEverything ? { ...subject } : { ...subject, id: this.did },
         ...(notBefore && { issuedAt: notBefore.shown }),
         ...(notAfter && { expiresAt: notAfter.shown }),
         credentialIssuer: origin.credentialIssuer,

@@ -107,7 +107,8 @@ export class IssuanceFlow {
     return this.openOfferFor(SD_JWT_TEMPLATE.id, await this.world.unlinkedAppToken())
   }
 
-  private async openOfferFor(template: string, token: string) {
+  /** An offer for `template` opened with `token` (an application key linked to it or covering it). */
+  async openOfferFor(template: string, token: string) {
     this.openerToken = token
     const response = await this.world.client.createOffer(token, template)
     this.world.recordAnswer(response, `create offer for template "${template}"`)

@@ -1,4 +1,5 @@
 import { defineParameterType } from '@cucumber/cucumber'
+import type { LdAlteration } from './linked-data.ts'
 import type {
   PortalAction,
   ProcessAction,
@@ -94,7 +95,7 @@ defineParameterType({
 defineParameterType({
   name: 'presentationMisbehaviour',
   regexp:
-    /vp-wrong-nonce|vp-wrong-aud|vp-foreign-key|vp-replayed|tampered-credential|untrusted-issuer|revoked-credential|expired-session|lying-submission|access-denied/,
+    /vp-wrong-nonce|vp-wrong-aud|vp-foreign-key|vp-replayed|tampered-credential|untrusted-issuer|revoked-credential|expired-session|lying-submission|access-denied|ldp-undefined-term/,
   transformer: (text: string) => text,
 })
 
@@ -186,4 +187,39 @@ defineParameterType({
   name: 'responseMode',
   regexp: /direct_post\.jwt|direct_post/,
   transformer: (text: string) => text,
+})
+
+/** {ldProofType}: a Linked Data proof type (section 2.8's four) or a VC Data Integrity cryptosuite. */
+defineParameterType({
+  name: 'ldProofType',
+  regexp:
+    /Ed25519Signature2018|JsonWebSignature2020|EcdsaSecp256k1Signature2019|RsaSignature2018|eddsa-rdfc-2022|ecdsa-rdfc-2019/,
+  transformer: (text: string) => text,
+})
+
+/** {ldKeyType}: the did:key type a Linked Data proof signs with. */
+defineParameterType({
+  name: 'ldKeyType',
+  regexp: /Ed25519|P-256|P-384|secp256k1|RSA/,
+  transformer: (text: string) => text,
+})
+
+/** {tenantAlg}: the tenant key an issuance template signs with (signingAlg; PS256 is an RSA key). */
+defineParameterType({
+  name: 'tenantAlg',
+  regexp: /EdDSA|ES256K|ES256|PS256/,
+  transformer: (text: string) => text,
+})
+
+const LD_ALTERATIONS: Record<string, LdAlteration> = {
+  'its degree changed': 'degree changed',
+  'a term no context defines added': 'undefined term',
+  'an @context the verifier does not have added': 'unknown context',
+}
+
+/** {ldAlteration}: what changes in a signed ldp_vp before it is posted. */
+defineParameterType({
+  name: 'ldAlteration',
+  regexp: /its degree changed|a term no context defines added|an @context the verifier does not have added/,
+  transformer: (text: string): LdAlteration => LD_ALTERATIONS[text] as LdAlteration,
 })

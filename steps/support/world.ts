@@ -9,6 +9,7 @@ import { type CleanupReport, cleanupEnabled, debrisOf, describeCleanup, removeDe
 import { DcqlFlow } from './dcql.ts'
 import { type Exchange, ExchangeLog, unrecordedFetch } from './exchanges.ts'
 import { IssuanceFlow } from './issuance.ts'
+import { LinkedDataFlow } from './linked-data.ts'
 import { SdJwtVcFlow } from './sd-jwt-vc.ts'
 import { VerificationFlow } from './verification.ts'
 import { WebhookFlow } from './webhooks.ts'
@@ -80,6 +81,7 @@ export class HarnessWorld extends World implements FlowWorld {
   private webhookFlow: WebhookFlow | undefined
   private sdJwtFlow: SdJwtVcFlow | undefined
   private dcqlFlow: DcqlFlow | undefined
+  private linkedDataFlow: LinkedDataFlow | undefined
   /** Cucumber's attach, for texts redacted already. */
   private readonly attachRedacted: World['attach']
 
@@ -182,6 +184,12 @@ export class HarnessWorld extends World implements FlowWorld {
   get dcql(): DcqlFlow {
     this.dcqlFlow ??= new DcqlFlow(this)
     return this.dcqlFlow
+  }
+
+  /** The scenario's Linked Data holder, credentials, ldp_vp and session (steps/support/linked-data.ts). */
+  get linkedData(): LinkedDataFlow {
+    this.linkedDataFlow ??= new LinkedDataFlow(this, this)
+    return this.linkedDataFlow
   }
 
   /** The scenario's receiver endpoint and webhook expectations (steps/support/webhooks.ts). */
@@ -321,6 +329,37 @@ export class HarnessWorld extends World implements FlowWorld {
       unlinkedAppKey: { id: unlinkedKey.id, secret: unlinkedKey.secret },
       adminKey,
     }
+  }
+
+  /**
+   * A tenant for scenarios that create every template they use (the Linked Data features): created through
+   * the portal with its administrator key and one application key linked to no template, nothing else (a
+   * third of provisionTenant's requests). Without a portal: the target's configured tenant, as useOwnTenant.
+   */
+  async useOwnBareTenant(): Promise<TenantFixture> {
+    const operator = this.target.operator
+    if (!this.target.capabilities.has('portal') || !operator) return this.useOwnTenant()
+    const operatorToken = await this.client.token(operator)
+    const tenant = `t-${randomBytes(6).toString('hex')}`
+    const created = ok(await this.client.createTenant(operatorToken, tenant), `create tenant ${tenant}`)
+    const adminKey = { id: created.adminKey.id, secret: created.adminKey.secret }
+    const adminToken = await this.client.token({ keyId: adminKey.id, secret: adminKey.secret, tenant })
+    this.tokens.set('admin', adminToken)
+    const app = ok(
+      await this.client.createApiKey(adminToken, { role: 'app', label: 'conformance unlinked app' }),
+      'create unlinked app key',
+    )
+    const appKey = { id: app.id, secret: app.secret }
+    // no template: the application key is the unlinked one, and a login names no template
+    this.tenancy = {
+      tenant,
+      issuanceTemplate: '',
+      otherTemplate: '',
+      appKey,
+      unlinkedAppKey: appKey,
+      adminKey,
+    }
+    return this.tenancy
   }
 
   /** A tenant id other than this scenario's that exists on the target when one is known. */

@@ -206,7 +206,13 @@ describe('OpenID4VP 1.0 against the OWF verifier: prefixes × request_uri method
         assert.deepEqual(Object.keys(metadata.vp_formats_supported ?? {}).sort(), [
           'dc+sd-jwt',
           'jwt_vc_json',
+          'ldp_vc',
         ])
+        // ldp_vc (B.1.3.2.3): what this holder's key signs an ldp_vp with
+        assert.deepEqual(metadata.vp_formats_supported?.ldp_vc, {
+          proof_type_values: ['JsonWebSignature2020', 'DataIntegrityProof'],
+          cryptosuite_values: ['ecdsa-rdfc-2019'],
+        })
         assert.ok((metadata.client_id_prefixes_supported as unknown as string[]).includes(prefix))
         assert.deepEqual(metadata.authorization_encryption_alg_values_supported, ['ECDH-ES'])
       }

@@ -302,7 +302,11 @@ const libraries = lazyImport(async () => {
     /**
      * A suite of `proofType` that signs with `signer` (or verifies, without one). `proofOptions`: what the
      * proof options are canonicalized under, the document's contexts or security/v2 (default: security/v2
-     * for RsaSignature2018, as jsonld-signatures ≤ 5 and its interoperable implementations do).
+     * for RsaSignature2018, as jsonld-signatures ≤ 5 and its interoperable implementations do). The two
+     * differ for RsaSignature2018 only: VC 1.1's scoped context for it uses `sec:` and `xsd:` prefixes it
+     * never defines, so under the document's context its options canonicalize to IRIs like <sec:challenge>
+     * (jsonld-signatures ≥ 6 signs those); Ed25519Signature2018 and EcdsaSecp256k1Signature2019 options
+     * come out the same either way (blockcerts, on jsonld-signatures 11, verifies ours).
      */
     suite(proofType: LdProofType, signer?: Signer, date?: Date, proofOptions?: 'document' | 'security-v2') {
       const legacy =
@@ -539,7 +543,9 @@ export async function verifyLd(
   if (proofType === undefined)
     return {
       verified: false,
-      errors: [`proof type ${JSON.stringify(proof.type)} is not one vc-harness verifies`],
+      errors: [
+        `proof type ${JSON.stringify(proof.type)}${proof.type === 'DataIntegrityProof' ? ` with cryptosuite ${JSON.stringify(proof.cryptosuite)}` : ''} is not one vc-harness verifies (${LD_PROOF_TYPES.join(', ')})`,
+      ],
     }
   if (options.allowed && !options.allowed.includes(proofType))
     return { verified: false, proofType, errors: [`proof type ${proofType} is not allowed here`] }

@@ -52,6 +52,13 @@ export function verificationTemplate(flow: PresentationFlow) {
   }
 }
 
+/** How a wallet shows each credential type the plans issue. */
+const DISPLAY_NAMES: Record<string, string> = {
+  VerifiableId: 'Verifiable ID',
+  PersonIdentificationData: 'Person identification data',
+  PermanentResidentCard: 'Permanent resident card',
+}
+
 function issuanceTemplate(testCase: WalletCase) {
   const flow = testCase.flow
   if (flow.kind !== 'issuance') throw new Error('not an issuance case')
@@ -59,7 +66,9 @@ function issuanceTemplate(testCase: WalletCase) {
     id: ISSUANCE_TEMPLATE,
     credentialType: flow.credentialType,
     format: flow.format,
-    display: { name: 'Verifiable ID (wallet test)' },
+    display: { name: `${DISPLAY_NAMES[flow.credentialType] ?? flow.credentialType} (wallet test)` },
+    // ldp_vc: signed with the proof type section 2.8 lists first for an Ed25519 key, by the tenant's EdDSA key
+    ...(flow.format === 'ldp_vc' ? { proofType: 'Ed25519Signature2018', signingAlg: 'EdDSA' } : {}),
     ...(formatOf(flow.format).typedBy === 'vct'
       ? {
           vct: walletTestVct(flow.credentialType),

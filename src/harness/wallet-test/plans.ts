@@ -10,6 +10,7 @@ export const PLAN_NAMES = [
   'issuance-draft15',
   'issuance-1.0',
   'presentation-pe',
+  'presentation-pe-ldp',
   'presentation-dcql',
 ] as const
 export type PlanName = (typeof PLAN_NAMES)[number]
@@ -21,6 +22,8 @@ export const PLAN_TITLES: Record<PlanName, string> = {
   'issuance-draft15': 'OpenID4VCI, draft 15 issuer metadata, jwt_vc_json',
   'issuance-1.0': 'OpenID4VCI 1.0 Final, SD-JWT VC (dc+sd-jwt)',
   'presentation-pe': 'OpenID4VP draft 20 with Presentation Exchange, jwt_vc_json',
+  'presentation-pe-ldp':
+    'OpenID4VP draft 20 with Presentation Exchange, ldp_vc in an ldp_vp (Linked Data proofs)',
   'presentation-dcql': 'OpenID4VP 1.0 Final with DCQL, SD-JWT VC, client identifier prefixes',
 }
 
@@ -178,12 +181,19 @@ function issuanceCases(plan: PlanName, generation: 'draft15' | '1.0', format: Cr
   return cases
 }
 
-function presentationCases(plan: PlanName, profile: 'pe' | 'dcql'): WalletCase[] {
-  const pe = profile === 'pe'
-  const format: CredentialFormat = pe ? 'jwt_vc_json' : SD_JWT_VC_TYP
+/**
+ * The presentation cases of a profile. `pe` asks for a jwt_vc_json credential, `pe-ldp` for an ldp_vc (the
+ * interface's section 2.8 `ldp` / `ldp_vp`: the wallet answers with a Linked Data presentation whose proof
+ * carries the request's nonce as challenge and its client_id as domain), `dcql` for an SD-JWT VC.
+ */
+function presentationCases(plan: PlanName, profile: 'pe' | 'pe-ldp' | 'dcql'): WalletCase[] {
+  const pe = profile !== 'dcql'
+  const ldp = profile === 'pe-ldp'
+  const format: CredentialFormat = ldp ? 'ldp_vc' : pe ? 'jwt_vc_json' : SD_JWT_VC_TYP
   // A type no other plan issues: format-not-offered asks for it as jwt_vc_json, which the wallet must not hold
-  // (under plan all it holds VerifiableId in both formats).
-  const credentialType = pe ? 'VerifiableId' : 'PersonIdentificationData'
+  // (under plan all it holds VerifiableId in both formats); the ldp_vc plan's type is its own, so that under
+  // plan all the wallet's only credential of it is the ldp_vc.
+  const credentialType = ldp ? 'PermanentResidentCard' : pe ? 'VerifiableId' : 'PersonIdentificationData'
   const v = pe ? 'OID4VP-draft20' : 'OID4VP-1.0'
   // The wallet needs the credential the verifier asks for: the plan issues it first (itself a judged case).
   const setup: WalletCase = {
@@ -197,12 +207,14 @@ function presentationCases(plan: PlanName, profile: 'pe' | 'dcql'): WalletCase[]
       credentialType,
     },
     expect: 'accept',
-    sources: [pe ? '@OID4VCI-draft15-8.3' : '@OID4VCI-1.0-8.3'],
+    sources: ldp
+      ? ['@OID4VCI-draft15-8.3', '@OID4VCI-1.0-A.1.2']
+      : [pe ? '@OID4VCI-draft15-8.3' : '@OID4VCI-1.0-8.3'],
     passes: ACCEPT_ISSUANCE,
   }
   const base: PresentationFlow = {
     kind: 'presentation',
-    profile,
+    profile: pe ? 'pe' : 'dcql',
     format,
     credentialType,
     ...(pe
@@ -239,7 +251,16 @@ function presentationCases(plan: PlanName, profile: 'pe' | 'dcql'): WalletCase[]
   const x509Dns = { clientIdPrefix: 'x509_san_dns' as const, responseMode: 'direct_post.jwt' as const }
   const cases: WalletCase[] = [setup]
   // A positive case first: 'nonce-reused' replays the nonce of the last request a wallet answered.
-  if (pe) {
+  if (ldp) {
+    cases.push(
+      positive(
+        'positive',
+        'The wallet answers a valid request with a valid ldp_vp (challenge = nonce, domain = client_id)',
+        {},
+        [`@${v}-5`, `@${v}-6.2`, '@PEX-2.0-8', '@VC-DATA-INTEGRITY-2.1', '@interface-2.8'],
+      ),
+    )
+  } else if (pe) {
     cases.push(
       positive('positive', 'The wallet answers a valid request with a valid presentation', {}, [
         `@${v}-5`,
@@ -345,13 +366,19 @@ function presentationCases(plan: PlanName, profile: 'pe' | 'dcql'): WalletCase[]
       'the query asks for a credential the wallet does not hold',
       pe ? [`@${v}-6.4`, '@PEX-2.0-5'] : [`@${v}-6.4.2`, `@${v}-8.5`],
     ),
-    negative(
-      'format-not-offered',
-      'The wallet does not present a credential in another format than the request asks for',
-      'the request asks for the held credential in another format than the one it was issued in',
-      pe ? [`@${v}-5.1`, '@PEX-2.0-5.1'] : [`@${v}-6.1`, `@${v}-B.1`],
-    ),
   )
+  // format-not-offered narrows a definition to the Linked Data formats (faults/requests.ts): a fault for a
+  // held JWT credential only. The ldp_vc plan would need the opposite (a definition asking for jwt formats).
+  if (!ldp) {
+    cases.push(
+      negative(
+        'format-not-offered',
+        'The wallet does not present a credential in another format than the request asks for',
+        'the request asks for the held credential in another format than the one it was issued in',
+        pe ? [`@${v}-5.1`, '@PEX-2.0-5.1'] : [`@${v}-6.1`, `@${v}-B.1`],
+      ),
+    )
+  }
   return cases
 }
 
@@ -359,6 +386,7 @@ const PLANS: Record<PlanName, () => WalletCase[]> = {
   'issuance-draft15': () => issuanceCases('issuance-draft15', 'draft15', 'jwt_vc_json'),
   'issuance-1.0': () => issuanceCases('issuance-1.0', '1.0', SD_JWT_VC_TYP),
   'presentation-pe': () => presentationCases('presentation-pe', 'pe'),
+  'presentation-pe-ldp': () => presentationCases('presentation-pe-ldp', 'pe-ldp'),
   'presentation-dcql': () => presentationCases('presentation-dcql', 'dcql'),
 }
 

@@ -295,7 +295,7 @@ export class Oid4vpService {
       record: {
         validations,
         subject: holder,
-        submissionFormat: profile.submissionFormat,
+        submissionFormat: verdict.submissionFormat ?? profile.submissionFormat,
         submission: { ...presentations.mapping, holder, verifiableCredential: verdict.credentials },
       },
       claims: verdict.claims,

@@ -50,6 +50,8 @@ export interface Verdict {
   claims: Record<string, unknown>
   /** Where the time went, for the benchmark. */
   timings: CheckTimings
+  /** The relying party's PresentationSubmissionFormat when it is not the profile's own (an ldp_vp: `ldp_vp`). */
+  submissionFormat?: string
 }
 
 /** The algorithms the definition's `format` allows for `format` (PE v2 §5: `format.jwt_vp.alg`). */
@@ -122,7 +124,8 @@ export async function verifyResponse(
       mapping: { value: submission },
     },
   })
-  return verdictOf(result)
+  const verdict = verdictOf(result)
+  return isJsonPresentation(vpToken) ? { ...verdict, submissionFormat: 'ldp_vp' } : verdict
 }
 
 /** The verdict of a pipeline run: the validations, and what a VERIFIED session reports. */

@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, test } from 'node:test'
+import { ISSUANCE_TEMPLATE, walletTestConfig } from '../../../src/harness/wallet-test/config.ts'
 import { commandFor, commandProblem, shellQuote } from '../../../src/harness/wallet-test/drivers.ts'
 import { type Evidence, judge, settled } from '../../../src/harness/wallet-test/judge.ts'
 import { PLAN_NAMES, planCases, tenantOf, type WalletCase } from '../../../src/harness/wallet-test/plans.ts'
@@ -69,11 +70,63 @@ describe('wallet test plans', () => {
   })
 
   test('a presentation plan issues its credential first and answers a valid request before nonce-reused', () => {
-    for (const plan of ['presentation-pe', 'presentation-dcql'] as const) {
+    for (const plan of ['presentation-pe', 'presentation-pe-ldp', 'presentation-dcql'] as const) {
       const ids = planCases(plan).map((c) => c.id)
       assert.equal(ids[0], `${plan}:setup`)
       assert.ok(ids.indexOf(`${plan}:positive`) < ids.indexOf(`${plan}:nonce-reused`))
     }
+  })
+})
+
+describe('the Linked Data plan (presentation-pe-ldp, issue 33)', () => {
+  const cases = planCases('presentation-pe-ldp')
+  const setup = cases[0] as WalletCase
+
+  test('its setup issues an ldp_vc of a type no other plan issues, which every presentation case asks for in a pe session', () => {
+    assert.equal(setup.id, 'presentation-pe-ldp:setup')
+    assert.deepEqual(setup.flow, {
+      kind: 'issuance',
+      generation: 'draft15',
+      format: 'ldp_vc',
+      credentialType: 'PermanentResidentCard',
+    })
+    for (const c of cases.slice(1)) {
+      assert.equal(c.flow.kind, 'presentation', c.id)
+      assert.deepEqual(
+        [c.flow.profile, c.flow.format, c.flow.credentialType],
+        ['pe', 'ldp_vc', 'PermanentResidentCard'],
+        c.id,
+      )
+    }
+    // under plan all the wallet holds no other credential of the type: it must answer with the ldp_vc
+    const others = planCases('all').filter((c) => c.plan !== 'presentation-pe-ldp')
+    assert.ok(!others.some((c) => c.flow.credentialType === 'PermanentResidentCard'))
+  })
+
+  test("it judges the wallet on presentation-pe's request faults, format-not-offered aside (it narrows a definition to ldp)", () => {
+    const faultsOf = (plan: 'presentation-pe' | 'presentation-pe-ldp') =>
+      planCases(plan).flatMap((c) => (c.fault ? [c.fault] : []))
+    assert.deepEqual(
+      faultsOf('presentation-pe-ldp'),
+      faultsOf('presentation-pe').filter((f) => f !== 'format-not-offered'),
+    )
+    const positive = find('presentation-pe-ldp:positive')
+    assert.equal(positive.expect, 'accept')
+    assert.ok(positive.sources.includes('@VC-DATA-INTEGRITY-2.1'))
+    assert.ok(
+      cases.findIndex((c) => c.id === positive.id) < cases.findIndex((c) => c.fault === 'nonce-reused'),
+    )
+  })
+
+  test("its tenant's issuance template signs ldp_vc with Ed25519Signature2018 by the EdDSA key", async () => {
+    const { config } = await walletTestConfig([setup], '127.0.0.1')
+    const template = config.tenants.find((t) => t.id === tenantOf(setup))?.issuanceTemplates[0]
+    assert.ok(template)
+    assert.deepEqual(
+      [template.id, template.format, template.proofType, template.signingAlg, template.credentialType],
+      [ISSUANCE_TEMPLATE, 'ldp_vc', 'Ed25519Signature2018', 'EdDSA', 'PermanentResidentCard'],
+    )
+    assert.equal(template.display?.name, 'Permanent resident card (wallet test)')
   })
 })
 

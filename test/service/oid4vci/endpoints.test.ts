@@ -213,6 +213,7 @@ describe('issuer and authorization server metadata', () => {
     assert.deepEqual(Object.keys(configurations).sort(), [
       'degree',
       'degree-d15',
+      'degree-ldp',
       'es256',
       'es256k',
       'gated',
