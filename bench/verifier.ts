@@ -218,11 +218,8 @@ const profileOf = (r: Pick<Row, 'profile' | 'variant'>) =>
 const label = (r: Pick<Row, 'profile' | 'variant' | 'format' | 'mode' | 'alg'>) =>
   `${profileOf(r)} / ${r.format} / ${r.mode} / ${r.alg}`
 
-/**
- * The interface document's profile. `byPex`: the definition evaluated by @sphereon/pex from scratch for every
- * response, as the service did before it compiled definitions (util/pex.ts): the same-run baseline of that.
- */
-async function peRow(alg: JwsAlg, byPex = false): Promise<Row> {
+/** A pe session of the degree check, its request object built as the service builds it. */
+async function peSession() {
   const template = resolveTemplate('verification', { ...degreeCheck, profile: 'pe' })
   const { sessionId, nonce, state } = session()
   const definition = buildDefinition({
@@ -246,6 +243,15 @@ async function peRow(alg: JwsAlg, byPex = false): Promise<Row> {
     expiresAt: now + template.sessionLifetimeSeconds * 1000,
   })
   const presented = request.presentation_definition as { id: string; input_descriptors: { id: string }[] }
+  return { template, nonce, request, presented }
+}
+
+/**
+ * The interface document's profile. `byPex`: the definition evaluated by @sphereon/pex from scratch for every
+ * response, as the service did before it compiled definitions (util/pex.ts): the same-run baseline of that.
+ */
+async function peRow(alg: JwsAlg, byPex = false): Promise<Row> {
+  const { template, nonce, request, presented } = await peSession()
   const holder = newHolder(alg)
   const vpToken = jwtVp(holder, await issue(alg, holder, 'jwt_vc_json'), request.client_id, nonce)
   // As the lean wallet maps it: every descriptor answered by the one credential of the VP.
@@ -286,29 +292,7 @@ const LDP_ISSUER: Record<LdProofType, { alg: JwsAlg; proofType: LdProofType }> =
 
 /** The interface's Linked Data format: an ldp_vp of `proofType` by a `keyType` holder, over an ldp_vc. */
 async function ldpRow(proofType: LdProofType, keyType: LdKeyType): Promise<Row> {
-  const template = resolveTemplate('verification', { ...degreeCheck, profile: 'pe' })
-  const { sessionId, nonce, state } = session()
-  const definition = buildDefinition({
-    sessionId,
-    template,
-    templateUpdatedAt: now,
-    trustedIssuers,
-    verifier,
-    nonce,
-    receiverUrl: urls.absolute(''),
-    now,
-  })
-  const { request } = await new PresentationExchangeRequests(urls).build({
-    tenantId: TENANT,
-    sessionId,
-    definition,
-    nonce,
-    state,
-    verifier,
-    now,
-    expiresAt: now + template.sessionLifetimeSeconds * 1000,
-  })
-  const presented = request.presentation_definition as { id: string; input_descriptors: { id: string }[] }
+  const { template, nonce, request, presented } = await peSession()
   const pair = generateLdKeyPair(keyType)
   const holder = { ...ldKeyFromPublicKey(pair.publicKey), privateKey: pair.privateKey }
   const { alg, proofType: credentialProof } = LDP_ISSUER[proofType]

@@ -41,6 +41,36 @@ export interface SessionExpectation {
   encryptionKeyThumbprint?: string
 }
 
+/** Seconds since the epoch of a proof option's ISO date (NaN when it is not a string), undefined when absent. */
+function secondsOf(value: unknown): number | undefined {
+  if (value === undefined) return undefined
+  return typeof value === 'string' ? Math.floor(Date.parse(value) / 1000) : Number.NaN
+}
+
+/**
+ * Failures of a Linked Data proof's binding (VC Data Integrity §2.1 proof options: `challenge` = the nonce,
+ * `domain` = the audience, `created`, `expires`) against the expectation: ldp_vp and the di_vp key proof.
+ */
+export function proofOptionsBinding(proof: Record<string, unknown>, expect: SessionExpectation): string[] {
+  return bindingFailures(
+    {
+      nonce: proof.challenge,
+      audiences: proof.domain === undefined ? [] : [proof.domain].flat(),
+      issuedAt: secondsOf(proof.created),
+      expiresAt: secondsOf(proof.expires),
+      audienceShown: proof.domain,
+      names: {
+        presentation: 'presentation',
+        nonce: 'proof challenge',
+        audience: 'proof domain',
+        issuedAt: 'proof created',
+        expiresAt: 'proof expires',
+      },
+    },
+    expect,
+  )
+}
+
 /** Failures of a JWT-shaped binding against the expectation; empty when it is this exchange's, now. */
 export function bindingFailures(binding: PresentationBinding, expect: SessionExpectation): string[] {
   const failures: string[] = []

@@ -1,7 +1,7 @@
 import { unwrapEnvelopedCredential, verifyPresentation } from '../../shared/data-integrity.ts'
 import { resolveDidKey } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
-import { bindingFailures } from '../binding.ts'
+import { proofOptionsBinding } from '../binding.ts'
 import type { PresentationFormat, ReadPresentation } from '../types.ts'
 
 // A VC 2.0 presentation secured with Data Integrity (eddsa-rdfc-2022) by a did:key holder: OpenID4VCI's
@@ -11,11 +11,6 @@ import type { PresentationFormat, ReadPresentation } from '../types.ts'
 
 const asArray = (value: unknown): unknown[] =>
   value === undefined ? [] : Array.isArray(value) ? value : [value]
-
-function secondsOf(value: unknown): number | undefined {
-  if (value === undefined) return undefined
-  return typeof value === 'string' ? Math.floor(Date.parse(value) / 1000) : Number.NaN
-}
 
 function readDiPresentation(vp: unknown): ReadPresentation {
   if (!isObject(vp)) throw new Error('the presentation must be a Verifiable Presentation object')
@@ -35,24 +30,7 @@ function readDiPresentation(vp: unknown): ReadPresentation {
   return {
     format: 'ldp_vp',
     mechanisms: `ldp_vp (${String(options.cryptosuite ?? options.type)}) by a did:key holder`,
-    verifyBinding: (session) =>
-      bindingFailures(
-        {
-          nonce: options.challenge,
-          audiences: domains,
-          issuedAt: secondsOf(options.created),
-          expiresAt: secondsOf(options.expires),
-          audienceShown: options.domain,
-          names: {
-            presentation: 'presentation',
-            nonce: 'proof challenge',
-            audience: 'proof domain',
-            issuedAt: 'proof created',
-            expiresAt: 'proof expires',
-          },
-        },
-        session,
-      ),
+    verifyBinding: (session) => proofOptionsBinding(options, session),
     credentials,
     unreadable,
     async verifyProof() {

@@ -1,6 +1,6 @@
 import { unwrapEnvelopedCredential } from '../../shared/data-integrity.ts'
 import { isObject } from '../../shared/json.ts'
-import { bindingFailures } from '../binding.ts'
+import { proofOptionsBinding } from '../binding.ts'
 import { vcTypes } from '../jwt-vc/verify.ts'
 import type {
   CredentialFormat,
@@ -126,12 +126,6 @@ export const ldpVc: CredentialFormat = {
   read: readLdCredential,
 }
 
-/** Seconds since the epoch of an ISO date, for the JWT-shaped binding check. */
-function secondsOf(value: unknown): number | undefined {
-  if (value === undefined) return undefined
-  return typeof value === 'string' ? Math.floor(Date.parse(value) / 1000) : Number.NaN
-}
-
 function readLdPresentation(token: unknown, policy: FormatPolicy): ReadPresentation {
   const vp = jsonDocument(token, 'vp_token')
   if (!asArray(vp.type).includes('VerifiablePresentation'))
@@ -152,24 +146,7 @@ function readLdPresentation(token: unknown, policy: FormatPolicy): ReadPresentat
   return {
     format: 'ldp_vp',
     mechanisms: `ldp_vp (${proofType}) by a did:key holder`,
-    verifyBinding: (session) =>
-      bindingFailures(
-        {
-          nonce: proof.challenge,
-          audiences: domains,
-          issuedAt: secondsOf(proof.created),
-          expiresAt: secondsOf(proof.expires),
-          audienceShown: proof.domain,
-          names: {
-            presentation: 'presentation',
-            nonce: 'proof challenge',
-            audience: 'proof domain',
-            issuedAt: 'proof created',
-            expiresAt: 'proof expires',
-          },
-        },
-        session,
-      ),
+    verifyBinding: (session) => proofOptionsBinding(proof, session),
     credentials,
     unreadable: [],
     async verifyProof() {

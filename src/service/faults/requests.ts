@@ -1,5 +1,5 @@
 import { createHash, type KeyObject, randomBytes } from 'node:crypto'
-import { FORMAT_IDS, type FormatId, formatNamed } from '../../formats/registry.ts'
+import { DEFAULT_DCQL_FORMAT, type FormatId, formatNamed } from '../../formats/registry.ts'
 import { didKeyFromPublicKey, generateKeyPair, type JwsAlg } from '../../shared/did-key.ts'
 import { AppError } from '../errors/problem.ts'
 import { type Fault, type FaultRegistry, isPresentationFault, type PresentationFault } from './index.ts'
@@ -224,9 +224,10 @@ export function unsatisfiableDcqlQuery<Q extends { credentials: { format: string
 
 /**
  * format-not-offered for a DCQL query (OpenID4VP 1.0 §6.1 `format`, Appendix B): the same credential is
- * asked for in the other format than the template's (the next format of the registry: dc+sd-jwt ⇄ jwt_vc_json; meta.type_values or
+ * asked for in the other format than the template's (dc+sd-jwt ⇄ jwt_vc_json; any other as dc+sd-jwt; meta.type_values or
  * vct_values then name the same credential type), and client_metadata.vp_formats_supported lists only that
  * format. The wallet holds the credential in the template's format only.
  */
 export const otherFormat = (format: FormatId): FormatId =>
-  FORMAT_IDS[(FORMAT_IDS.indexOf(format) + 1) % FORMAT_IDS.length] as FormatId
+  // the two JWT-secured formats swap; any other is asked for as the DCQL default (SD-JWT VC)
+  format === DEFAULT_DCQL_FORMAT ? 'jwt_vc_json' : DEFAULT_DCQL_FORMAT
