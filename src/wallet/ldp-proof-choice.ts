@@ -1,5 +1,11 @@
 import type { LdKeyType } from '../formats/ldp-vc/keys.ts'
-import { isLdProofType, LD_PROOF_TYPES, type LdProofType, PROOF_KEY_TYPES } from '../formats/ldp-vc/suites.ts'
+import {
+  CRYPTOSUITES,
+  isLdProofType,
+  LD_PROOF_TYPES,
+  type LdProofType,
+  PROOF_KEY_TYPES,
+} from '../formats/ldp-vc/suites.ts'
 import { isObject } from '../shared/json.ts'
 import { WalletUsageError } from './errors.ts'
 
@@ -7,9 +13,6 @@ import { WalletUsageError } from './errors.ts'
 // accepts (a PE definition's `format.ldp_vp`, a 1.0 request's `vp_formats_supported.ldp_vc`), and what the
 // caller forces. Pure functions, apart from presentation-ldp.ts (which builds the VP through the tamper
 // hooks), so the request readers can use them too.
-
-/** The Data Integrity cryptosuites (`DataIntegrityProof` with a `cryptosuite`), as LD_PROOF_TYPES names them. */
-const CRYPTOSUITES: readonly LdProofType[] = LD_PROOF_TYPES.filter((t) => t.includes('-'))
 
 /**
  * What a key type signs, in the wallet's order of preference when the verifier names no proof type: the

@@ -675,21 +675,8 @@ export class PresentationSession {
     }
     submission = tamper.apply('pe.submission', submission, { credentialCount: credentials.length })
     const form = responseForm({ vpToken, submission, state: this.state })
-    if (!tamper.acts('response.forgetNonce')) await this.wallet.rememberAnsweredNonce(this.nonce)
-    const answer = await postAuthorizationResponse(this, form, step, this.wallet.http)
     const presented = replayed ? replayed.presented : credentials.map((c) => c.id)
-    if (!tamper.acts('pe.forget')) {
-      this.wallet.rememberPresentation({
-        vpToken,
-        presented,
-        clientId: this.clientId,
-        responseUri: this.responseUri,
-      })
-    }
-    return presentationResult(this, 'pe', 'verified', answer, form, presented, {
-      vpToken,
-      presentationSubmission: submission,
-    })
+    return this.postPresentation(form, { vpToken, submission, presented, tamper, step })
   }
 
   /**
@@ -859,11 +846,28 @@ export class PresentationSession {
       // same field, same place: only the format identifiers differ from what the library checked
       form.presentation_submission = JSON.stringify(submission)
     }
-    // remembered before it leaves: a verifier that asks again with this nonce is refused (§14.1)
-    if (!tamper.acts('response.forgetNonce')) await this.wallet.rememberAnsweredNonce(this.nonce)
-    const answer = await postAuthorizationResponse(this, form, step, this.wallet.http)
     const presented = presentedJwts.map(credentialId)
-    // a VP some misbehaviour changed is not an honest one to replay later
+    return this.postPresentation(form, { vpToken, submission, presented, tamper, step })
+  }
+
+  /**
+   * Posts a presentation answer and reports it: the nonce remembered as answered before it leaves (a verifier
+   * that asks again with it is refused, §14.1), the VP remembered for 'vp-replayed' unless a misbehaviour
+   * changed it (not an honest one to replay).
+   */
+  private async postPresentation(
+    form: Record<string, string>,
+    sent: {
+      vpToken: string
+      submission: PresentationSubmission
+      presented: string[]
+      tamper: ReturnType<typeof tamperOf>
+      step: (step: PresentStep, detail?: unknown) => void
+    },
+  ): Promise<PresentationResult> {
+    const { vpToken, submission, presented, tamper } = sent
+    if (!tamper.acts('response.forgetNonce')) await this.wallet.rememberAnsweredNonce(this.nonce)
+    const answer = await postAuthorizationResponse(this, form, sent.step, this.wallet.http)
     if (!tamper.acts('pe.forget')) {
       this.wallet.rememberPresentation({
         vpToken,

@@ -769,16 +769,7 @@ export class Wallet implements WalletContext, PresentationContext {
    * (credentialSubject.id), within its validity period, its Bitstring status active. Stored as its JSON text.
    */
   private async acceptLdVc(credentials: unknown[], origin: CredentialOrigin): Promise<StoredCredential[]> {
-    const fail = (error: string, description: string): never => {
-      throw new WalletProtocolError({
-        step: 'verify',
-        status: origin.status,
-        error,
-        errorDescription: description,
-      })
-    }
-    const status =
-      origin.checkStatus && !this.trustEverything ? new ReceiptStatusChecker(this.http) : undefined
+    const { fail, status } = this.receipt(origin)
     const accepted: StoredCredential[] = []
     for (const [index, credential] of credentials.entries()) {
       if (!isObject(credential))
@@ -831,9 +822,7 @@ export class Wallet implements WalletContext, PresentationContext {
         receivedAt: new Date().toISOString(),
       })
     }
-    this.state.credentials.push(...accepted)
-    await this.store.save(this.state)
-    return structuredClone(accepted)
+    return this.keep(accepted)
   }
 
   /** The holder key as a Linked Data presentation signs with it (an ldp_vp: presentation-ldp.ts). */
@@ -843,8 +832,8 @@ export class Wallet implements WalletContext, PresentationContext {
     )
   }
 
-  /** jwt_vc_json at receipt (see accept). */
-  private async acceptJwtVc(credentials: unknown[], origin: CredentialOrigin): Promise<StoredCredential[]> {
+  /** What every receiver refuses with (a WalletProtocolError of step `verify`) and checks status with. */
+  private receipt(origin: CredentialOrigin) {
     const fail = (error: string, description: string): never => {
       throw new WalletProtocolError({
         step: 'verify',
@@ -855,6 +844,19 @@ export class Wallet implements WalletContext, PresentationContext {
     }
     const status =
       origin.checkStatus && !this.trustEverything ? new ReceiptStatusChecker(this.http) : undefined
+    return { fail, status }
+  }
+
+  /** Stores every accepted credential at once (all or none of a response) and answers copies. */
+  private async keep(accepted: StoredCredential[]): Promise<StoredCredential[]> {
+    this.state.credentials.push(...accepted)
+    await this.store.save(this.state)
+    return structuredClone(accepted)
+  }
+
+  /** jwt_vc_json at receipt (see accept). */
+  private async acceptJwtVc(credentials: unknown[], origin: CredentialOrigin): Promise<StoredCredential[]> {
+    const { fail, status } = this.receipt(origin)
     const accepted: StoredCredential[] = []
     for (const [index, credential] of credentials.entries()) {
       if (typeof credential !== 'string') {
@@ -919,9 +921,7 @@ export class Wallet implements WalletContext, PresentationContext {
         receivedAt: new Date().toISOString(),
       })
     }
-    this.state.credentials.push(...accepted)
-    await this.store.save(this.state)
-    return structuredClone(accepted)
+    return this.keep(accepted)
   }
 
   /** A status check at receipt; a revoked or unknown status is a WalletProtocolError of step `verify`. */
@@ -945,8 +945,7 @@ export class Wallet implements WalletContext, PresentationContext {
    * entry; stored all, or none. The careless wallet (trustEverything) only reads the claims.
    */
   private async acceptSdJwt(credentials: unknown[], origin: CredentialOrigin): Promise<StoredCredential[]> {
-    const status =
-      origin.checkStatus && !this.trustEverything ? new ReceiptStatusChecker(this.http) : undefined
+    const { status } = this.receipt(origin)
     const accepted: StoredCredential[] = []
     for (const [index, credential] of credentials.entries()) {
       if (typeof credential !== 'string') {
@@ -1000,8 +999,6 @@ export class Wallet implements WalletContext, PresentationContext {
         receivedAt: new Date().toISOString(),
       })
     }
-    this.state.credentials.push(...accepted)
-    await this.store.save(this.state)
-    return structuredClone(accepted)
+    return this.keep(accepted)
   }
 }

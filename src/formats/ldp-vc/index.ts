@@ -1,10 +1,9 @@
-import type { DcqlW3cVcCredential } from 'dcql'
-import { isObject, jsonCopy } from '../../shared/json.ts'
-import { vcTypes } from '../jwt-vc/verify.ts'
+import { isObject } from '../../shared/json.ts'
 import type { FormatModule } from '../types.ts'
+import { w3cDcqlProfile } from '../w3c-dcql.ts'
 import { VC_V1_CONTEXT } from './contexts.ts'
 import { DEFAULT_LD_PROOF_TYPE, ldContexts, signLdVc } from './issue.ts'
-import { LD_PROOF_TYPES } from './suites.ts'
+import { CRYPTOSUITES, isCryptosuite, LD_PROOF_TYPES } from './suites.ts'
 import { jsonDocument, ldpVc, ldpVp } from './verify.ts'
 
 // ldp_vc: a W3C VC secured with an embedded Linked Data proof (VC Data Model 1.1 §4.7, VC Data Integrity
@@ -12,9 +11,6 @@ import { jsonDocument, ldpVc, ldpVp } from './verify.ts'
 // presentation signed by the subject). The interface names the format `ldp` and the presentation
 // `ldp_vp` (section 2.8). verify.ts reads and verifies; issue.ts signs; suites.ts holds the proof types,
 // contexts.ts the bundled JSON-LD contexts (nothing is fetched), keys.ts the did:key key types.
-
-const DI_SUITES = LD_PROOF_TYPES.filter((t) => t.includes('-'))
-const LEGACY_SUITES = LD_PROOF_TYPES.filter((t) => !t.includes('-'))
 
 export const ldpVcFormat: FormatModule<'ldp_vc'> = {
   id: 'ldp_vc',
@@ -26,34 +22,14 @@ export const ldpVcFormat: FormatModule<'ldp_vc'> = {
   // Appendix B.1.3.2.3: proof types, and Data Integrity cryptosuites by name.
   vpFormatsSupported: () => ({
     ldp_vc: {
-      proof_type_values: [...LEGACY_SUITES, 'DataIntegrityProof'],
-      cryptosuite_values: [...DI_SUITES],
+      proof_type_values: [...LD_PROOF_TYPES.filter((t) => !isCryptosuite(t)), 'DataIntegrityProof'],
+      cryptosuite_values: [...CRYPTOSUITES],
     },
   }),
-  dcql: {
-    // Appendix B.1.2: W3C claims paths start at the credential's root.
-    claimPath: (segments) => ['credentialSubject', ...segments],
-    anchorClaim: 'type',
-    meta: (type) => ({ type_values: [[...new Set(['VerifiableCredential', type])]] }),
-    model(credential) {
-      const { proof: _proof, ...vc } = credential.sharedView
-      return {
-        credential_format: 'ldp_vc',
-        type: [...credential.types],
-        claims: jsonCopy(vc) as DcqlW3cVcCredential['claims'],
-        cryptographic_holder_binding: true,
-      }
-    },
-    async heldModel(issued) {
-      const { proof: _proof, ...vc } = jsonDocument(issued, 'the credential')
-      return {
-        credential_format: 'ldp_vc',
-        type: vcTypes(vc),
-        claims: vc as never,
-        cryptographic_holder_binding: true,
-      }
-    },
-  },
+  dcql: w3cDcqlProfile('ldp_vc', (issued) => {
+    const { proof: _proof, ...vc } = jsonDocument(issued, 'the credential')
+    return vc
+  }),
   issuance: {
     claimsRoot: ['credentialSubject'],
     bindingMethods: ['did:key'],

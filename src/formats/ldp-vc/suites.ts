@@ -33,6 +33,11 @@ export const LD_PROOF_TYPES = [
 ] as const
 export type LdProofType = (typeof LD_PROOF_TYPES)[number]
 
+/** A Data Integrity cryptosuite (a `DataIntegrityProof` naming it), not one of the CCG suite types. */
+export const isCryptosuite = (type: LdProofType): boolean => type.includes('-')
+/** The Data Integrity cryptosuites, as LD_PROOF_TYPES names them. */
+export const CRYPTOSUITES: readonly LdProofType[] = LD_PROOF_TYPES.filter(isCryptosuite)
+
 export const isLdProofType = (value: unknown): value is LdProofType =>
   typeof value === 'string' && (LD_PROOF_TYPES as readonly string[]).includes(value)
 

@@ -1,5 +1,5 @@
 import { jwtVcJson, jwtVpJson } from '../../formats/jwt-vc/verify.ts'
-import { LD_PROOF_TYPES } from '../../formats/ldp-vc/suites.ts'
+import { isCryptosuite, LD_PROOF_TYPES } from '../../formats/ldp-vc/suites.ts'
 import { ldpVc, ldpVp } from '../../formats/ldp-vc/verify.ts'
 import { DEFAULT_DCQL_FORMAT, formatNamed, formatOf } from '../../formats/registry.ts'
 import { isJwsAlg, JWS_ALGS } from '../../shared/did-key.ts'
@@ -72,7 +72,7 @@ function proofTypesOf(definition: Record<string, unknown>, ...formats: string[])
     return isObject(entry) && Array.isArray(entry.proof_type) ? entry.proof_type : []
   })
   return LD_PROOF_TYPES.filter(
-    (t) => named.includes(t) || (t.includes('-') && named.includes('DataIntegrityProof')),
+    (t) => named.includes(t) || (isCryptosuite(t) && named.includes('DataIntegrityProof')),
   )
 }
 
