@@ -64,6 +64,36 @@ describe('configuration file', () => {
     rejects({ ...minimal(), tokenLifetimeSeconds: 5 }, /\/tokenLifetimeSeconds/)
   })
 
+  test('ldp_vc templates: the proof type signs with the key of signingAlg, PS256 and proofType are for ldp_vc only', () => {
+    const withTemplate = (template: Record<string, unknown>) => {
+      const config = minimal() as { tenants: { issuanceTemplates?: unknown[] }[] }
+      ;(config.tenants[0] as { issuanceTemplates?: unknown[] }).issuanceTemplates = [
+        { id: 't', credentialType: 'DegreeCredential', ...template },
+      ]
+      return config
+    }
+    rejects(
+      withTemplate({ format: 'ldp_vc', proofType: 'RsaSignature2018' }),
+      /\/tenants\/0\/issuanceTemplates\/0\/signingAlg: proofType RsaSignature2018 signs with signingAlg PS256, not EdDSA/,
+    )
+    rejects(
+      withTemplate({ format: 'ldp_vc', proofType: 'ecdsa-rdfc-2019', signingAlg: 'ES256K' }),
+      /signingAlg: proofType ecdsa-rdfc-2019 signs with signingAlg ES256, not ES256K/,
+    )
+    rejects(
+      withTemplate({ proofType: 'Ed25519Signature2018' }),
+      /proofType: proofType is for format ldp_vc only/,
+    )
+    rejects(
+      withTemplate({ signingAlg: 'PS256' }),
+      /signingAlg: signingAlg PS256 \(RSA\) signs format ldp_vc only/,
+    )
+    const ok = parseConfig(
+      withTemplate({ format: 'ldp_vc', proofType: 'JsonWebSignature2020', signingAlg: 'PS256' }),
+    )
+    assert.equal(ok.tenants[0]?.issuanceTemplates[0]?.proofType, 'JsonWebSignature2020')
+  })
+
   test('cross-references are checked: duplicate ids and links to unknown templates', () => {
     const dupKey = minimal()
     dupKey.tenants[0]?.apiKeys.push(
