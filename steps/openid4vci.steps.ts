@@ -25,6 +25,30 @@ When(
   },
 )
 
+// Further credential requests on one access token (OpenID4VCI 1.0 §14.3)
+
+When('the wallet requests the credential again', async function (this: W) {
+  await this.issuance.requestCredentialAgain()
+})
+
+When(
+  'the wallet requests the credential again misbehaving with {misbehaviour}',
+  async function (this: W, m: Misbehaviour) {
+    await this.issuance.requestCredentialAgain([m])
+  },
+)
+
+Then(
+  'the further credential is another one for the wallet, with its own notification_id',
+  function (this: W) {
+    this.issuance.expectFurtherCredential()
+  },
+)
+
+Then('the wallet is told to come back later with the same transaction id', function (this: W) {
+  this.issuance.expectSameTransaction()
+})
+
 Given('the wallet holds the SD-JWT VC', async function (this: W) {
   await this.issuance.receive()
   this.sdJwt.expectReceived()

@@ -4,6 +4,9 @@ Commands:
   serve        run the reference service (see: vc-harness serve --help)
   wallet       the simulated wallet: open a deep link, receive a credential offer, present to a verification request, list held credentials (see: vc-harness wallet --help)
   wallet-test  test a wallet's safety: the service misbehaves on purpose per case, the wallet must refuse (see: vc-harness wallet-test --help)
+  issuer-test  grade any OpenID4VCI issuer: the harness's wallet, correct or misbehaving, per case (see: vc-harness issuer-test --help)
+  verifier-test
+               grade any OpenID4VP verifier: the harness's wallet, correct or misbehaving, per case (see: vc-harness verifier-test --help)
   dev-cert     make a development CA and an HTTPS certificate for a DNS name, for phones (see: vc-harness dev-cert --help)
   conformance  run the conformance suite and write the reports, or summarize existing runs (see: vc-harness conformance --help)
   bench        complete flows per second with concurrent wallets, against the service and its baselines (see: vc-harness bench --help)
@@ -19,6 +22,8 @@ const commands: Record<string, (argv: string[]) => Promise<number | undefined>> 
   serve: async (argv) => (await import('./serve.ts')).serve(argv),
   wallet: async (argv) => (await import('./wallet.ts')).wallet(argv).then(() => undefined),
   'wallet-test': async (argv) => (await import('./wallet-test.ts')).walletTest(argv),
+  'issuer-test': async (argv) => (await import('./server-test.ts')).issuerTest(argv),
+  'verifier-test': async (argv) => (await import('./server-test.ts')).verifierTest(argv),
   'dev-cert': async (argv) => (await import('./dev-cert.ts')).devCert(argv),
   conformance: async (argv) => (await import('./conformance.ts')).conformance(argv),
   bench: async (argv) => (await import('../../bench/run.ts')).bench(argv),

@@ -3,7 +3,7 @@
 // (proof.ts, presentation-*.ts, issuance*.ts) apply tamper.ts at the points where they build a message. Pure
 // functions that import no builder, so that the builders, tamper.ts and these stay free of import cycles.
 
-import { sign as cryptoSign, type KeyObject, randomBytes } from 'node:crypto'
+import { sign as cryptoSign, generateKeyPairSync, type KeyObject, randomBytes } from 'node:crypto'
 import type { TxCode } from '@sphereon/oid4vci-common'
 import { formatNamed } from '../formats/registry.ts'
 import {
@@ -91,6 +91,17 @@ export function legacyFormat(configuration: Record<string, unknown> | undefined)
     format,
     credential_definition: { ...(context !== undefined && { '@context': context }), type: definition.type },
   }
+}
+
+/**
+ * 'token-in-query': the credential endpoint with `access_token` added to its query (RFC 6750 §2.3); any query
+ * the endpoint already has is kept.
+ */
+export function withAccessTokenInQuery(endpoint: string, accessToken: string | undefined): string {
+  if (accessToken === undefined) throw new Error('no access token to put into the query')
+  const url = new URL(endpoint)
+  url.searchParams.append('access_token', accessToken)
+  return url.toString()
 }
 
 // --- presentation: keys ----------------------------------------------------------------------------------------
@@ -270,6 +281,61 @@ export function tamperDisclosure(disclosure: string): {
   const copy = [...decoded.slice(0, -1), to]
   const claim = decoded.length === 3 ? String(decoded[1]) : '(array element)'
   return { disclosure: b64urlJson(copy), claim, from, to }
+}
+
+/**
+ * 'sd-issuer-signature': the SD-JWT (`<issuer-signed JWT>~<disclosures>~`) with one bit of the issuer-signed
+ * JWT's signature flipped (its last byte); header, payload and disclosures kept byte for byte.
+ */
+export function corruptIssuerSignature(sdJwt: string): string {
+  const tilde = sdJwt.indexOf('~')
+  const jwt = tilde < 0 ? sdJwt : sdJwt.slice(0, tilde)
+  const [header, payload, signature] = jwt.split('.')
+  if (header === undefined || payload === undefined || !signature) {
+    throw new WalletUsageError("'sd-issuer-signature': the issuer-signed JWT has no signature to corrupt")
+  }
+  const flipped = Buffer.from(flipLastBit(Buffer.from(signature, 'base64url'))).toString('base64url')
+  return `${header}.${payload}.${flipped}${tilde < 0 ? '' : sdJwt.slice(tilde)}`
+}
+
+// --- presentation: response encryption --------------------------------------------------------------------------
+
+/** Node's names of the curves a JWK names (EC: the NIST curves; OKP: X25519 / X448). */
+const CURVES: Record<string, { type: 'ec' | 'x25519' | 'x448'; namedCurve?: string }> = {
+  'P-256': { type: 'ec', namedCurve: 'prime256v1' },
+  'P-384': { type: 'ec', namedCurve: 'secp384r1' },
+  'P-521': { type: 'ec', namedCurve: 'secp521r1' },
+  X25519: { type: 'x25519' },
+  X448: { type: 'x448' },
+}
+
+/**
+ * 'jwe-wrong-key': the public JWK of a freshly generated key of the same type and curve as the verifier's
+ * encryption key, with its `kid`, `alg` and `use` (the private half is dropped: nobody can decrypt).
+ */
+export function freshEncryptionKey(
+  verifierKey: JsonWebKey & { kid?: string },
+): JsonWebKey & { kid?: string } {
+  const curve = typeof verifierKey.crv === 'string' ? CURVES[verifierKey.crv] : undefined
+  if (!curve) {
+    throw new WalletUsageError(
+      `'jwe-wrong-key': cannot make a key like the verifier's (kty ${String(verifierKey.kty)}, crv ${String(verifierKey.crv)})`,
+    )
+  }
+  const { publicKey } =
+    curve.type === 'ec'
+      ? generateKeyPairSync('ec', { namedCurve: curve.namedCurve as string })
+      : curve.type === 'x25519'
+        ? generateKeyPairSync('x25519')
+        : generateKeyPairSync('x448')
+  const fresh = publicKey.export({ format: 'jwk' })
+  const { kid, alg, use } = verifierKey
+  return {
+    ...fresh,
+    ...(kid !== undefined && { kid }),
+    ...(alg !== undefined && { alg }),
+    ...(use !== undefined && { use }),
+  }
 }
 
 /** `x509_san_dns:verifier.example` → `verifier.example`: the audience a wallet that drops the prefix would use. */

@@ -345,7 +345,9 @@ export class V1Client {
   /**
    * 1.0 §8.2: `{credential_configuration_id, proofs: {jwt: [proof]}}`. 'legacy-proof' sends the draft
    * singular `proof` instead; 'legacy-format-request' identifies the credential by `format` +
-   * `credential_definition` (jwt_vc_json, draft 13) or `vct` (SD-JWT, draft 14): both as plain HTTP.
+   * `credential_definition` (jwt_vc_json, draft 13) or `vct` (SD-JWT, draft 14); 'missing-proof' sends no
+   * proof, 'unknown-configuration' and 'unknown-credential-identifier' name a credential the issuer does not
+   * have or did not grant, 'token-in-query' puts the access token into the URL: all as plain HTTP.
    */
   async credential(
     accessToken: string,
@@ -361,12 +363,20 @@ export class V1Client {
       const json = tamper.apply(
         'credential.request',
         { credential_configuration_id: configurationId, proofs: { jwt: [proof] } },
-        { configuration: configuration as Record<string, unknown> | undefined, proof },
+        {
+          configuration: configuration as Record<string, unknown> | undefined,
+          configurationId,
+          proofJwt: proof,
+        },
       )
-      const answer = await this.send('credential', this.metadata.credentialIssuer.credential_endpoint, {
+      const { url, bearer } = tamper.apply('credential.auth', {
+        url: this.metadata.credentialIssuer.credential_endpoint,
+        bearer: accessToken,
+      })
+      const answer = await this.send('credential', url, {
         method: 'POST',
         json,
-        bearer: accessToken,
+        ...(bearer !== undefined && { bearer }),
       })
       return { status: answer.status, body: answer.body, wwwAuthenticate: answer.headers['www-authenticate'] }
     }

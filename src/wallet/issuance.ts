@@ -600,10 +600,21 @@ export class IssuanceSession {
         version: OpenId4VCIVersion.VER_1_0_15,
       }),
     )
+    // the misbehaviours of the request around the proof (the legacy shapes never get here: 1.0 only)
+    const tamper = tamperOf(misbehave)
+    const json = tamper.apply('credential.request', request as unknown as Record<string, unknown>, {
+      configuration: this.configurations[configurationId] as Record<string, unknown> | undefined,
+      configurationId,
+      proofJwt: proof.proof_type === 'jwt' ? proof.jwt : undefined,
+    })
+    const { url, bearer } = tamper.apply('credential.auth', {
+      url: this.endpoints.credential_endpoint as string,
+      bearer: token.access_token,
+    })
     const answer = await send(
       'credential',
-      this.endpoints.credential_endpoint as string,
-      { method: 'POST', json: request, bearer: token.access_token },
+      url,
+      { method: 'POST', json, ...(bearer !== undefined && { bearer }) },
       this.wallet.http,
     )
     if (answer.status < 200 || answer.status >= 300 || !isObject(answer.body)) {

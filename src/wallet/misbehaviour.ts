@@ -3,7 +3,11 @@
 // test/wallet/present-unit.test.ts (presentation) prove each one.
 //
 // Issuance and presentation misbehaviours are two separate lists with disjoint names: passing one to the
-// other flow is a TypeError that says which flow it belongs to, never a silently ignored option.
+// other flow is a TypeError that says which flow it belongs to, never a silently ignored option. Two that
+// change the same thing (the proof's iat; a KB-JWT that one of them leaves out) are a WalletUsageError
+// together (CONFLICTING_MISBEHAVIOURS, LEAVE_OUT_MISBEHAVIOURS): one would silently undo the other.
+
+import { WalletUsageError } from './errors.ts'
 
 /** Misbehaviours of the OpenID4VCI issuance flow (`receive`, `IssuanceSession`). */
 export const MISBEHAVIOURS = [
@@ -12,6 +16,7 @@ export const MISBEHAVIOURS = [
   'bad-signature',
   'wrong-aud',
   'expired-iat',
+  'future-iat',
   'replayed-code',
   'wrong-tx-code',
   'foreign-kid',
@@ -22,6 +27,11 @@ export const MISBEHAVIOURS = [
   // legacy request shapes sent to an OpenID4VCI 1.0 issuer on purpose (1.0 path only)
   'legacy-proof',
   'legacy-format-request',
+  // the credential request around the proof
+  'missing-proof',
+  'unknown-configuration',
+  'unknown-credential-identifier',
+  'token-in-query',
 ] as const
 
 export type Misbehaviour = (typeof MISBEHAVIOURS)[number]
@@ -31,6 +41,23 @@ export const TOKEN_MISBEHAVIOURS: readonly Misbehaviour[] = [
   'replayed-code',
   'wrong-tx-code',
   'missing-tx-code',
+]
+/**
+ * Misbehaviours that change the key proof, the nonce it carries or the member that carries it: 'missing-proof'
+ * sends none, so it combines with none of them (LEAVE_OUT_MISBEHAVIOURS).
+ */
+export const PROOF_MISBEHAVIOURS: readonly Misbehaviour[] = [
+  'wrong-nonce',
+  'replayed-nonce',
+  'bad-signature',
+  'wrong-aud',
+  'expired-iat',
+  'future-iat',
+  'foreign-kid',
+  'jwk-with-private-key',
+  'wrong-typ',
+  'alg-none',
+  'legacy-proof',
 ]
 /** Misbehaviours a `jwt` proof can show but a `di_vp` proof cannot (it has no JOSE header). */
 export const JWT_ONLY_MISBEHAVIOURS: readonly Misbehaviour[] = [
@@ -61,6 +88,10 @@ const V1_ONLY = [
   'kb-missing',
   'plain-response',
   'vp-token-wrong-id',
+  'kb-bad-signature',
+  'kb-future-iat',
+  'sd-issuer-signature',
+  'jwe-wrong-key',
 ] as const
 export type V1OnlyPresentationMisbehaviour = (typeof V1_ONLY)[number]
 export const V1_ONLY_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbehaviour[] = V1_ONLY
@@ -104,6 +135,22 @@ export const SD_JWT_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbehaviou
   'kb-wrong-aud',
   'kb-stale-iat',
   'kb-missing',
+  'kb-bad-signature',
+  'kb-future-iat',
+  'sd-issuer-signature',
+]
+
+/**
+ * The misbehaviours that change the KB-JWT: 'kb-missing' sends none, so it combines with none of them
+ * (LEAVE_OUT_MISBEHAVIOURS).
+ */
+export const KB_JWT_MISBEHAVIOURS: readonly PresentationMisbehaviour[] = [
+  'kb-wrong-sd-hash',
+  'kb-wrong-nonce',
+  'kb-wrong-aud',
+  'kb-stale-iat',
+  'kb-bad-signature',
+  'kb-future-iat',
 ]
 
 /** Misbehaviours of a JWT VP (jwt_vp_json): on the 1.0 path the first jwt_vc_json presentation carries them. */
@@ -149,10 +196,51 @@ export const NONCE_LESS_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbeha
   'kb-wrong-nonce',
 ]
 
+type AnyMisbehaviour = Misbehaviour | PresentationMisbehaviour
+
+/**
+ * Misbehaviours that exclude each other: each group sets one thing to values that cannot both be on the wire
+ * (two `iat` values, two names of the credential). At most one of a group; asked together: WalletUsageError.
+ */
+export const CONFLICTING_MISBEHAVIOURS: readonly {
+  readonly misbehaviours: readonly AnyMisbehaviour[]
+  /** what they all set */
+  readonly change: string
+}[] = [
+  { misbehaviours: ['expired-iat', 'future-iat'], change: "the key proof's iat (di_vp: created)" },
+  { misbehaviours: ['wrong-tx-code', 'missing-tx-code'], change: "the token request's tx_code" },
+  {
+    misbehaviours: ['unknown-configuration', 'unknown-credential-identifier', 'legacy-format-request'],
+    change: 'how the credential request names the credential',
+  },
+  { misbehaviours: ['kb-stale-iat', 'kb-future-iat'], change: "the KB-JWT's iat" },
+  { misbehaviours: ['plain-response', 'jwe-wrong-key'], change: 'how a direct_post.jwt answer is encrypted' },
+]
+
+/**
+ * A misbehaviour that leaves a part out, and those that change that part: they have nothing to change then,
+ * so asked together they are a WalletUsageError (the misbehaviours that change it combine with each other).
+ */
+export const LEAVE_OUT_MISBEHAVIOURS: readonly {
+  readonly leavesOut: AnyMisbehaviour
+  readonly part: string
+  readonly changing: readonly AnyMisbehaviour[]
+}[] = [
+  { leavesOut: 'missing-proof', part: 'key proof', changing: PROOF_MISBEHAVIOURS },
+  { leavesOut: 'kb-missing', part: 'KB-JWT', changing: KB_JWT_MISBEHAVIOURS },
+]
+
 /** The `aud` (jwt proof, VP) or `domain` (di_vp) of the 'wrong-aud' and 'vp-wrong-aud' misbehaviours. */
 export const WRONG_AUDIENCE = 'https://wrong-audience.invalid'
 /** How far in the past 'expired-iat' puts `iat` (jwt) or `created` (di_vp), and 'kb-stale-iat' the KB-JWT `iat`. */
 export const EXPIRED_IAT_SECONDS = 3600
+/** How far in the future 'future-iat' puts `iat` (jwt) or `created` (di_vp), and 'kb-future-iat' the KB-JWT `iat`. */
+export const FUTURE_IAT_SECONDS = 3600
+/**
+ * 'unknown-configuration' names the configuration `<the requested id><this suffix>`, and
+ * 'unknown-credential-identifier' sends `credential_identifier` `<the requested configuration id><this suffix>`.
+ */
+export const UNKNOWN_ID_SUFFIX = '-unknown-vc-harness'
 /** 'vp-token-wrong-id' keys the first vp_token entry under its credential query id with this suffix. */
 export const WRONG_QUERY_ID_SUFFIX = '_unrequested'
 
@@ -164,7 +252,30 @@ export function isPresentationMisbehaviour(value: unknown): value is Presentatio
   return typeof value === 'string' && (PRESENTATION_MISBEHAVIOURS as readonly string[]).includes(value)
 }
 
-/** Checks issuance misbehaviours; a presentation misbehaviour or an unknown name is a TypeError. */
+/** Misbehaviours that exclude each other (CONFLICTING_MISBEHAVIOURS, LEAVE_OUT_MISBEHAVIOURS): WalletUsageError. */
+function assertCompatible(list: readonly AnyMisbehaviour[]): void {
+  for (const { misbehaviours, change } of CONFLICTING_MISBEHAVIOURS) {
+    const asked = misbehaviours.filter((m) => list.includes(m))
+    if (asked.length > 1) {
+      throw new WalletUsageError(
+        `misbehaviours ${asked.join(' and ')} both set ${change}: ask for one of them at a time`,
+      )
+    }
+  }
+  for (const { leavesOut, part, changing } of LEAVE_OUT_MISBEHAVIOURS) {
+    const asked = changing.filter((m) => list.includes(m))
+    if (list.includes(leavesOut) && asked.length > 0) {
+      throw new WalletUsageError(
+        `misbehaviour ${leavesOut} sends no ${part}, so ${asked.join(', ')} would change nothing: ask for them separately`,
+      )
+    }
+  }
+}
+
+/**
+ * Checks issuance misbehaviours; a presentation misbehaviour or an unknown name is a TypeError, two that
+ * exclude each other (CONFLICTING_MISBEHAVIOURS) a WalletUsageError.
+ */
 export function assertMisbehaviours(values: readonly unknown[] | undefined): readonly Misbehaviour[] {
   const list = values ?? []
   for (const value of list) {
@@ -176,10 +287,14 @@ export function assertMisbehaviours(values: readonly unknown[] | undefined): rea
     }
     throw new TypeError(`unknown misbehaviour ${JSON.stringify(value)}; known: ${MISBEHAVIOURS.join(', ')}`)
   }
+  assertCompatible(list as readonly Misbehaviour[])
   return list as readonly Misbehaviour[]
 }
 
-/** Checks presentation misbehaviours; an issuance misbehaviour or an unknown name is a TypeError. */
+/**
+ * Checks presentation misbehaviours; an issuance misbehaviour or an unknown name is a TypeError, two that
+ * exclude each other (CONFLICTING_MISBEHAVIOURS) a WalletUsageError.
+ */
 export function assertPresentationMisbehaviours(
   values: readonly unknown[] | undefined,
 ): readonly PresentationMisbehaviour[] {
@@ -196,5 +311,6 @@ export function assertPresentationMisbehaviours(
       `unknown presentation misbehaviour ${JSON.stringify(value)}; known: ${PRESENTATION_MISBEHAVIOURS.join(', ')}`,
     )
   }
+  assertCompatible(list as readonly PresentationMisbehaviour[])
   return list as readonly PresentationMisbehaviour[]
 }

@@ -92,8 +92,10 @@ function b64urlJson(value: unknown): string {
 /**
  * The presentation: the disclosures of `claimPaths` (each path's own disclosure, those of the objects it sits
  * in and of the claims inside it), then the KB-JWT `{typ: kb+jwt, alg}` / `{nonce, aud, iat, sd_hash}`.
- * Misbehaviours: 'sd-tampered-disclosure', 'sd-extra-disclosure', 'kb-wrong-sd-hash' (the hash of the SD-JWT
- * without its last `~`), 'kb-wrong-nonce', 'kb-wrong-aud', 'kb-stale-iat' (an hour old), 'kb-missing'.
+ * Misbehaviours: 'sd-tampered-disclosure', 'sd-extra-disclosure', 'sd-issuer-signature' (one bit of the
+ * issuer-signed JWT's signature), 'kb-wrong-sd-hash' (the hash of the SD-JWT without its last `~`),
+ * 'kb-wrong-nonce', 'kb-wrong-aud', 'kb-stale-iat' (an hour old), 'kb-future-iat' (an hour ahead),
+ * 'kb-bad-signature' (signed by a fresh key, not the cnf one), 'kb-missing'.
  */
 export async function presentSdJwt(input: SdJwtPresentationInput): Promise<SdJwtPresentation> {
   const tamper = tamperOf(input.misbehave)
@@ -133,7 +135,7 @@ export async function presentSdJwt(input: SdJwtPresentationInput): Promise<SdJwt
     { wrongAudience: input.wrongAudience },
   )
   const signingInput = `${b64urlJson(header)}.${b64urlJson(payload)}`
-  const signature = await input.signer.sign(signingInput)
+  const signature = await tamper.apply('kb.signer', input.signer).sign(signingInput)
   return {
     presentation: `${sdJwt}${signingInput}.${Buffer.from(signature).toString('base64url')}`,
     ...result,

@@ -343,7 +343,10 @@ export class PresentationSessionV1 {
     if (responseMode === 'direct_post.jwt') {
       const encrypted = await encryptResponse(
         responsePayload(vpToken, this.state),
-        this.request.encryption as NonNullable<ResolvedRequestV1['encryption']>,
+        tamper.apply(
+          'response.encryption',
+          this.request.encryption as NonNullable<ResolvedRequestV1['encryption']>,
+        ),
       )
       form = directPostJwtForm(encrypted.jwe)
       encryption = encrypted.header

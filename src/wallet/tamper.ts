@@ -14,10 +14,12 @@ import type { TxCode } from '@sphereon/oid4vci-common'
 import type { DiSigner } from '../shared/data-integrity.ts'
 import type { JwsAlg } from '../shared/did-key.ts'
 import {
+  corruptIssuerSignature,
   corruptProofValue,
   type ForeignKey,
   flipLastBit,
   freshDidKey,
+  freshEncryptionKey,
   freshKid,
   type KeySigner,
   keySigner,
@@ -29,14 +31,17 @@ import {
   selfIssueCopy,
   tamperCredential,
   tamperDisclosure,
+  withAccessTokenInQuery,
   withoutPrefix,
   wrongTxCode,
 } from './defects.ts'
 import { WalletUsageError } from './errors.ts'
 import {
   EXPIRED_IAT_SECONDS,
+  FUTURE_IAT_SECONDS,
   type Misbehaviour,
   type PresentationMisbehaviour,
+  UNKNOWN_ID_SUFFIX,
   WRONG_AUDIENCE,
 } from './misbehaviour.ts'
 import {
@@ -45,6 +50,7 @@ import {
   tamperLdCredential,
   withUndefinedTerm,
 } from './presentation-ldp-defects.ts'
+import type { ResponseEncryption } from './presentation-v1-request.ts'
 import { type VpTokenV1, withWrongQueryId } from './presentation-v1-response.ts'
 
 type Flag = [value: boolean, ctx: undefined]
@@ -84,11 +90,20 @@ interface Points {
   // --- OpenID4VCI: credential request (issuance.ts, issuance-v1.ts) ------------------------------------------
   /** the 1.0 request goes out as plain HTTP: @openid4vc/openid4vci refuses to send it */
   'credential.plainHttp': Flag
-  /** the 1.0 credential request body, as posted by plain HTTP (§8.2) */
+  /**
+   * the credential request body as posted (1.0 §8.2 by plain HTTP; draft 15 as the library laid it out):
+   * the configuration requested, and the jwt proof it carries (undefined: a di_vp proof)
+   */
   'credential.request': [
     value: Record<string, unknown>,
-    ctx: { configuration: Record<string, unknown> | undefined; proof: string },
+    ctx: {
+      configuration: Record<string, unknown> | undefined
+      configurationId: string
+      proofJwt: string | undefined
+    },
   ]
+  /** where the credential request goes and the access token of its Authorization header (RFC 6750 §2.1) */
+  'credential.auth': [value: { url: string; bearer: string | undefined }, ctx: undefined]
   /** the nonce remembered as consumed once the issuer answered (undefined: none) */
   'nonce.consumed': [value: string | undefined, ctx: undefined]
   // --- OpenID4VP: both profiles (presentation.ts, presentation-v1.ts) -----------------------------------------
@@ -134,6 +149,8 @@ interface Points {
   // --- OpenID4VP 1.0, DCQL (presentation-v1.ts, presentation-sd-jwt.ts) ---------------------------------------
   /** the response mode the answer is posted with (§8.2 direct_post, §8.3 direct_post.jwt) */
   'response.mode': [value: 'direct_post' | 'direct_post.jwt', ctx: undefined]
+  /** the key (client_metadata.jwks) and algorithms a direct_post.jwt answer is encrypted to (§8.3) */
+  'response.encryption': [value: ResponseEncryption, ctx: undefined]
   /** the vp_token object (§8.1), keyed by credential query id */
   vp_token: [value: VpTokenV1, ctx: undefined]
   /** the disclosures selected (@sd-jwt keys) and the one added beyond the query */
@@ -149,6 +166,8 @@ interface Points {
   'kb.hashed': [value: string, ctx: undefined]
   /** the KB-JWT payload, before signing */
   'kb.payload': [value: Record<string, unknown>, ctx: { wrongAudience: string | undefined }]
+  /** what signs the KB-JWT: the holder key the credential's cnf names */
+  'kb.signer': [value: KeySigner, ctx: undefined]
 }
 
 export type TamperPoint = keyof Points
@@ -206,6 +225,15 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
       created: new Date(now().getTime() - EXPIRED_IAT_SECONDS * 1000),
     }),
   },
+  'future-iat': {
+    // Appendix F.1/F.4: iat is when the proof was made, within the issuer's window; here an hour ahead (di_vp:
+    // created); exp untouched
+    'proof.payload': (payload, { nowSeconds }) => ({ ...payload, iat: nowSeconds() + FUTURE_IAT_SECONDS }),
+    'di_vp.options': (options, { now }) => ({
+      ...options,
+      created: new Date(now().getTime() + FUTURE_IAT_SECONDS * 1000),
+    }),
+  },
   'replayed-code': {
     // §6.1 (as RFC 6749 §4.1.2 for codes): a pre-authorized code is redeemed once
     'token.replay': on,
@@ -249,10 +277,11 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
   },
   'legacy-proof': {
     // 1.0 §8.2 has only `proofs`: the drafts' singular `proof` instead
-    'credential.request': ({ proofs: _, ...body }, { proof }) => ({
-      ...body,
-      proof: { proof_type: 'jwt', jwt: proof },
-    }),
+    'credential.request': ({ proofs: _, ...body }, { proofJwt }) => {
+      if (proofJwt === undefined)
+        throw new WalletUsageError("'legacy-proof' sends a jwt proof; this one is di_vp")
+      return { ...body, proof: { proof_type: 'jwt', jwt: proofJwt } }
+    },
     'credential.plainHttp': on,
   },
   'legacy-format-request': {
@@ -261,6 +290,41 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
       ...legacyFormat(configuration),
       ...body,
     }),
+    'credential.plainHttp': on,
+  },
+  'missing-proof': {
+    // 1.0 §8.2, §8.3.1.2: a configuration that binds to a key is requested with a proof (invalid_proof
+    // otherwise); the proof is made, then neither `proof` nor `proofs` is sent
+    'credential.request': ({ proof: _, proofs: __, ...body }) => body,
+    // the nonce went nowhere: 'replayed-nonce' must not pick it
+    'nonce.consumed': () => undefined,
+    'credential.plainHttp': on,
+  },
+  'unknown-configuration': {
+    // 1.0 §8.2, §8.3.1.2 unknown_credential_configuration: the id is one of the issuer's metadata; here the
+    // requested one with a suffix no issuer has
+    'credential.request': (body, { configurationId }) => ({
+      ...body,
+      credential_configuration_id: `${configurationId}${UNKNOWN_ID_SUFFIX}`,
+    }),
+    'credential.plainHttp': on,
+  },
+  'unknown-credential-identifier': {
+    // 1.0 §8.2, §8.3.1.2 unknown_credential_identifier: credential_identifier is one the token response's
+    // authorization_details granted; here one it did not, in place of credential_configuration_id
+    'credential.request': (
+      { credential_configuration_id: _, credential_identifier: __, ...body },
+      { configurationId },
+    ) => ({
+      ...body,
+      credential_identifier: `${configurationId}${UNKNOWN_ID_SUFFIX}`,
+    }),
+    'credential.plainHttp': on,
+  },
+  'token-in-query': {
+    // RFC 6750 §2.3 (a URI query parameter, which 1.0 §8 and HAIP do not allow): `access_token` in the
+    // credential endpoint's query, no Authorization header
+    'credential.auth': ({ url, bearer }) => ({ url: withAccessTokenInQuery(url, bearer), bearer: undefined }),
     'credential.plainHttp': on,
   },
 
@@ -408,6 +472,36 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
   'vp-token-wrong-id': {
     // 1.0 §8.1: vp_token is keyed by the request's credential query ids
     vp_token: (vpToken) => withWrongQueryId(vpToken),
+  },
+  'kb-bad-signature': {
+    // RFC 9901 §4.3, §7.3: the KB-JWT is signed by the key the credential's cnf names; here by a fresh key of
+    // the same algorithm (header and payload unchanged)
+    'kb.signer': (signer) => {
+      const foreign = freshDidKey(signer.alg)
+      return keySigner(foreign.privateKey, foreign.kid, foreign.alg)
+    },
+  },
+  'kb-future-iat': {
+    // RFC 9901 §7.3: the KB-JWT's iat is when it was made, recent; here an hour ahead
+    'kb.payload': (payload) => ({ ...payload, iat: Number(payload.iat) + FUTURE_IAT_SECONDS }),
+  },
+  'sd-issuer-signature': {
+    // RFC 9901 §7.1, SD-JWT VC §3.5: the issuer-signed JWT's signature verifies; here one bit of it flipped
+    // (header and payload kept); the disclosures and the KB-JWT (sd_hash over what is presented) are correct
+    'sd.presentation': (presented) => ({ ...presented, sdJwt: corruptIssuerSignature(presented.sdJwt) }),
+  },
+  'jwe-wrong-key': {
+    // 1.0 §8.3: the response is encrypted to the verifier's client_metadata key; here to a fresh key of the
+    // same type, the verifier key's kid kept in the JWE header (so it tries its key, which cannot decrypt)
+    'response.mode': (mode) => {
+      if (mode !== 'direct_post.jwt') {
+        throw new WalletUsageError(
+          `'jwe-wrong-key' encrypts a direct_post.jwt answer to the wrong key; this request asks for ${mode}`,
+        )
+      }
+      return mode
+    },
+    'response.encryption': (encryption) => ({ ...encryption, jwk: freshEncryptionKey(encryption.jwk) }),
   },
 }
 

@@ -68,6 +68,11 @@ export class IssuanceFlow {
   /** Templates this scenario created through the portal (SD-JWT VC). */
   private readonly created = new Set<string>()
   private outcome: WalletOutcome | undefined
+  /**
+   * What the wallet's credential or deferred answer before the last credential request brought: a further
+   * request on the same access token (OpenID4VCI 1.0 §14.3) is compared with it.
+   */
+  private previous: { credentials: string[]; notificationId?: string; transactionId?: string } | undefined
 
   constructor(private readonly world: FlowWorld) {}
 
@@ -186,6 +191,23 @@ export class IssuanceFlow {
       else this.received = await this.accept(session, result)
       return result
     })
+  }
+
+  /**
+   * A further credential request on the access token the wallet already asked with (OpenID4VCI 1.0 §14.3);
+   * the wallet proves with a fresh nonce from the nonce endpoint unless a misbehaviour says otherwise.
+   */
+  async requestCredentialAgain(misbehave: Misbehaviour[] = []) {
+    const last = this.outcome?.ok
+      ? (this.outcome.value as { body?: { notification_id?: unknown } })
+      : undefined
+    const notificationId = last?.body?.notification_id
+    this.previous = {
+      credentials: this.received,
+      ...(typeof notificationId === 'string' && { notificationId }),
+      ...(this.transactionId && { transactionId: this.transactionId }),
+    }
+    await this.requestCredential(misbehave)
   }
 
   /** One deferred request with the transaction id of the 202 answer. */
@@ -381,6 +403,56 @@ export class IssuanceFlow {
         `HTTP 200 {credentials: [{credential}], notification_id}; got ${JSON.stringify(value)}`,
         null,
       )
+  }
+
+  /**
+   * 1.0 §14.3: the further credential is another instance for the same wallet: its own credential id and
+   * status entry, the same claims, and a notification_id of its own.
+   */
+  expectFurtherCredential() {
+    const previous = this.previous
+    if (!previous) throw new Error('the wallet has not asked again in this scenario')
+    const value = this.expectWalletSuccess() as { body?: { notification_id?: unknown } }
+    const [before, now] = [previous.credentials[0], this.received[0]]
+    if (!before || !now)
+      this.world.fail(`a credential from each request; received ${JSON.stringify([before, now])}`, null)
+    const claims = (credential: string) =>
+      decodeJws(credential.split('~')[0] ?? '').payload as {
+        sub?: unknown
+        jti?: unknown
+        vc?: { credentialSubject?: Record<string, unknown>; credentialStatus?: { id?: unknown } }
+      }
+    const [first, further] = [claims(before), claims(now)]
+    const problems = [
+      further.sub === first.sub ? '' : `sub ${String(further.sub)}, not the wallet's ${String(first.sub)}`,
+      further.jti !== first.jti ? '' : `the same credential id ${String(first.jti)}`,
+      further.vc?.credentialStatus?.id !== first.vc?.credentialStatus?.id
+        ? ''
+        : `the same status entry ${String(first.vc?.credentialStatus?.id)}`,
+      JSON.stringify(further.vc?.credentialSubject) === JSON.stringify(first.vc?.credentialSubject)
+        ? ''
+        : `other claims: ${JSON.stringify(further.vc?.credentialSubject)}`,
+      value.body?.notification_id !== previous.notificationId
+        ? ''
+        : `the same notification_id ${previous.notificationId}`,
+    ].filter(Boolean)
+    if (problems.length > 0)
+      this.world.fail(
+        `another credential for the same wallet (own id, status entry and notification_id, the same claims); got ${problems.join('; ')}`,
+        null,
+      )
+  }
+
+  /** A further request while the first one's transaction is open: the same 202 (1.0 §14.3, §9). */
+  expectSameTransaction() {
+    const value = this.expectWalletSuccess() as { status?: number; transactionId?: string; interval?: number }
+    const open = this.previous?.transactionId
+    if (value.status !== 202 || !open || value.transactionId !== open || typeof value.interval !== 'number') {
+      this.world.fail(
+        `HTTP 202 with the first request's transaction_id ${open} and an interval; got ${JSON.stringify(value)}`,
+        null,
+      )
+    }
   }
 
   /** The deferred answer said the credential is not ready yet. */

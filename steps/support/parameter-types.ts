@@ -53,7 +53,7 @@ defineParameterType({
 defineParameterType({
   name: 'misbehaviour',
   regexp:
-    /wrong-nonce|replayed-nonce|bad-signature|wrong-aud|expired-iat|replayed-code|wrong-tx-code|foreign-kid|missing-tx-code|jwk-with-private-key|wrong-typ|alg-none|legacy-proof|legacy-format-request/,
+    /wrong-nonce|replayed-nonce|bad-signature|wrong-aud|expired-iat|replayed-code|wrong-tx-code|foreign-kid|missing-tx-code|jwk-with-private-key|wrong-typ|alg-none|legacy-proof|legacy-format-request|missing-proof/,
   transformer: (text: string) => text,
 })
 

@@ -84,7 +84,7 @@ describe('issuance lifecycle', () => {
       [{ status: 'REJECTED' }, 'reject', 'not_pending'],
       [{ status: 'ISSUED' }, 'reject', 'not_pending'],
       [{ status: 'REJECTED' }, 'request_credential', 'rejected'],
-      [{ status: 'ISSUED' }, 'request_credential', 'not_pending'],
+      [{ status: 'ISSUED' }, 'request_credential', 'not_pending'], // no holder bound: never asked
       [{}, 'retrieve_credential', 'pending'],
       [{ status: 'REJECTED' }, 'retrieve_credential', 'rejected'],
       [{}, 'change_status', 'not_issued'],
@@ -98,6 +98,22 @@ describe('issuance lifecycle', () => {
         assert.match(outcome.message, /p1/, 'the message names the process')
       }
     }
+  })
+
+  test('request_credential again on one access token (OpenID4VCI 1.0 §14.3): a further instance once ISSUED, the process unchanged; pending before; refused once REJECTED', () => {
+    // Until issue 34 an ISSUED process refused every credential request (not_pending).
+    assert.deepEqual(
+      transition(process({ status: 'ISSUED', submitted: SUBMITTED }), bound, 'request_credential', NOW),
+      {
+        ok: true,
+        status: 'ISSUED',
+        step: 'credential_retrieved',
+      },
+    )
+    const waiting = transition(process(), bound, 'request_credential', NOW)
+    assert.equal(waiting.ok || waiting.refusal, 'pending')
+    const rejected = transition(process({ status: 'REJECTED' }), bound, 'request_credential', NOW)
+    assert.equal(rejected.ok || rejected.refusal, 'rejected')
   })
 
   test('the relying party may still submit to an offer that lapsed (it knows three statuses)', () => {

@@ -82,6 +82,14 @@ describe('our wallet answers our dcql verifier', () => {
       /names no credential query of this session's dcql_query/,
     ],
     [
+      'kb-bad-signature',
+      'pid-dcql',
+      'presentationProof',
+      /the KB-JWT signature does not verify with the credential’s cnf key/,
+    ],
+    ['kb-future-iat', 'pid-dcql', 'sessionBinding', /KB-JWT iat is in the future/],
+    ['sd-issuer-signature', 'pid-dcql', 'credentialProof', /signature does not verify with its issuer key/],
+    [
       'vp-wrong-nonce',
       'degree-dcql',
       'sessionBinding',
@@ -105,4 +113,26 @@ describe('our wallet answers our dcql verifier', () => {
       }
     })
   }
+
+  test('jwe-wrong-key: a JWE the session key cannot decrypt is a 400 that leaves the session open', async () => {
+    const created = await session('pid-dcql-post-jwe')
+    await assert.rejects(
+      wallet.present(created.authentication_request, { misbehave: ['jwe-wrong-key'] }),
+      (e: Record<string, unknown>) => {
+        assert.equal(e.name, 'WalletProtocolError', String(e.message))
+        assert.deepEqual([e.step, e.status, e.error], ['response', 400, 'invalid_request'])
+        assert.match(
+          String(e.errorDescription),
+          /^the response JWE cannot be decrypted with this session's key/,
+        )
+        return true
+      },
+    )
+    const s = await read(created.id)
+    assert.equal(
+      s.Status,
+      'PENDING',
+      'the session stays open: a JWE that cannot be decrypted cannot be attributed',
+    )
+  })
 })

@@ -419,6 +419,40 @@ describe('misbehaviour lists', () => {
     )
     assert.deepEqual(verifier.calls, [], 'nothing was sent')
   })
+
+  test('misbehaviours that change the same thing are a WalletUsageError together, before anything is sent', async () => {
+    const cases: [PresentationMisbehaviour[], RegExp][] = [
+      [
+        ['kb-stale-iat', 'kb-future-iat'],
+        /^misbehaviours kb-stale-iat and kb-future-iat both set the KB-JWT's iat/,
+      ],
+      [
+        ['kb-missing', 'kb-bad-signature'],
+        /^misbehaviour kb-missing sends no KB-JWT, so kb-bad-signature would change nothing/,
+      ],
+      [['kb-wrong-nonce', 'kb-missing'], /kb-missing sends no KB-JWT, so kb-wrong-nonce would/],
+      [['plain-response', 'jwe-wrong-key'], /both set how a direct_post\.jwt answer is encrypted/],
+    ]
+    for (const [misbehave, pattern] of cases) {
+      assert.throws(
+        () => assertPresentationMisbehaviours(misbehave),
+        (e: Error) => e instanceof WalletUsageError && pattern.test(e.message),
+        misbehave.join(' + '),
+      )
+    }
+    const verifier = new FakeVerifier()
+    const wallet = await walletWith(verifier)
+    await assert.rejects(
+      wallet.present(verifier.open().link, { misbehave: ['kb-stale-iat', 'kb-future-iat'] }),
+      (e: Error) => e instanceof WalletUsageError,
+    )
+    assert.deepEqual(verifier.calls, [], 'nothing was sent')
+    // the others combine
+    assert.deepEqual(
+      assertPresentationMisbehaviours(['kb-bad-signature', 'kb-future-iat', 'sd-issuer-signature']),
+      ['kb-bad-signature', 'kb-future-iat', 'sd-issuer-signature'],
+    )
+  })
 })
 
 // --- the link ---------------------------------------------------------------------------------------------------

@@ -6,14 +6,16 @@
 // verifier's refusal of each misbehaviour, and the wallet's refusal of requests it must not answer.
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { createHash } from 'node:crypto'
+import { createHash, generateKeyPairSync } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { DcqlQuery } from 'dcql'
-import { decodeJws } from '../../src/shared/jws.ts'
+import { compactDecrypt } from 'jose'
+import { resolveDidKey } from '../../src/shared/did-key.ts'
+import { decodeJws, verifyJws } from '../../src/shared/jws.ts'
 import { splitSdJwt } from '../../src/shared/sd-jwt.ts'
 import {
   ACCESS_DENIED_DESCRIPTION,
@@ -25,9 +27,15 @@ import {
   Wallet,
   WalletUsageError,
 } from '../../src/wallet/index.ts'
-import { EXPIRED_IAT_SECONDS } from '../../src/wallet/misbehaviour.ts'
+import { EXPIRED_IAT_SECONDS, FUTURE_IAT_SECONDS } from '../../src/wallet/misbehaviour.ts'
 import { concretePaths, presentSdJwt, withoutPrefix } from '../../src/wallet/presentation-sd-jwt.ts'
-import { directPostForm, withWrongQueryId } from '../../src/wallet/presentation-v1-response.ts'
+import {
+  directPostForm,
+  encryptResponse,
+  responsePayload,
+  withWrongQueryId,
+} from '../../src/wallet/presentation-v1-response.ts'
+import { tamperOf } from '../../src/wallet/tamper.ts'
 import { JWT_CONFIG, type OwfIssuer, SD_JWT_CONFIG, startOwfIssuer } from '../fixtures/owf-issuer.ts'
 import {
   type OwfSession,
@@ -481,6 +489,14 @@ describe('misbehaviours on the 1.0 path: the OWF verifier refuses each, with its
     'vp-token-wrong-id': {
       reason: /vp_token key pid_unrequested names no credential query of the dcql_query/,
     },
+    'kb-bad-signature': { reason: /SD-JWT VC: Verify Error: Invalid JWT Signature/ },
+    // the fixture's window check (60 s ahead at most) words an iat an hour ahead as a negative age
+    'kb-future-iat': { reason: /KB-JWT iat is -3[56]\d\d s old/ },
+    'sd-issuer-signature': { reason: /SD-JWT VC: signature verification failed/ },
+    'jwe-wrong-key': {
+      reason: /decryption operation failed/,
+      options: { responseMode: 'direct_post.jwt' },
+    },
     'vp-wrong-nonce': { reason: /jwt_vp_json: nonce ".+" is not the request nonce/ },
     'vp-wrong-aud': { reason: /jwt_vp_json: unexpected "aud" claim value/ },
     'vp-foreign-key': { reason: /jwt_vc_json: sub did:key:\S+ is not the presenter did:key:/ },
@@ -536,6 +552,12 @@ describe('misbehaviours on the 1.0 path: the OWF verifier refuses each, with its
         /Presentation Exchange \(draft 20\)/,
       ],
       [{ prefix: 'x509_san_dns', dcql: bothQuery() }, 'plain-response', /this request asks for direct_post$/],
+      [{ prefix: 'x509_san_dns', dcql: bothQuery() }, 'jwe-wrong-key', /this request asks for direct_post$/],
+      [
+        { prefix: 'x509_san_dns', dcql: { credentials: [DEGREE_QUERY] } },
+        'sd-issuer-signature',
+        /presents no dc\+sd-jwt/,
+      ],
       [
         { prefix: 'x509_san_dns', dcql: { credentials: [DEGREE_QUERY] } },
         'kb-wrong-aud',
@@ -630,6 +652,7 @@ describe('presentSdJwt: the correct presentation, and each misbehaviour changing
     ['kb-wrong-nonce', 'nonce', (i) => i.nonce],
     ['kb-wrong-aud', 'aud', () => withoutPrefix(AUD)],
     ['kb-stale-iat', 'iat', (i) => i.iat - EXPIRED_IAT_SECONDS],
+    ['kb-future-iat', 'iat', (i) => i.iat + FUTURE_IAT_SECONDS],
     ['kb-wrong-sd-hash', 'sd_hash', (_i, sdJwt) => sha(sdJwt.slice(0, -1))],
   ]
   for (const [misbehaviour, member, value] of KB_CHANGES) {
@@ -647,6 +670,43 @@ describe('presentSdJwt: the correct presentation, and each misbehaviour changing
       else assert.deepEqual(changed, value(input, p.sdJwt))
     })
   }
+
+  test("kb-bad-signature: the same SD-JWT, KB-JWT header and payload; its signature is not the cnf key's", async () => {
+    const input = base()
+    const p = parts((await presentSdJwt(input)).presentation)
+    const m = parts((await presentSdJwt({ ...input, misbehave: ['kb-bad-signature'] })).presentation)
+    assert.equal(m.sdJwt, p.sdJwt)
+    assert.deepEqual(m.kb?.header, p.kb?.header)
+    assert.deepEqual(m.kb?.payload, p.kb?.payload)
+    // the holder key (cnf) verifies the correct KB-JWT, not this one
+    const holderKey = resolveDidKey(holder.kid).publicKey
+    assert.doesNotThrow(() => verifyJws(p.kbJwt as string, holderKey, { algorithms: [holder.alg] }))
+    assert.throws(() => verifyJws(m.kbJwt as string, holderKey, { algorithms: [holder.alg] }), /signature/)
+  })
+
+  test('sd-issuer-signature: one bit of the issuer signature; disclosures as issued, the KB-JWT over what is presented', async () => {
+    const input = base()
+    const p = parts((await presentSdJwt(input)).presentation)
+    const m = parts((await presentSdJwt({ ...input, misbehave: ['sd-issuer-signature'] })).presentation)
+    const [header, payload, signature] = p.jwt.split('.') as [string, string, string]
+    const [badHeader, badPayload, badSignature] = m.jwt.split('.') as [string, string, string]
+    assert.deepEqual([badHeader, badPayload], [header, payload])
+    const diff = Buffer.from(signature, 'base64url').map(
+      (byte, i) => byte ^ (Buffer.from(badSignature, 'base64url')[i] as number),
+    )
+    assert.deepEqual(
+      [...diff].filter((x) => x !== 0),
+      [1],
+      'exactly one bit of the signature differs',
+    )
+    assert.deepEqual(m.disclosures, p.disclosures)
+    assert.deepEqual(m.kb?.header, p.kb?.header)
+    assert.deepEqual({ ...m.kb?.payload, sd_hash: undefined }, { ...p.kb?.payload, sd_hash: undefined })
+    assert.equal(m.kb?.payload.sd_hash, sha(m.sdJwt), 'sd_hash over the presented (altered) SD-JWT')
+    const issuerKey = resolveDidKey(String(decodeJws(p.jwt).header.kid)).publicKey
+    assert.doesNotThrow(() => verifyJws(p.jwt, issuerKey, { algorithms: ['EdDSA'] }))
+    assert.throws(() => verifyJws(m.jwt, issuerKey, { algorithms: ['EdDSA'] }), /signature/)
+  })
 
   test('kb-missing: the same SD-JWT, no KB-JWT', async () => {
     const input = base()
@@ -707,6 +767,47 @@ describe('the response around the presentations: each misbehaviour changing one 
     assert.deepEqual(Object.keys(form), ['vp_token', 'state'])
     assert.deepEqual(form, directPostForm(JSON.parse(form.vp_token as string), session.state))
     assert.deepEqual(Object.keys(JSON.parse(form.vp_token as string)), ['pid', 'degree'])
+  })
+
+  test("jwe-wrong-key: a fresh key of the verifier key's curve, its kid, alg and use kept; only that key decrypts", async () => {
+    const verifierKey = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+    const jwk = {
+      ...verifierKey.publicKey.export({ format: 'jwk' }),
+      kid: 'enc-1',
+      alg: 'ECDH-ES',
+      use: 'enc',
+    }
+    const encryption = { jwk, alg: 'ECDH-ES' as const, enc: 'A256GCM' as const, kid: 'enc-1' }
+    const wrong = tamperOf(['jwe-wrong-key']).apply('response.encryption', encryption)
+    assert.deepEqual({ ...wrong, jwk: undefined }, { ...encryption, jwk: undefined })
+    const { x, y, ...kept } = wrong.jwk
+    assert.deepEqual(kept, { kty: 'EC', crv: 'P-256', kid: 'enc-1', alg: 'ECDH-ES', use: 'enc' })
+    assert.notEqual(x, jwk.x)
+    assert.notEqual(y, jwk.y)
+
+    const payload = responsePayload(token, 'state-1')
+    const good = await encryptResponse(payload, encryption)
+    const bad = await encryptResponse(payload, wrong)
+    assert.deepEqual({ ...bad.header, epk: undefined }, { ...good.header, epk: undefined })
+    assert.equal(bad.header.kid, 'enc-1', "the verifier key's kid: it tries its own key")
+    const decrypt = async (jwe: string) =>
+      JSON.parse(new TextDecoder().decode((await compactDecrypt(jwe, verifierKey.privateKey)).plaintext))
+    assert.deepEqual(await decrypt(good.jwe), payload)
+    await assert.rejects(decrypt(bad.jwe), /decryption operation failed/)
+  })
+
+  test('jwe-wrong-key on the wire: the JWE header of a correct answer, but the verifier cannot decrypt it', async () => {
+    const request = { prefix: 'x509_san_dns', dcql: bothQuery(), responseMode: 'direct_post.jwt' } as const
+    const { result, verdict } = await answer(holder, request)
+    assert.equal(verdict?.accepted, true, verdict?.reason)
+    const session = await refusedBy(holder, request, ['jwe-wrong-key'], /decryption operation failed/)
+    const header = verifier.session(session.id).verdict?.jweHeader as Record<string, unknown>
+    assert.deepEqual(Object.keys(verifier.session(session.id).verdict?.form ?? {}), ['response'])
+    assert.deepEqual(
+      { ...header, kid: undefined, epk: undefined },
+      { ...result.encryption, kid: undefined, epk: undefined },
+    )
+    assert.equal(header.kid, `enc-${session.id}`, "the verifier key's kid")
   })
 })
 

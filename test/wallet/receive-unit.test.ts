@@ -26,15 +26,18 @@ import {
   resolveDidKey,
 } from '../../src/shared/did-key.ts'
 import { decodeJws, signJws, verifyJws } from '../../src/shared/jws.ts'
-import { PROOF_TYP } from '../../src/shared/wire.ts'
+import { PRE_AUTHORIZED_GRANT, PROOF_TYP } from '../../src/shared/wire.ts'
 import { createHolder, createWalletAgent } from '../../src/wallet/agent.ts'
 import { parseDeepLink } from '../../src/wallet/deep-link.ts'
 import { WalletProtocolError, WalletUsageError } from '../../src/wallet/errors.ts'
 import { type HolderKeyType, Wallet } from '../../src/wallet/index.ts'
 import {
+  assertMisbehaviours,
   EXPIRED_IAT_SECONDS,
+  FUTURE_IAT_SECONDS,
   JWT_ONLY_MISBEHAVIOURS,
   type Misbehaviour,
+  UNKNOWN_ID_SUFFIX,
   WRONG_AUDIENCE,
 } from '../../src/wallet/misbehaviour.ts'
 import { buildDiVpProof, buildJwtProof, buildTokenRequest, wrongTxCode } from '../../src/wallet/proof.ts'
@@ -321,6 +324,12 @@ describe('misbehaviours change exactly one thing of the jwt proof', () => {
       assert.equal(p.badParts.payload.iat, NOW - EXPIRED_IAT_SECONDS)
       assert.ok(verifiesWithHolder(p.bad, wallet))
 
+      p = await pair('future-iat')
+      assert.deepEqual(changedKeys(p.goodParts.payload, p.badParts.payload), ['iat'])
+      assert.equal(p.badParts.payload.iat, NOW + FUTURE_IAT_SECONDS)
+      assert.deepEqual(changedKeys(p.goodParts.header, p.badParts.header), [])
+      assert.ok(verifiesWithHolder(p.bad, wallet))
+
       p = await pair('wrong-typ')
       assert.deepEqual(changedKeys(p.goodParts.header, p.badParts.header), ['typ'])
       assert.equal(p.badParts.header.typ, 'JWT')
@@ -407,6 +416,11 @@ describe('misbehaviours of the di_vp proof', () => {
     assert.equal(Date.parse(String(c.proof.created)), created.getTime() - EXPIRED_IAT_SECONDS * 1000)
     assert.ok((await verifyPresentation(c.vp, { challenge: NONCE, domain: AUDIENCE })).verified)
 
+    c = await changed('future-iat')
+    assert.deepEqual(c.keys, ['created'])
+    assert.equal(Date.parse(String(c.proof.created)), created.getTime() + FUTURE_IAT_SECONDS * 1000)
+    assert.ok((await verifyPresentation(c.vp, { challenge: NONCE, domain: AUDIENCE })).verified)
+
     c = await changed('bad-signature')
     assert.deepEqual(c.keys, [])
     assert.notEqual(c.proof.proofValue, good.proofValue)
@@ -481,6 +495,211 @@ describe('misbehaviours of the token request', () => {
     assert.match(wrongTxCode(undefined, { input_mode: 'numeric', length: 4 }), /^\d{4}$/)
     assert.equal(wrongTxCode('ab9'), 'ab0')
     assert.equal(wrongTxCode('abc'), 'abd')
+  })
+})
+
+// --- misbehaviours of the credential request: a fake issuer behind the wallet's fetch ----------------------------
+
+const FAKE_ISSUER = 'https://issuer.example/oid4vci/fake'
+
+interface SentCredentialRequest {
+  url: URL
+  authorization: string | null
+  body: Record<string, unknown>
+}
+
+/**
+ * A credential issuer that answers every credential request 202 and records what it got, behind the wallet's
+ * `fetch` (no socket): 1.0 metadata (credential_metadata, the §12.2.2 and RFC 8414 §3.1 locations) or draft 15
+ * (the appended well-known paths).
+ */
+function fakeIssuer(protocol: '1.0' | 'draft15') {
+  const path = new URL(FAKE_ISSUER).pathname
+  const sent: SentCredentialRequest[] = []
+  const metadata = {
+    credential_issuer: FAKE_ISSUER,
+    credential_endpoint: `${FAKE_ISSUER}/credential`,
+    nonce_endpoint: `${FAKE_ISSUER}/nonce`,
+    credential_configurations_supported: {
+      degree: {
+        format: 'jwt_vc_json',
+        cryptographic_binding_methods_supported: ['did:key'],
+        credential_signing_alg_values_supported: ['EdDSA'],
+        proof_types_supported: { jwt: { proof_signing_alg_values_supported: ['EdDSA', 'ES256', 'ES256K'] } },
+        credential_definition: { type: ['VerifiableCredential', 'UniversityDegree'] },
+        ...(protocol === '1.0' && { credential_metadata: { display: [{ name: 'Degree', locale: 'en' }] } }),
+      },
+    },
+  }
+  const as = {
+    issuer: FAKE_ISSUER,
+    token_endpoint: `${FAKE_ISSUER}/token`,
+    grant_types_supported: [PRE_AUTHORIZED_GRANT],
+    'pre-authorized_grant_anonymous_access_supported': true,
+  }
+  let nonces = 0
+  const answer = (status: number, body: unknown) =>
+    new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
+  const fetch = (async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const request = new Request(input, init)
+    const url = new URL(request.url)
+    switch (url.pathname) {
+      case `/.well-known/openid-credential-issuer${path}`:
+      case `${path}/.well-known/openid-credential-issuer`:
+        return answer(200, metadata)
+      case `/.well-known/oauth-authorization-server${path}`:
+      case `${path}/.well-known/oauth-authorization-server`:
+        return answer(200, as)
+      case `${path}/token`:
+        return answer(200, {
+          access_token: 'AT-fake-0123456789',
+          token_type: 'Bearer',
+          expires_in: 300,
+        })
+      case `${path}/nonce`:
+        return answer(200, { c_nonce: `nonce-${++nonces}` })
+      case `${path}/credential`:
+        sent.push({
+          url,
+          authorization: request.headers.get('authorization'),
+          body: JSON.parse(await request.text()),
+        })
+        return answer(202, { transaction_id: `tx-${sent.length}`, interval: 5 })
+      default:
+        return answer(404, { error: 'not_found' })
+    }
+  }) as typeof globalThis.fetch
+  const offer = {
+    credential_issuer: FAKE_ISSUER,
+    credential_configuration_ids: ['degree'],
+    grants: { [PRE_AUTHORIZED_GRANT]: { 'pre-authorized_code': 'CODE' } },
+  }
+  const link = `openid-credential-offer://?credential_offer=${encodeURIComponent(JSON.stringify(offer))}`
+  return { fetch, sent, link }
+}
+
+/** The request with every compact JWT (the proof) replaced by a placeholder: what is left to compare. */
+const withoutJwts = (body: unknown): unknown =>
+  JSON.parse(JSON.stringify(body).replace(/"ey[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*"/g, '"<jwt>"'))
+
+/** The jwt proof a credential request carries (1.0 `proofs.jwt[0]`, draft 15 `proof.jwt`). */
+function proofJwtOf(body: Record<string, unknown>): string {
+  const proofs = body.proofs as { jwt?: string[] } | undefined
+  const proof = body.proof as { jwt?: string } | undefined
+  const jwt = proofs?.jwt?.[0] ?? proof?.jwt
+  assert.ok(jwt, 'the request carries a jwt proof')
+  return jwt
+}
+
+describe('misbehaviours of the credential request change exactly one thing (both paths)', () => {
+  for (const protocol of ['1.0', 'draft15'] as const) {
+    test(`${protocol}: missing-proof, unknown-configuration, unknown-credential-identifier, token-in-query, future-iat`, async () => {
+      const issuer = fakeIssuer(protocol)
+      const wallet = await Wallet.create({ protocol, fetch: issuer.fetch })
+      const session = await wallet.startIssuance(issuer.link)
+      assert.equal(session.protocol, protocol)
+      await session.token()
+      const request = async (misbehave: Misbehaviour[]) => {
+        const result = await session.requestCredential({ misbehave })
+        assert.equal(result.status, 202)
+        const sent = issuer.sent.at(-1) as SentCredentialRequest
+        return { ...sent, shape: withoutJwts(sent.body) as Record<string, unknown> }
+      }
+
+      const good = await request([])
+      const endpoint = `${FAKE_ISSUER}/credential`
+      assert.equal(good.url.toString(), endpoint)
+      assert.equal(good.authorization, 'Bearer AT-fake-0123456789')
+      assert.equal(good.body.credential_configuration_id, 'degree')
+      assert.deepEqual(
+        Object.keys(good.body).sort(),
+        protocol === '1.0'
+          ? ['credential_configuration_id', 'proofs']
+          : ['credential_configuration_id', 'proof'],
+      )
+      assert.ok(verifiesWithHolder(proofJwtOf(good.body), wallet))
+      const goodProof = decodeJws(proofJwtOf(good.body))
+
+      // OpenID4VCI 1.0 §8.2, §8.3.1.2: neither proof nor proofs; everything else as the correct request
+      const missing = await request(['missing-proof'])
+      assert.deepEqual(missing.body, { credential_configuration_id: 'degree' })
+      assert.equal(missing.authorization, good.authorization)
+      assert.equal(missing.url.toString(), endpoint)
+
+      // §8.2: a credential_configuration_id the issuer's metadata does not have
+      const unknown = await request(['unknown-configuration'])
+      assert.deepEqual(unknown.shape, {
+        ...good.shape,
+        credential_configuration_id: `degree${UNKNOWN_ID_SUFFIX}`,
+      })
+      assert.equal(unknown.authorization, good.authorization)
+
+      // §8.2: credential_identifier (one the token did not grant) in place of credential_configuration_id
+      const identifier = await request(['unknown-credential-identifier'])
+      const { credential_configuration_id: _, ...rest } = good.shape
+      assert.deepEqual(identifier.shape, { ...rest, credential_identifier: `degree${UNKNOWN_ID_SUFFIX}` })
+      assert.equal(identifier.authorization, good.authorization)
+
+      // RFC 6750 §2.3: the access token in the query, no Authorization header; the body as the correct one
+      const query = await request(['token-in-query'])
+      assert.equal(query.authorization, null)
+      assert.equal(query.url.origin + query.url.pathname, endpoint)
+      assert.deepEqual([...query.url.searchParams], [['access_token', 'AT-fake-0123456789']])
+      assert.deepEqual(query.shape, good.shape)
+
+      // Appendix F.1/F.4: the proof's iat an hour ahead; the rest of the proof and the request as the correct one
+      const future = await request(['future-iat'])
+      assert.deepEqual(future.shape, good.shape)
+      assert.equal(future.authorization, good.authorization)
+      assert.ok(verifiesWithHolder(proofJwtOf(future.body), wallet))
+      const futureProof = decodeJws(proofJwtOf(future.body))
+      assert.deepEqual(futureProof.header, goodProof.header)
+      // each request has its own nonce from the nonce endpoint, and its own clock reading (iat, exp)
+      const { iat: _gi, exp: goodExp, nonce: _gn, ...goodRest } = goodProof.payload
+      const { iat, exp, nonce: _fn, ...futureRest } = futureProof.payload
+      assert.deepEqual(futureRest, goodRest)
+      assert.ok(Math.abs(Number(exp ?? 0) - Number(goodExp ?? 0)) <= 5, 'exp untouched')
+      const now = Math.floor(Date.now() / 1000)
+      assert.ok(Math.abs(Number(iat) - (now + FUTURE_IAT_SECONDS)) <= 5, `iat ${iat}, now ${now}`)
+    })
+  }
+
+  test('misbehaviours that change the same thing are a WalletUsageError together, before anything is sent', () => {
+    const cases: [Misbehaviour[], RegExp][] = [
+      [
+        ['expired-iat', 'future-iat'],
+        /^misbehaviours expired-iat and future-iat both set the key proof's iat/,
+      ],
+      [
+        ['missing-proof', 'wrong-nonce'],
+        /^misbehaviour missing-proof sends no key proof, so wrong-nonce would change nothing/,
+      ],
+      [['missing-proof', 'legacy-proof', 'alg-none'], /sends no key proof, so alg-none, legacy-proof would/],
+      [['unknown-configuration', 'legacy-format-request'], /how the credential request names the credential/],
+      [
+        ['unknown-configuration', 'unknown-credential-identifier'],
+        /how the credential request names the credential/,
+      ],
+      [['wrong-tx-code', 'missing-tx-code'], /tx_code/],
+    ]
+    for (const [misbehave, pattern] of cases) {
+      assert.throws(
+        () => assertMisbehaviours(misbehave),
+        (e: Error) => e instanceof WalletUsageError && pattern.test(e.message),
+        misbehave.join(' + '),
+      )
+    }
+    // the others combine
+    assert.deepEqual(assertMisbehaviours(['wrong-nonce', 'future-iat', 'wrong-typ']), [
+      'wrong-nonce',
+      'future-iat',
+      'wrong-typ',
+    ])
+    assert.deepEqual(assertMisbehaviours(['missing-proof', 'token-in-query', 'unknown-configuration']), [
+      'missing-proof',
+      'token-in-query',
+      'unknown-configuration',
+    ])
   })
 })
 

@@ -186,6 +186,23 @@ describe('misbehaviours on the 1.0 path: the issuer refuses each one', () => {
       JWT_CONFIG,
       { step: 'token', status: 400, error: 'invalid_grant', description: /already used/ },
     ],
+    // the credential request around the proof, sent as plain HTTP (the library would not send them)
+    [
+      'missing-proof',
+      JWT_CONFIG,
+      { step: 'credential', status: 400, error: 'invalid_proof', description: /proof/ },
+    ],
+    [
+      'unknown-configuration',
+      SD_JWT_CONFIG,
+      { step: 'credential', status: 400, error: 'invalid_credential_request' },
+    ],
+    [
+      'unknown-credential-identifier',
+      SD_JWT_CONFIG,
+      { step: 'credential', status: 400, error: 'invalid_credential_request' },
+    ],
+    ['token-in-query', JWT_CONFIG, { step: 'credential', status: 401, error: 'invalid_token' }],
   ]
   for (const [misbehaviour, id, answer] of expected) {
     test(`${misbehaviour} (${id}): ${answer.step} ${answer.status} ${answer.error}`, async () => {

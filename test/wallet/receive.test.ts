@@ -672,6 +672,12 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
       error: 'invalid_proof',
       description: /^proof JWT iat is 36\d\d s old; at most 300 s is accepted$/,
     },
+    'future-iat': {
+      step: 'credential',
+      status: 400,
+      error: 'invalid_proof',
+      description: /^proof JWT iat is 3[56]\d\d s in the future$/,
+    },
     'foreign-kid': {
       step: 'credential',
       status: 400,
@@ -717,7 +723,41 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
       description: /^tx_code is required: the offer announced one$/,
       group: 'pin',
     },
+    'missing-proof': {
+      step: 'credential',
+      status: 400,
+      error: 'invalid_proof',
+      description: /^a key proof is required \(proof or proofs\)$/,
+    },
+    'unknown-configuration': {
+      step: 'credential',
+      status: 400,
+      error: 'unknown_credential_configuration',
+      description: /^credential configuration "degree-unknown-vc-harness" is not in this issuer's metadata$/,
+    },
+    'unknown-credential-identifier': {
+      step: 'credential',
+      status: 400,
+      error: 'unknown_credential_identifier',
+      description:
+        /^this credential_identifier was not granted: this issuer grants no authorization_details; send credential_configuration_id$/,
+    },
+    'token-in-query': {
+      step: 'credential',
+      status: 401,
+      error: 'invalid_token',
+      description: /^an access token is required \(Authorization: Bearer …\)$/,
+    },
   }
+
+  /** The misbehaviours of the credential request around the proof: the draft-15 path sends them too. */
+  const REQUEST_MISBEHAVIOURS = [
+    'missing-proof',
+    'unknown-configuration',
+    'unknown-credential-identifier',
+    'token-in-query',
+    'future-iat',
+  ] as const satisfies readonly DraftMisbehaviour[]
 
   /** The same misbehaviours in a di_vp proof (template degree-with-id); the jwt-only ones cannot be made. */
   const EXPECTED_DI_VP: Partial<Record<Misbehaviour, Omit<Expected, 'group' | 'txCode'>>> = {
@@ -748,6 +788,14 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
       error: 'invalid_proof',
       description: /^di_vp rejected: presentationProof: holder does not match the verification method$/,
     },
+    'future-iat': {
+      step: 'credential',
+      status: 400,
+      error: 'invalid_proof',
+      description: /^di_vp rejected: sessionBinding: proof created is in the future$/,
+    },
+    'missing-proof': EXPECTED['missing-proof'],
+    'token-in-query': EXPECTED['token-in-query'],
   }
 
   describe('misbehaviours: the service refuses each one and nothing changes', PARALLEL, () => {
@@ -812,6 +860,18 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
           assert.equal(wallet.credentials().length, before, 'nothing stored')
         })
       }
+    }
+
+    for (const misbehaviour of REQUEST_MISBEHAVIOURS) {
+      const expected = EXPECTED[misbehaviour]
+      test(`draft-15 path, ${misbehaviour}: ${expected.step} ${expected.status} ${expected.error}`, async () => {
+        const wallet = await Wallet.create({ protocol: 'draft15' })
+        const { deepLink, processId } = await offer()
+        await submit(processId)
+        await rejectsWith(wallet.receive(deepLink, { misbehave: [misbehaviour] }), expected)
+        await assertUntouched(processId, misbehaviour)
+        assert.equal(wallet.credentials().length, 0, 'nothing stored')
+      })
     }
 
     for (const [misbehaviour, expected] of Object.entries(EXPECTED_DI_VP)) {

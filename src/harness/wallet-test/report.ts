@@ -8,7 +8,7 @@ import { redactPatterns } from '../redact.ts'
 import { PLAN_TITLES } from './plans.ts'
 import type { CaseResult, WalletTestRun } from './runner.ts'
 
-const xml = (s: string) =>
+export const xml = (s: string) =>
   s
     .replaceAll('&', '&amp;')
     .replaceAll('<', '&lt;')
@@ -17,8 +17,8 @@ const xml = (s: string) =>
     // XML 1.0 has no place for most control characters (a wallet's output may carry them).
     // biome-ignore lint/suspicious/noControlCharactersInRegex: that is the point
     .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, '')
-const cell = (s: string) => s.replaceAll('|', '\\|').replaceAll('\n', ' ')
-const seconds = (ms: number) => (ms / 1000).toFixed(3)
+export const cell = (s: string) => s.replaceAll('|', '\\|').replaceAll('\n', ' ')
+export const seconds = (ms: number) => (ms / 1000).toFixed(3)
 
 /** The most of a wallet's output a report keeps (a command driver already keeps only its tail). */
 const OUTPUT_MAX = 4000
@@ -55,10 +55,10 @@ export function walletReason(r: CaseResult): string | undefined {
 }
 
 /** Inline code for a Markdown table cell: no backtick can end it early. */
-const inlineCode = (s: string) => `\`${cell(s.replaceAll('`', "'"))}\``
+export const inlineCode = (s: string) => `\`${cell(s.replaceAll('`', "'"))}\``
 
 /** A fenced block longer than any backtick run inside it. */
-function fenced(text: string): string[] {
+export function fenced(text: string): string[] {
   const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length))
   const fence = '`'.repeat(longest + 1)
   return [`${fence}text`, text, fence]

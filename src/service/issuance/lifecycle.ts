@@ -12,13 +12,19 @@ import type { GrantRecord, ProcessRecord, ProcessStatus } from '../store/index.t
 //   PENDING ──submit / request_credential, when the other one already happened──► ISSUED (issued)
 //   PENDING ──reject──► REJECTED
 //   ISSUED  ──retrieve_credential──► ISSUED (credential_retrieved);  ──change_status──► ISSUED
+//   ISSUED  ──request_credential again on the same access token──► ISSUED (credential_retrieved): a further
+//           instance (OpenID4VCI 1.0 §14.3); the process is not issued again. While PENDING, such a
+//           further request waits like the first one (refusal `pending`).
 //   PENDING, offer unredeemed past its code's lifetime: observed as EXPIRED (the wallet can no longer start)
 
 /** What can happen to a process, and who makes it happen. */
 export type ProcessEvent =
   /** The wallet fetched the offer (OpenID4VCI §4.1.3). */
   | 'retrieve_offer'
-  /** The wallet's credential request with a verified key proof: binds the holder, issues if content waits. */
+  /**
+   * The wallet's credential request with a verified key proof: binds the holder, issues if content waits.
+   * With a holder already bound it is a further request on the same access token (OpenID4VCI 1.0 §14.3).
+   */
   | 'request_credential'
   /** The relying party's credentials (section 4.4). */
   | 'submit'
@@ -86,6 +92,14 @@ export function transition(
       }
       return move('PENDING', 'offer_retrieved')
     case 'request_credential':
+      // A holder bound already: the access token asks again (1.0 §14.3). Once ISSUED the wallet gets a further
+      // instance and the process stays as it is; before, the first request's transaction is still open.
+      if (grant?.holderDid) {
+        if (status === 'ISSUED') return move('ISSUED', 'credential_retrieved')
+        if (status === 'PENDING')
+          return refuse('pending', `the credential of process "${id}" is not issued yet`)
+        return closed()
+      }
       if (status !== 'PENDING') return closed()
       return process.submitted !== null ? move('ISSUED', 'issued') : move('PENDING', 'holder_bound')
     case 'submit':

@@ -336,48 +336,17 @@ export class IssuanceService {
     holderDid: string,
     key: SigningKey,
   ): Promise<ProcessRecord> {
-    const { alg } = key
     const now = this.clock.now()
     const data: IssuedCredential[] = []
     for (const credential of prepared) {
-      let allocation: Awaited<ReturnType<StatusLists['allocate']>>
-      try {
-        allocation = await this.deps.statusLists.allocate(repos, {
-          tenantId: process.tenantId,
-          alg,
-          credentialId: credential.id,
-          processId: process.id,
-        })
-      } catch (error) {
-        if (error instanceof ConflictError && error.key === 'id') {
-          throw new AppError(
-            'credential_id_conflict',
-            `a credential with id "${credential.id}" was already issued`,
-          )
-        }
-        throw error
-      }
-      // One list entry, referenced the way each format does (a Bitstring Status List entry in a W3C VC,
-      // a Token Status List reference in an SD-JWT VC); signed by the template's format.
-      const { token, ...bitstring } = allocation
-      data.push(
-        await signIn(issuedFormat(template.body.format), credential, {
-          holderDid,
-          key,
-          status: { bitstring: { ...bitstring }, token: { ...token } },
-          now,
-          validityDays: template.body.validityDays,
-          vct: vctOf(template, this.deps.urls),
-          disclosable: template.body.selectivelyDisclosable,
-          proofType: template.body.proofType,
-        }),
-      )
+      data.push(await this.allocateAndSign(repos, process, template, credential, holderDid, key, now))
     }
     const issued: ProcessRecord = {
       ...process,
       status: 'ISSUED',
       data,
-      submitted: null,
+      // Kept: a further credential request on the same access token signs it again (issueFurtherIn).
+      submitted: prepared,
       updatedAt: nextStamp(process, now),
     }
     await this.save(repos, process, issued)
@@ -389,6 +358,93 @@ export class IssuanceService {
       issuedWebhook(process.id, holderDid, prepared, template),
     )
     return issued
+  }
+
+  /** One credential's status entry allocated and the credential signed for `holderDid` in the template's format. */
+  private async allocateAndSign(
+    repos: Repositories,
+    process: ProcessRecord,
+    template: TemplateRecord<'issuance'>,
+    credential: PreparedCredential,
+    holderDid: string,
+    key: SigningKey,
+    now: number,
+  ): Promise<IssuedCredential> {
+    let allocation: Awaited<ReturnType<StatusLists['allocate']>>
+    try {
+      allocation = await this.deps.statusLists.allocate(repos, {
+        tenantId: process.tenantId,
+        alg: key.alg,
+        credentialId: credential.id,
+        processId: process.id,
+      })
+    } catch (error) {
+      if (error instanceof ConflictError && error.key === 'id') {
+        throw new AppError(
+          'credential_id_conflict',
+          `a credential with id "${credential.id}" was already issued`,
+        )
+      }
+      throw error
+    }
+    // One list entry, referenced the way each format does (a Bitstring Status List entry in a W3C VC,
+    // a Token Status List reference in an SD-JWT VC); signed by the template's format.
+    const { token, ...bitstring } = allocation
+    return signIn(issuedFormat(template.body.format), credential, {
+      holderDid,
+      key,
+      status: { bitstring: { ...bitstring }, token: { ...token } },
+      now,
+      validityDays: template.body.validityDays,
+      vct: vctOf(template, this.deps.urls),
+      disclosable: template.body.selectivelyDisclosable,
+      proofType: template.body.proofType,
+    })
+  }
+
+  /**
+   * Further instances of an ISSUED process's credentials for `holderDid`, inside the caller's transaction
+   * (OpenID4VCI 1.0 §14.3: the wallet asks again with the same access token). The content the relying party
+   * submitted is signed anew for the holder, each credential with a new `urn:uuid` id and its own status
+   * entry, recorded as an instance of its original (a status change of the original reaches it) under
+   * `notificationId`. The process row does not change, no webhook is queued (the relying party was told
+   * once, when the process was issued) and the process data keeps showing the originals. Refused, with
+   * nothing written, while an original is revoked or suspended: a new instance would bypass that status.
+   */
+  async issueFurtherIn(
+    repos: Repositories,
+    process: ProcessRecord,
+    template: TemplateRecord<'issuance'>,
+    holderDid: string,
+    key: SigningKey,
+    notificationId: string,
+  ): Promise<{ ok: true; credentials: IssuedCredential[] } | { ok: false; reason: string }> {
+    const content = process.submitted
+    if (process.status !== 'ISSUED' || !content) {
+      return { ok: false, reason: `process "${process.id}" holds no issued content to sign again` }
+    }
+    // Locks the process's entries against a status change until this transaction ends.
+    const entries = await repos.issuedCredentials.listByProcessForUpdate(process.id)
+    for (const original of content) {
+      const entry = entries.find((e) => e.id === original.id)
+      if (entry?.status !== 'active') {
+        return {
+          ok: false,
+          reason: `credential "${original.id}" of this process is ${entry?.status ?? 'gone'}; no further instance is issued`,
+        }
+      }
+    }
+    const now = this.clock.now()
+    const credentials: IssuedCredential[] = []
+    for (const original of content) {
+      const instance: PreparedCredential = { ...original, id: `urn:uuid:${randomUUID()}` }
+      credentials.push(await this.allocateAndSign(repos, process, template, instance, holderDid, key, now))
+      await repos.issuedCredentials.markFurtherInstance(instance.id, {
+        instanceOf: original.id,
+        notificationId,
+      })
+    }
+    return { ok: true, credentials }
   }
 
   /** Rejects a PENDING process (the interface shows no transition; see docs/api.md). */
@@ -423,7 +479,9 @@ export class IssuanceService {
 
   /**
    * Revokes, suspends or reinstates the credentials of an ISSUED process (all, or those listed).
-   * Revocation is final.
+   * Revocation is final. A credential's further instances (issueFurtherIn: the wallet asked again with its
+   * access token) change with it; the answer names the process's own credentials, the ids the relying
+   * party knows.
    */
   async setCredentialStatus(
     principal: Principal,
@@ -432,27 +490,32 @@ export class IssuanceService {
   ): Promise<{ id: string; status: CredentialStatus }[]> {
     this.allow(await this.getProcess(principal, id), null, 'change_status')
     return this.store.transaction(async (repos) => {
-      const entries = await repos.issuedCredentials.listByProcess(id)
-      const wanted = change.credentialIds ?? entries.map((e) => e.id)
-      const targets = wanted.map((credentialId) => {
-        const entry = entries.find((e) => e.id === credentialId)
+      // Locked: a further instance allocated meanwhile is either seen here or sees this change.
+      const entries = await repos.issuedCredentials.listByProcessForUpdate(id)
+      const originals = entries.filter((e) => !e.instanceOf)
+      const wanted = change.credentialIds ?? originals.map((e) => e.id)
+      const chosen = wanted.map((credentialId) => {
+        const entry = originals.find((e) => e.id === credentialId)
         if (!entry)
           throw new AppError('credential_not_found', `process "${id}" has no credential "${credentialId}"`)
+        return entry
+      })
+      const targets = [...chosen, ...entries.filter((e) => e.instanceOf && wanted.includes(e.instanceOf))]
+      for (const entry of targets) {
         if (entry.status === 'revoked' && change.status !== 'revoked') {
           throw new AppError(
             'status_final',
-            `credential "${credentialId}" is revoked; revocation cannot be undone`,
+            `credential "${entry.instanceOf ?? entry.id}" is revoked; revocation cannot be undone`,
           )
         }
-        return entry
-      })
+      }
       const now = this.clock.now()
       for (const entry of targets) await repos.issuedCredentials.setStatus(entry.id, change.status, now)
       await this.deps.statusLists.apply(
         repos,
         targets.map((e) => ({ listId: e.listId, index: e.listIndex, status: change.status })),
       )
-      return targets.map((e) => ({ id: e.id, status: change.status }))
+      return chosen.map((e) => ({ id: e.id, status: change.status }))
     })
   }
 

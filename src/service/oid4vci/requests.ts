@@ -18,8 +18,15 @@ export function requestedConfiguration(
   urls: PublicUrls,
 ): string {
   if (body.credential_identifier !== undefined) {
-    throw invalid(
-      'credential_identifier is not supported: this issuer grants no authorization_details; send credential_configuration_id',
+    // OpenID4VCI 1.0 §8.2: the two are exclusive; §8.3.1.2: an identifier the token did not grant is unknown
+    // (this issuer's tokens grant none: no authorization_details).
+    if (body.credential_configuration_id !== undefined)
+      throw invalid(
+        'send credential_identifier or credential_configuration_id, not both (OpenID4VCI 1.0 §8.2)',
+      )
+    throw new OAuthError(
+      'unknown_credential_identifier',
+      'this credential_identifier was not granted: this issuer grants no authorization_details; send credential_configuration_id',
     )
   }
   if (body.credential_configuration_id !== undefined) {

@@ -315,9 +315,14 @@ export class Oid4vciService {
     }
   }
 
+  /**
+   * The request's key proofs, verified. Both generations name a missing proof, and draft 15 both members at
+   * once, `invalid_proof` (1.0 §8.3.1.2 "(1) if the field is missing"; draft 15 §8.3.1.2 "(1) if both fields
+   * are missing, or (2) both are present simultaneously").
+   */
   private async verifyProofs(body: Form, ctx: ProofContext): Promise<HolderProof> {
     if (body.proof !== undefined && body.proofs !== undefined) {
-      throw new OAuthError('invalid_credential_request', 'send either proof or proofs, not both')
+      throw new OAuthError('invalid_proof', 'send either proof or proofs, not both')
     }
     let proofs: { type: string; value: unknown }[]
     if (isObject(body.proof)) {
@@ -366,12 +371,19 @@ export class Oid4vciService {
     }))
   }
 
-  /** Credential endpoint (OpenID4VCI section 8). */
+  /**
+   * Credential endpoint (OpenID4VCI section 8). The access token may ask again (1.0 §8, §14.3; draft 15
+   * §13.3): a further request, with its own key proof and unused nonce, is answered by `further`.
+   */
   async credential(tenantId: string, authorization: string | undefined, body: unknown) {
     const { grant, process } = await this.authenticate(tenantId, authorization)
     const { store, clock, issuance } = this.deps
     if (!isObject(body)) throw new OAuthError('invalid_credential_request', 'body must be a JSON object')
-    this.allow(process, grant, 'request_credential', () => 'invalid_credential_request')
+    // `pending`: a further request while the first one's transaction is open, judged once its proof is.
+    const step = transition(process, grant, 'request_credential', clock.now())
+    if (!step.ok && step.refusal !== 'pending') {
+      throw this.refusal(process, 'request_credential', step, 'invalid_credential_request')
+    }
     const granted = await store.templates.get(tenantId, process.templateId, 'issuance')
     if (!granted) throw new Error(`template ${process.templateId} of process ${process.id} missing`)
     const configurationId = requestedConfiguration(body, granted, this.deps.urls)
@@ -388,14 +400,9 @@ export class Oid4vciService {
             `credential configuration "${configurationId}" is not in this issuer's metadata`,
           )
     }
-    if (grant.credentialRequestedAt !== null) {
-      throw new OAuthError(
-        'invalid_credential_request',
-        'a credential was already requested with this access token; poll the deferred endpoint with its transaction_id',
-      )
-    }
     const template = granted
     const proof = await this.verifyProofs(body, this.proofContext(tenantId, template))
+    if (grant.holderDid !== null) return this.further(tenantId, grant, process, template, proof)
     // Content submitted for a named holder is not handed to another one; nothing is consumed then.
     const conflict = process.submitted && holderConflict(process.submitted, proof.holder.did)
     if (conflict) {
@@ -404,18 +411,7 @@ export class Oid4vciService {
         `the credential prepared for this offer is bound to ${conflict}, not to the proving holder ${proof.holder.did}`,
       )
     }
-    if (!(await this.useNonce(proof.nonce, tenantId))) {
-      throw new OAuthError(
-        'invalid_nonce',
-        'the nonce is unknown, expired or already used; fetch a fresh one',
-        {
-          body: {
-            c_nonce: this.newNonce(tenantId),
-            c_nonce_expires_in: this.deps.options.cNonceLifetimeSeconds,
-          },
-        },
-      )
-    }
+    await this.consumeNonce(proof.nonce, tenantId)
     const validator = buildValidator(process.id, proof)
     const holderDid = proof.holder.did
     const key = await issuance.signingKey(template)
@@ -443,7 +439,7 @@ export class Oid4vciService {
       if (!recorded)
         throw new OAuthError(
           'invalid_credential_request',
-          'a credential was already requested with this access token',
+          'another credential request with this access token was answered meanwhile; send this one again',
         )
       if (next) return { process: next, transactionId, notificationId }
       // The lifecycle answers ISSUED only for a process with submitted content.
@@ -484,6 +480,96 @@ export class Oid4vciService {
         credentials: await this.handOut(outcome.process, async () => ({ template, key })),
         // Set whenever the credentials are handed out (no transaction_id).
         ...(outcome.notificationId ? { notification_id: outcome.notificationId } : {}),
+      },
+    }
+  }
+
+  /** The proof's nonce used up (single use), or `invalid_nonce` with a fresh one (1.0 §8.3.1.2). */
+  private async consumeNonce(nonce: string, tenantId: string) {
+    if (await this.useNonce(nonce, tenantId)) return
+    throw new OAuthError(
+      'invalid_nonce',
+      'the nonce is unknown, expired or already used; fetch a fresh one',
+      {
+        body: {
+          c_nonce: this.newNonce(tenantId),
+          c_nonce_expires_in: this.deps.options.cNonceLifetimeSeconds,
+        },
+      },
+    )
+  }
+
+  /**
+   * A further credential request on an access token that asked already (1.0 §8: "several consecutive
+   * Credential Requests"; §14.3: "accessed multiple times by a Wallet using the same Access Token"; draft 15
+   * §13.3 alike), its proof verified. Every rule of a first request holds: the token is live and of this
+   * tenant (authenticate), the configuration is the granted one, the key proof verifies and its nonce is
+   * unused (consumed here). Then:
+   * - the process ISSUED: the submitted content signed anew for the proving key, each credential with its
+   *   own id and status entry (IssuanceService.issueFurtherIn), a new notification_id; the process, its data
+   *   and its webhook stay as they were, the step announced is `credential_retrieved`. Content submitted for
+   *   a named holder is refused to another one, as on the first request; so is a process whose credentials
+   *   are revoked or suspended;
+   * - the first request still waiting for content (PENDING): the same holder is answered the same 202 with
+   *   its transaction_id (the deferred endpoint hands the credential out); another key is refused until the
+   *   credential is issued, since that transaction can deliver only the first holder's.
+   */
+  private async further(
+    tenantId: string,
+    grant: GrantRecord,
+    process: ProcessRecord,
+    template: TemplateRecord<'issuance'>,
+    proof: HolderProof,
+  ) {
+    const { store, issuance, options } = this.deps
+    const holderDid = proof.holder.did
+    if (process.status === 'PENDING') {
+      if (holderDid !== grant.holderDid || grant.transactionId === null) {
+        throw new OAuthError(
+          'invalid_credential_request',
+          `this access token's credential request for ${grant.holderDid} waits for the issuer; poll the deferred endpoint with its transaction_id, and ask for another key once it is issued`,
+        )
+      }
+      await this.consumeNonce(proof.nonce, tenantId)
+      return {
+        status: 202 as const,
+        body: { transaction_id: grant.transactionId, interval: options.deferredIntervalSeconds },
+      }
+    }
+    const conflict = process.submitted && holderConflict(process.submitted, holderDid)
+    if (conflict) {
+      throw new OAuthError(
+        'credential_request_denied',
+        `the credential prepared for this offer is bound to ${conflict}, not to the proving holder ${holderDid}`,
+      )
+    }
+    await this.consumeNonce(proof.nonce, tenantId)
+    const key = await issuance.signingKey(template)
+    const notificationId = randomUUID()
+    let outcome: Awaited<ReturnType<IssuanceService['issueFurtherIn']>>
+    try {
+      outcome = await store.transaction((repos) =>
+        issuance.issueFurtherIn(repos, process, template, holderDid, key, notificationId),
+      )
+    } catch (error) {
+      if (error instanceof AppError) {
+        throw new OAuthError(
+          'credential_request_denied',
+          `the content cannot be issued again: ${error.detail}`,
+        )
+      }
+      throw error
+    }
+    if (!outcome.ok) throw new OAuthError('credential_request_denied', outcome.reason)
+    this.deps.events.emit(processChanged(process, 'credential_retrieved'))
+    return {
+      status: 200 as const,
+      body: {
+        credentials: await this.handOut({ ...process, data: outcome.credentials }, async () => ({
+          template,
+          key,
+        })),
+        notification_id: notificationId,
       },
     }
   }
@@ -588,7 +674,8 @@ export class Oid4vciService {
       )
     }
     if (grant.notificationId === null || grant.notificationId !== id) {
-      throw new OAuthError('invalid_notification_id', 'notification_id is unknown to this access token')
+      await this.notifyFurther(grant.processId, id, event)
+      return
     }
     if (await this.deps.store.grants.recordNotification(grant.processId, event)) return
     const recorded = (await this.deps.store.grants.get(grant.processId))?.notificationEvent
@@ -596,6 +683,22 @@ export class Oid4vciService {
       throw new OAuthError(
         'invalid_notification_id',
         `this notification_id was already notified with "${recorded}"`,
+      )
+    }
+  }
+
+  /** A notification for the credentials of a further credential response (`further`), as idempotent. */
+  private async notifyFurther(processId: string, id: string, event: string) {
+    const { issuedCredentials } = this.deps.store
+    if (await issuedCredentials.recordNotification(processId, id, event)) return
+    const recorded = await issuedCredentials.notificationEvent(processId, id)
+    if (!recorded) {
+      throw new OAuthError('invalid_notification_id', 'notification_id is unknown to this access token')
+    }
+    if (recorded.event !== event) {
+      throw new OAuthError(
+        'invalid_notification_id',
+        `this notification_id was already notified with "${recorded.event}"`,
       )
     }
   }

@@ -194,6 +194,25 @@ export interface IssuedCredentialRepository {
   /** Inserts; throws ConflictError when (listId, listIndex) is taken. */
   create(record: IssuedCredentialRecord): Promise<void>
   listByProcess(processId: string): Promise<IssuedCredentialRecord[]>
+  /**
+   * listByProcess after locking the process's row until the transaction ends (PostgreSQL: FOR UPDATE; on
+   * SQLite the transaction already holds the write lock). A status change and a further instance of the
+   * same process (OpenID4VCI 1.0 §14.3) both read this way, so they take turns: an instance is never
+   * allocated beside an original revoked meanwhile, nor missed by the change.
+   */
+  listByProcessForUpdate(processId: string): Promise<IssuedCredentialRecord[]>
+  /**
+   * Marks the row `id` (just allocated) a further instance of the process credential `instanceOf`, handed out
+   * in the credential response of `notificationId`.
+   */
+  markFurtherInstance(id: string, further: { instanceOf: string; notificationId: string }): Promise<void>
+  /**
+   * Records the wallet's notification event for the further instances of `processId` handed out under
+   * `notificationId`: one conditional UPDATE; false when none is unnotified (unknown id, or notified already).
+   */
+  recordNotification(processId: string, notificationId: string, event: string): Promise<boolean>
+  /** The event recorded for that notification id (null: none yet); undefined when no instance has the id. */
+  notificationEvent(processId: string, notificationId: string): Promise<{ event: string | null } | undefined>
   /** Those of `ids` that were already issued. */
   existing(ids: string[]): Promise<string[]>
   setStatus(id: string, status: CredentialStatus, at: number): Promise<void>

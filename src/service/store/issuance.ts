@@ -96,6 +96,10 @@ export interface IssuedCredentialsTable {
   list_index: number
   status: string
   updated_at: number
+  /** Migration 0011: on a further instance (OpenID4VCI 1.0 §14.3), its original and its response's notification. */
+  instance_of: string | null
+  notification_id: string | null
+  notification_event: string | null
 }
 export interface ProcessesTable {
   id: string
@@ -680,6 +684,23 @@ export class SqlStatusLists implements StatusListRepository {
   }
 }
 
+// A status change and a further instance of one process take turns on its row (listByProcessForUpdate). On
+// SQLite the transaction's BEGIN IMMEDIATE already serialises writers: a plain read stands in.
+const PROCESS_LOCK = prepared(
+  'SELECT 1 FROM issuance_processes WHERE id = ?',
+  true,
+  'SELECT 1 FROM issuance_processes WHERE id = $1 FOR UPDATE',
+)
+const MARK_FURTHER_INSTANCE = prepared(
+  'UPDATE issued_credentials SET instance_of = ?, notification_id = ? WHERE id = ?',
+)
+const RECORD_INSTANCE_NOTIFICATION = prepared(`UPDATE issued_credentials SET notification_event = ?
+  WHERE process_id = ? AND notification_id = ? AND notification_event IS NULL`)
+const INSTANCE_NOTIFICATION = prepared(
+  'SELECT notification_event FROM issued_credentials WHERE process_id = ? AND notification_id = ? LIMIT 1',
+  true,
+)
+
 export class SqlIssuedCredentials implements IssuedCredentialRepository {
   constructor(private readonly db: Db) {}
   async create(c: IssuedCredentialRecord) {
@@ -717,8 +738,26 @@ export class SqlIssuedCredentials implements IssuedCredentialRepository {
         listIndex: r.list_index,
         status: r.status as CredentialStatus,
         updatedAt: r.updated_at,
+        instanceOf: r.instance_of,
       }),
     )
+  }
+  async listByProcessForUpdate(processId: string) {
+    await first(this.db, PROCESS_LOCK, [processId])
+    return this.listByProcess(processId)
+  }
+  async markFurtherInstance(id: string, further: { instanceOf: string; notificationId: string }) {
+    await run(this.db, MARK_FURTHER_INSTANCE, [further.instanceOf, further.notificationId, id])
+  }
+  async recordNotification(processId: string, notificationId: string, event: string) {
+    return (await run(this.db, RECORD_INSTANCE_NOTIFICATION, [event, processId, notificationId])) > 0
+  }
+  async notificationEvent(processId: string, notificationId: string) {
+    const row = await first<{ notification_event: string | null }>(this.db, INSTANCE_NOTIFICATION, [
+      processId,
+      notificationId,
+    ])
+    return row && { event: row.notification_event }
   }
   async existing(ids: string[]) {
     if (ids.length === 0) return []

@@ -392,4 +392,15 @@ export const migrations: Record<string, Migration> = {
         where state <> 'pending'`.execute(db)
     },
   },
+  // Further credential requests on one access token (OpenID4VCI 1.0 §14.3, issue 34): each further instance of
+  // a process's credential is a row of issued_credentials with its own status entry, naming the original it
+  // is an instance of (a status change of the original reaches it) and the notification id of the credential
+  // response that carried it, with the wallet's notification event. All null on an original.
+  '0011_further_credentials': {
+    async up(db: Kysely<unknown>) {
+      await db.schema.alterTable('issued_credentials').addColumn('instance_of', 'text').execute()
+      await db.schema.alterTable('issued_credentials').addColumn('notification_id', 'text').execute()
+      await db.schema.alterTable('issued_credentials').addColumn('notification_event', 'text').execute()
+    },
+  },
 }

@@ -90,7 +90,11 @@ export interface ProcessRecord {
   status: ProcessStatus
   data: IssuedCredential[] | null
   validator: HolderValidator | null
-  /** Credentials submitted (4.4) before the wallet bound a holder: signed when its proof arrives. */
+  /**
+   * The content the relying party submitted (4.4): while PENDING, waiting for the wallet's proof; once ISSUED,
+   * kept so that a further credential request on the same access token (OpenID4VCI 1.0 §14.3) signs it anew
+   * for the key that request proves. Null before a submission (and on a process issued before issue 34).
+   */
   submitted: PreparedCredential[] | null
   rejectedReason: string | null
   createdByKey: string
@@ -186,6 +190,7 @@ export interface StatusListRecord {
   updatedAt: number
 }
 
+/** A status entry of an issued credential: one per credential instance handed out. */
 export interface IssuedCredentialRecord {
   id: string
   processId: string
@@ -194,6 +199,11 @@ export interface IssuedCredentialRecord {
   listIndex: number
   status: CredentialStatus
   updatedAt: number
+  /**
+   * Read only (set by `markFurtherInstance`): the id of the process credential this row is a further
+   * instance of (OpenID4VCI 1.0 §14.3); null or absent on the process's own credentials.
+   */
+  instanceOf?: string | null
 }
 
 /** One verifier check's outcome (docs/verification.md lists the checks). */

@@ -629,12 +629,15 @@ describe('credential endpoint: request checks leave nothing behind', () => {
     expectOAuth(await send(jwtRequest('pin', good())), 400, 'invalid_credential_request', /grants "degree"/)
   })
 
-  test('proof and proofs both → invalid_credential_request; neither → invalid_proof', async () => {
+  test('proof and proofs both, or neither → invalid_proof', async () => {
+    // 1.0 §8.3.1.2: invalid_proof "if the field is missing"; draft 15 §8.3.1.2 names the singular proof too:
+    // "(1) if both fields are missing, or (2) both are present simultaneously" (until issue 34, both at once
+    // was invalid_credential_request).
     const jwt = good()
     expectOAuth(
       await send({ ...jwtRequest('degree', jwt), proofs: { jwt: [jwt] } }),
       400,
-      'invalid_credential_request',
+      'invalid_proof',
       /either proof or proofs/,
     )
     expectOAuth(
@@ -657,7 +660,15 @@ describe('credential endpoint: request checks leave nothing behind', () => {
       await send({ ...jwtRequest('degree', good()), credential_identifier: 'x' }),
       400,
       'invalid_credential_request',
-      /credential_identifier/,
+      /not both/,
+    )
+    // OpenID4VCI 1.0 §8.3.1.2: an identifier no token granted is unknown_credential_identifier
+    const { credential_configuration_id: _id, ...byIdentifier } = jwtRequest('degree', good())
+    expectOAuth(
+      await send({ ...byIdentifier, credential_identifier: 'x' }),
+      400,
+      'unknown_credential_identifier',
+      /not granted/,
     )
   })
 
@@ -992,19 +1003,27 @@ describe('credential endpoint: holders, proofs, outcomes and the validator', () 
     })
   }
 
-  test('a second credential request on one token → invalid_credential_request', async () => {
+  test('a second credential request on one token while the first waits: the same 202 for its holder, invalid_credential_request for another key', async () => {
+    // Until issue 34 every second request was refused. OpenID4VCI 1.0 §14.3 (draft 15 §13.3): "The Credential
+    // Endpoint can be accessed multiple times by a Wallet using the same Access Token"; while nothing is
+    // issued, the first request's transaction answers it. test/service/oid4vci/further-requests.test.ts has
+    // the rest: further credentials once the process is ISSUED.
     const holder = newHolder()
     const g = await grantFor(t.app, 'degree')
-    assert.equal(
-      (await send(g.accessToken, jwtRequest('degree', proofJwt(holder, t.clock, g.cNonce)))).statusCode,
-      202,
+    const first = await send(g.accessToken, jwtRequest('degree', proofJwt(holder, t.clock, g.cNonce)))
+    assert.equal(first.statusCode, 202)
+    const again = await send(
+      g.accessToken,
+      jwtRequest('degree', proofJwt(holder, t.clock, await nonceOf(t.app))),
     )
+    assert.equal(again.statusCode, 202, again.body)
+    assert.deepEqual(again.json(), first.json())
     const nonce = await nonceOf(t.app)
     expectOAuth(
-      await send(g.accessToken, jwtRequest('degree', proofJwt(holder, t.clock, nonce))),
+      await send(g.accessToken, jwtRequest('degree', proofJwt(newHolder(), t.clock, nonce))),
       400,
       'invalid_credential_request',
-      /already requested/,
+      /waits for the issuer/,
     )
     // the refused request did not consume its nonce
     const other = await grantFor(t.app, 'degree')

@@ -1,0 +1,531 @@
+// The server test plans (docs/server-testing.md): the harness's wallet against someone else's OpenID4VCI
+// issuer (`issuer`) or OpenID4VP verifier (`verifier`), one case per rule. Pure data: the runners
+// (issuer.ts, verifier.ts) carry each case out by its `name`, the judge (judge.ts) reads `expect` and
+// `refusal`. The OpenID Foundation modules each case answers are listed in oidf-modules.ts.
+
+import type { WalletStep } from '../../wallet/errors.ts'
+import type { Misbehaviour, PresentationMisbehaviour } from '../../wallet/misbehaviour.ts'
+
+export const SERVER_PLANS = ['issuer', 'verifier'] as const
+export type ServerPlan = (typeof SERVER_PLANS)[number]
+
+export const SERVER_PLAN_TITLES: Record<ServerPlan, string> = {
+  issuer: 'OpenID4VCI issuer (1.0 Final, and the draft 15 shape where the issuer speaks it)',
+  verifier: 'OpenID4VP verifier (1.0 Final with DCQL, and draft 20 with Presentation Exchange)',
+}
+
+/** What the target must do: complete the flow, or refuse the case's misbehaviour. */
+export type ServerExpectation = 'accept' | 'refuse'
+
+/** Where the refusal must come and what it may say. */
+export interface Refusal {
+  /** the wallet step whose answer must be the refusal */
+  step: WalletStep
+  /** OAuth `error` codes that are right (undefined: any 4xx with no code, e.g. RFC 6750 §3.1's bare 401) */
+  errors: readonly (string | undefined)[]
+  /** HTTP statuses that are right; default any 4xx */
+  statuses?: readonly number[]
+}
+
+export interface ServerCase {
+  /** `<plan>:<name>`: stable, the JUnit test name, what `--case` takes */
+  id: string
+  plan: ServerPlan
+  name: string
+  /** the requirement, as the reports name it */
+  title: string
+  expect: ServerExpectation
+  /** clause tags, as the conformance suite writes them */
+  sources: string[]
+  /** the broken rule, in words: a failure's reason starts with it */
+  rule?: string
+  /** documented per case: which outcomes pass */
+  passes: string
+  /** the wallet misbehaviour the case sends */
+  misbehave?: Misbehaviour | PresentationMisbehaviour
+  /** refuse cases of the issuer plan: the step and the error codes that pass */
+  refusal?: Refusal
+}
+
+const V = '@OID4VCI-1.0'
+const P = '@OID4VP-1.0'
+
+const REFUSE_ISSUER = (step: string, errors: string) =>
+  `passes when the issuer answers the ${step} with ${errors} and issues nothing; fails when it issues, answers 2xx, or refuses with another error`
+const ACCEPT_ISSUER =
+  'passes when the wallet receives the credential and verifies it (signature, holder binding, validity, status); fails on any error answer or a credential that does not verify'
+
+function issuerCase(
+  name: string,
+  title: string,
+  fields: Omit<ServerCase, 'id' | 'plan' | 'name' | 'title' | 'passes' | 'expect'> & {
+    expect?: ServerExpectation
+    passes?: string
+  },
+): ServerCase {
+  const expect = fields.expect ?? (fields.refusal ? 'refuse' : 'accept')
+  const refusal = fields.refusal
+  const errors = refusal?.errors.map((e) => e ?? '(no error code)').join(' or ')
+  return {
+    id: `issuer:${name}`,
+    plan: 'issuer',
+    name,
+    title,
+    expect,
+    passes:
+      fields.passes ?? (refusal ? REFUSE_ISSUER(`${refusal.step} request`, `4xx ${errors}`) : ACCEPT_ISSUER),
+    ...fields,
+  }
+}
+
+const proofRefusal: Refusal = { step: 'credential', errors: ['invalid_proof'], statuses: [400] }
+const nonceRefusal: Refusal = { step: 'credential', errors: ['invalid_nonce'], statuses: [400] }
+
+const ISSUER_CASES: ServerCase[] = [
+  issuerCase('metadata', 'The issuer publishes its metadata at the well-known location of OpenID4VCI 1.0', {
+    sources: [`${V}-12.2.2`, `${V}-12.2.4`],
+    passes:
+      "passes when GET /.well-known/openid-credential-issuer inserted before the issuer identifier's path answers 200 JSON whose credential_issuer is the offer's, with a credential_endpoint and every offered credential_configuration_id; fails otherwise",
+  }),
+  issuerCase(
+    'metadata-appended',
+    'The issuer also publishes its metadata where draft 15 wallets look (appended to the issuer identifier)',
+    {
+      sources: ['@OID4VCI-draft15-11.2.2'],
+      passes:
+        'passes when <credential_issuer>/.well-known/openid-credential-issuer answers the same metadata; not applicable when the issuer identifier has no path (both locations are one URL) or the issuer speaks 1.0 only; fails when it answers anything else',
+    },
+  ),
+  issuerCase(
+    'happy-flow',
+    'The issuer issues a credential for a valid pre-authorized code flow (EdDSA key proof where offered)',
+    {
+      sources: [`${V}-6`, `${V}-8.2`, `${V}-8.3`, `${V}-F.1`],
+    },
+  ),
+  issuerCase('proof-es256', 'The issuer accepts a jwt key proof signed with ES256 (P-256 holder key)', {
+    sources: [`${V}-F.1`, '@HAIP-1.0-5'],
+    passes: `${ACCEPT_ISSUER}; not applicable when the configuration's proof_signing_alg_values_supported leaves ES256 out`,
+  }),
+  issuerCase(
+    'additional-requests',
+    'The issuer answers further credential requests made with the same access token',
+    {
+      sources: [`${V}-8`, `${V}-6.2`],
+      passes:
+        'passes when a second credential request on the same access token (with a fresh nonce) is answered with a credential that verifies; fails when it is refused',
+    },
+  ),
+  issuerCase('deferred', 'The issuer defers the credential and hands it out at the deferred endpoint', {
+    sources: [`${V}-9`, `${V}-9.2`],
+    passes:
+      'passes when the credential request answers 202 with a transaction_id and, once the issuance is completed, the deferred endpoint answers the credential, which verifies; not applicable without a way to make the issuer defer (--deferred-offer-command, or a profile); fails otherwise',
+  }),
+  issuerCase('notification', 'The issuer accepts a credential_accepted notification', {
+    sources: [`${V}-11`, `${V}-11.2`],
+    passes:
+      'passes when the notification endpoint answers 204 to credential_accepted for the notification_id it gave; not applicable when the issuer has no notification_endpoint or gave no notification_id',
+  }),
+  issuerCase(
+    'proof-foreign-signature',
+    'The issuer refuses a key proof whose signature is not made by the key it names',
+    {
+      sources: [`${V}-8.3.1.2`, `${V}-F.4`],
+      rule: 'the jwt proof is signed by another key than the one its header names',
+      misbehave: 'bad-signature',
+      refusal: proofRefusal,
+    },
+  ),
+  issuerCase('proof-foreign-kid', 'The issuer refuses a key proof naming a key the holder does not control', {
+    sources: [`${V}-8.3.1.2`, `${V}-F.4`],
+    rule: "the jwt proof's kid names another DID's key",
+    misbehave: 'foreign-kid',
+    refusal: proofRefusal,
+  }),
+  issuerCase('proof-alg-none', 'The issuer refuses an unsigned key proof (alg none)', {
+    sources: [`${V}-F.1`, `${V}-8.3.1.2`],
+    rule: 'the jwt proof has alg "none" and no signature',
+    misbehave: 'alg-none',
+    refusal: proofRefusal,
+  }),
+  issuerCase('proof-wrong-typ', 'The issuer refuses a key proof whose typ is not openid4vci-proof+jwt', {
+    sources: [`${V}-F.1`, `${V}-8.3.1.2`],
+    rule: 'the jwt proof header typ is not openid4vci-proof+jwt',
+    misbehave: 'wrong-typ',
+    refusal: proofRefusal,
+  }),
+  issuerCase('proof-wrong-aud', 'The issuer refuses a key proof whose aud is not its identifier', {
+    sources: [`${V}-F.1`, `${V}-8.3.1.2`],
+    rule: "the jwt proof's aud is not the credential issuer identifier",
+    misbehave: 'wrong-aud',
+    refusal: proofRefusal,
+  }),
+  issuerCase('proof-stale-iat', 'The issuer refuses a key proof issued an hour ago', {
+    sources: [`${V}-F.1`, `${V}-F.4`],
+    rule: "the jwt proof's iat is an hour in the past",
+    misbehave: 'expired-iat',
+    refusal: { step: 'credential', errors: ['invalid_proof', 'invalid_nonce'], statuses: [400] },
+  }),
+  issuerCase('proof-future-iat', 'The issuer refuses a key proof issued an hour in the future', {
+    sources: [`${V}-F.1`, `${V}-F.4`],
+    rule: "the jwt proof's iat is an hour in the future",
+    misbehave: 'future-iat',
+    refusal: proofRefusal,
+  }),
+  issuerCase('proof-private-jwk', 'The issuer refuses a key proof whose jwk carries the private key', {
+    sources: [`${V}-F.1`, '@RFC7517-4'],
+    rule: 'the jwt proof header jwk contains the private part "d"',
+    misbehave: 'jwk-with-private-key',
+    refusal: proofRefusal,
+  }),
+  issuerCase('proof-missing', 'The issuer refuses a credential request without a key proof', {
+    sources: [`${V}-8.2`, `${V}-8.3.1.2`],
+    rule: 'the credential request carries neither proof nor proofs for a configuration that binds to a key',
+    misbehave: 'missing-proof',
+    refusal: proofRefusal,
+  }),
+  issuerCase('proof-legacy-shape', 'A 1.0 issuer refuses the draft singular proof member', {
+    sources: [`${V}-8.2`, `${V}-8.3.1.2`],
+    rule: 'the credential request sends the draft `proof` member, which OpenID4VCI 1.0 replaced by `proofs`',
+    misbehave: 'legacy-proof',
+    refusal: { step: 'credential', errors: ['invalid_credential_request', 'invalid_proof'], statuses: [400] },
+    passes: REFUSE_ISSUER('credential request', '4xx invalid_credential_request or invalid_proof').concat(
+      '; not applicable to a draft 15 issuer',
+    ),
+  }),
+  issuerCase('nonce-unknown', 'The issuer refuses a key proof with a nonce it never issued', {
+    sources: [`${V}-7`, `${V}-8.3.1.2`],
+    rule: "the jwt proof's nonce was not issued by this issuer",
+    misbehave: 'wrong-nonce',
+    refusal: nonceRefusal,
+  }),
+  issuerCase('nonce-reused', 'The issuer refuses a key proof with a nonce already used', {
+    sources: [`${V}-7`, `${V}-8.3.1.2`],
+    rule: "the jwt proof's nonce was already used by an earlier credential request (of another offer)",
+    misbehave: 'replayed-nonce',
+    refusal: nonceRefusal,
+  }),
+  issuerCase('code-replayed', 'The issuer refuses a pre-authorized code redeemed a second time', {
+    sources: [`${V}-6.1`, '@RFC6749-4.1.2', `${V}-13.6`],
+    rule: 'the pre-authorized code is redeemed a second time',
+    misbehave: 'replayed-code',
+    refusal: { step: 'token', errors: ['invalid_grant'], statuses: [400] },
+  }),
+  issuerCase('tx-code-wrong', 'The issuer refuses a token request with the wrong tx_code', {
+    sources: [`${V}-6.1`, `${V}-6.3`],
+    rule: 'the token request carries a tx_code that is not the one the offer asked for',
+    misbehave: 'wrong-tx-code',
+    refusal: { step: 'token', errors: ['invalid_grant'], statuses: [400] },
+    passes: `${REFUSE_ISSUER('token request', '4xx invalid_grant')}; not applicable when the offer asks for no tx_code`,
+  }),
+  issuerCase(
+    'tx-code-missing',
+    'The issuer refuses a token request without the tx_code the offer asked for',
+    {
+      sources: [`${V}-6.1`, `${V}-6.3`],
+      rule: 'the token request carries no tx_code although the offer asked for one',
+      misbehave: 'missing-tx-code',
+      refusal: { step: 'token', errors: ['invalid_request', 'invalid_grant'], statuses: [400] },
+      passes: `${REFUSE_ISSUER('token request', '4xx invalid_request or invalid_grant')}; not applicable when the offer asks for no tx_code`,
+    },
+  ),
+  issuerCase(
+    'unknown-configuration',
+    'The issuer refuses a credential request for a configuration it does not offer',
+    {
+      sources: [`${V}-8.2`, `${V}-8.3.1.2`],
+      rule: 'the credential request names a credential_configuration_id the issuer does not have',
+      misbehave: 'unknown-configuration',
+      refusal: {
+        step: 'credential',
+        errors: ['unknown_credential_configuration'],
+        statuses: [400],
+      },
+    },
+  ),
+  issuerCase('unknown-identifier', 'The issuer refuses a credential_identifier it never granted', {
+    sources: [`${V}-8.2`, `${V}-8.3.1.2`],
+    rule: 'the credential request names a credential_identifier the token response did not grant',
+    misbehave: 'unknown-credential-identifier',
+    refusal: {
+      step: 'credential',
+      errors: ['unknown_credential_identifier'],
+      statuses: [400],
+    },
+    passes: REFUSE_ISSUER('credential request', '4xx unknown_credential_identifier').concat(
+      '; not applicable to a draft 15 issuer',
+    ),
+  }),
+  issuerCase('token-in-query', 'The issuer refuses an access token sent in the URL query', {
+    sources: [`${V}-8`, '@RFC6750-2.3', '@HAIP-1.0-4.2'],
+    rule: 'the access token travels as access_token in the query string, not in the Authorization header',
+    misbehave: 'token-in-query',
+    passes:
+      'passes when the credential endpoint answers 401 (or 400 invalid_request) and issues nothing; fails when it issues. RFC 6750 §2.3 lets a resource server accept a token in the query (MAY); HAIP 1.0 and FAPI 2.0 (§5.3.4) do not, and the reference service does not: an issuer outside those profiles may fail this case by design',
+    refusal: {
+      step: 'credential',
+      errors: ['invalid_token', 'invalid_request', undefined],
+      statuses: [400, 401],
+    },
+  }),
+  issuerCase('token-expired', 'The issuer refuses an access token used after it expired', {
+    sources: [`${V}-8`, '@RFC6750-3.1'],
+    rule: 'the access token is used after its expires_in',
+    refusal: { step: 'credential', errors: ['invalid_token'], statuses: [401] },
+    passes:
+      "passes when a credential request after the token's expires_in is answered 401 invalid_token; not applicable when expires_in is longer than --token-wait allows (default 0: the harness does not wait)",
+  }),
+  issuerCase(
+    'credential-format-legacy',
+    'A 1.0 issuer refuses a credential request identified the draft-13 way (format and its members)',
+    {
+      sources: [`${V}-8.2`, `${V}-8.3.1.2`],
+      rule: 'the credential request names format + credential_definition / vct instead of credential_configuration_id',
+      misbehave: 'legacy-format-request',
+      refusal: {
+        step: 'credential',
+        errors: ['invalid_credential_request', 'unknown_credential_configuration'],
+        statuses: [400],
+      },
+      passes: REFUSE_ISSUER(
+        'credential request',
+        '4xx invalid_credential_request or unknown_credential_configuration',
+      ).concat('; not applicable to a draft 15 issuer'),
+    },
+  ),
+]
+
+const REJECT_VERIFIER =
+  'passes when the verifier refuses the response (a 4xx answer) or, with --result-command / a profile, reports the presentation rejected; fails when it answers 2xx and reports it accepted (or reports nothing else)'
+const ACCEPT_VERIFIER =
+  'passes when the verifier answers the response 2xx and, with --result-command / a profile, reports the presentation accepted; fails on an error answer or a rejection'
+
+function verifierCase(
+  name: string,
+  title: string,
+  fields: Omit<ServerCase, 'id' | 'plan' | 'name' | 'title' | 'passes' | 'expect'> & {
+    expect?: ServerExpectation
+    passes?: string
+    /** the request property the case needs, for its "not applicable" */
+    applies?: string
+  },
+): ServerCase {
+  const { applies, ...rest } = fields
+  const expect = fields.expect ?? (fields.misbehave ? 'refuse' : 'accept')
+  const base = fields.passes ?? (expect === 'refuse' ? REJECT_VERIFIER : ACCEPT_VERIFIER)
+  return {
+    id: `verifier:${name}`,
+    plan: 'verifier',
+    name,
+    title,
+    expect,
+    ...rest,
+    passes: applies ? `${base}; not applicable unless ${applies}` : base,
+  }
+}
+
+const SD = 'the request asks for an SD-JWT VC (dc+sd-jwt)'
+const JWT_VP = 'the request asks for a JWT VC (jwt_vc_json) or a Linked Data VC (ldp_vc)'
+const PE = 'the request is a Presentation Exchange (draft 20) request'
+const V1 = 'the request is an OpenID4VP 1.0 (DCQL) request'
+
+const VERIFIER_CASES: ServerCase[] = [
+  verifierCase('happy-flow', 'The verifier accepts a valid presentation of a credential it trusts', {
+    sources: [`${P}-5`, `${P}-6`, `${P}-8.2`],
+  }),
+  verifierCase(
+    'request-uri-twice',
+    'The verifier serves its request object again when request_uri is fetched twice',
+    {
+      sources: [`${P}-5.10`, '@RFC9101-5.2'],
+      passes:
+        'passes when a second fetch of request_uri answers a request object and the presentation that follows is accepted; not applicable when the request is passed by value',
+    },
+  ),
+  verifierCase(
+    'request-uri-post',
+    'The verifier serves its request object to a POST on request_uri (request_uri_method=post)',
+    {
+      sources: [`${P}-5.10`, `${P}-5.10.1`],
+      applies: 'the request says request_uri_method=post',
+    },
+  ),
+  verifierCase('response-replayed', 'The verifier refuses the same authorization response posted again', {
+    sources: [`${P}-14.1`, `${P}-8.2`],
+    rule: 'an authorization response the verifier already accepted is posted to its response_uri again',
+    expect: 'refuse',
+    passes:
+      'passes when the first answer is accepted and the second post of the same response is refused (4xx); fails when the verifier answers it 2xx',
+  }),
+  verifierCase(
+    'vp-foreign-key',
+    "The verifier refuses a presentation signed by a key that is not the holder's",
+    {
+      sources: ['@VC-DM-1.1-7.1', `${P}-14.1`],
+      rule: "the presentation is signed by another key than the credential subject's",
+      misbehave: 'vp-foreign-key',
+      applies: JWT_VP,
+    },
+  ),
+  verifierCase('vp-wrong-nonce', 'The verifier refuses a presentation bound to another nonce', {
+    sources: [`${P}-14.1`, `${P}-B.1.3.1.5`],
+    rule: "the presentation carries another nonce than the request's",
+    misbehave: 'vp-wrong-nonce',
+    applies: JWT_VP,
+  }),
+  verifierCase('vp-wrong-aud', 'The verifier refuses a presentation bound to another audience', {
+    sources: [`${P}-14.1`, `${P}-B.1.3.1.5`],
+    rule: "the presentation's aud (domain) is not the verifier's client_id",
+    misbehave: 'vp-wrong-aud',
+    applies: JWT_VP,
+  }),
+  verifierCase('vp-replayed', 'The verifier refuses a presentation made for an earlier request', {
+    sources: [`${P}-14.1`],
+    rule: 'the VP answered to an earlier request is sent again to a new one',
+    misbehave: 'vp-replayed',
+    applies: PE,
+  }),
+  verifierCase(
+    'tampered-credential',
+    'The verifier refuses a credential whose content was changed after signing',
+    {
+      sources: ['@VC-JOSE-COSE-3.1', '@RFC9901-7.1'],
+      rule: "the presented credential's content no longer matches its issuer's signature",
+      misbehave: 'tampered-credential',
+      applies: JWT_VP,
+    },
+  ),
+  verifierCase('untrusted-issuer', 'The verifier refuses a credential from an issuer it does not trust', {
+    sources: [`${P}-14.1`, '@HAIP-1.0-6'],
+    rule: 'the presented credential is signed by an issuer the verifier was not told to trust',
+    misbehave: 'untrusted-issuer',
+    applies: JWT_VP,
+  }),
+  verifierCase('revoked-credential', 'The verifier refuses a revoked credential', {
+    sources: ['@VC-BITSTRING-STATUS-LIST-1.0-3.2'],
+    rule: "the presented credential's status list entry says revoked",
+    misbehave: 'revoked-credential',
+    applies: `${PE} and the wallet holds a credential its issuer revoked (the harness's test issuer revokes one)`,
+  }),
+  verifierCase(
+    'lying-submission',
+    'The verifier refuses a presentation_submission that does not describe the VP',
+    {
+      sources: ['@DIF-PE-2.0-6'],
+      rule: 'the presentation_submission maps a descriptor to a path that holds no matching credential',
+      misbehave: 'lying-submission',
+      applies: PE,
+    },
+  ),
+  verifierCase(
+    'vp-token-wrong-id',
+    'The verifier refuses a vp_token keyed by an id its DCQL query does not have',
+    {
+      sources: [`${P}-8.1`, `${P}-6`],
+      rule: 'the vp_token entry is keyed by a credential query id that the DCQL query does not have',
+      misbehave: 'vp-token-wrong-id',
+      applies: V1,
+    },
+  ),
+  verifierCase(
+    'sd-tampered-disclosure',
+    'The verifier refuses an SD-JWT VC with a disclosure changed after issuance',
+    {
+      sources: ['@RFC9901-7.1', `${P}-B.3.6`],
+      rule: 'a disclosure no longer hashes to a digest of the issuer-signed JWT',
+      misbehave: 'sd-tampered-disclosure',
+      applies: SD,
+    },
+  ),
+  verifierCase(
+    'sd-issuer-signature',
+    'The verifier refuses an SD-JWT VC whose issuer signature does not verify',
+    {
+      sources: ['@RFC9901-7.1', '@SD-JWT-VC-3.5'],
+      rule: "the issuer-signed JWT's signature does not verify",
+      misbehave: 'sd-issuer-signature',
+      applies: SD,
+    },
+  ),
+  verifierCase('kb-missing', 'The verifier refuses an SD-JWT VC presented without key binding', {
+    sources: [`${P}-B.3.6`, '@RFC9901-4.3'],
+    rule: 'the SD-JWT VC presentation carries no KB-JWT although the credential is key-bound',
+    misbehave: 'kb-missing',
+    applies: SD,
+  }),
+  verifierCase('kb-wrong-sd-hash', "The verifier refuses a KB-JWT whose sd_hash is not the presentation's", {
+    sources: ['@RFC9901-4.3', '@RFC9901-7.3'],
+    rule: "the KB-JWT's sd_hash is not the hash of the presented SD-JWT",
+    misbehave: 'kb-wrong-sd-hash',
+    applies: SD,
+  }),
+  verifierCase('kb-wrong-nonce', "The verifier refuses a KB-JWT whose nonce is not the request's", {
+    sources: [`${P}-B.3.6`, '@RFC9901-7.3'],
+    rule: "the KB-JWT's nonce is not the request's nonce",
+    misbehave: 'kb-wrong-nonce',
+    applies: SD,
+  }),
+  verifierCase('kb-wrong-aud', 'The verifier refuses a KB-JWT whose aud is not its client_id', {
+    sources: [`${P}-B.3.6`, '@RFC9901-7.3'],
+    rule: "the KB-JWT's aud is not the verifier's client_id",
+    misbehave: 'kb-wrong-aud',
+    applies: SD,
+  }),
+  verifierCase('kb-stale-iat', 'The verifier refuses a KB-JWT issued an hour ago', {
+    sources: [`${P}-B.3.6`, '@RFC9901-7.3'],
+    rule: "the KB-JWT's iat is an hour in the past",
+    misbehave: 'kb-stale-iat',
+    applies: SD,
+  }),
+  verifierCase('kb-future-iat', 'The verifier refuses a KB-JWT issued an hour in the future', {
+    sources: [`${P}-B.3.6`, '@RFC9901-7.3'],
+    rule: "the KB-JWT's iat is an hour in the future",
+    misbehave: 'kb-future-iat',
+    applies: SD,
+  }),
+  verifierCase('kb-bad-signature', "The verifier refuses a KB-JWT not signed by the credential's key", {
+    sources: ['@RFC9901-4.3', '@RFC9901-7.3'],
+    rule: "the KB-JWT is signed by another key than the credential's cnf key",
+    misbehave: 'kb-bad-signature',
+    applies: SD,
+  }),
+  verifierCase(
+    'plain-response',
+    'The verifier refuses an unencrypted response to a direct_post.jwt request',
+    {
+      sources: [`${P}-8.3`, '@HAIP-1.0-5'],
+      rule: 'the response is posted as a plain direct_post form although the request asked for direct_post.jwt',
+      misbehave: 'plain-response',
+      applies: 'the request asks for response_mode direct_post.jwt',
+    },
+  ),
+  verifierCase('jwe-wrong-key', 'The verifier refuses a response encrypted to another key', {
+    sources: [`${P}-8.3`, '@RFC7516-5.2'],
+    rule: "the response JWE is encrypted to a key that is not the verifier's",
+    misbehave: 'jwe-wrong-key',
+    applies: 'the request asks for response_mode direct_post.jwt',
+  }),
+  verifierCase(
+    'ldp-undefined-term',
+    'The verifier refuses a Linked Data presentation with a term no context defines',
+    {
+      sources: ['@VC-DATA-INTEGRITY-1.0-4.3', '@JSON-LD-1.1-9.3'],
+      rule: 'the ldp_vp carries a property no @context defines, added after signing',
+      misbehave: 'ldp-undefined-term',
+      applies: 'the request asks for a Linked Data presentation (ldp_vp)',
+    },
+  ),
+]
+
+const PLAN_CASES: Record<ServerPlan, readonly ServerCase[]> = {
+  issuer: ISSUER_CASES,
+  verifier: VERIFIER_CASES,
+}
+
+export function serverPlanCases(plan: ServerPlan): readonly ServerCase[] {
+  return PLAN_CASES[plan]
+}
+
+export function isServerPlan(value: unknown): value is ServerPlan {
+  return typeof value === 'string' && (SERVER_PLANS as readonly string[]).includes(value)
+}
