@@ -2,7 +2,7 @@
 // OpenID4VCI issuer or OpenID4VP verifier (docs/server-testing.md). Parsing and pre-flight here; the plans,
 // case code and reports in src/harness/server-test/.
 
-import { readFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { type ServerCase, type ServerPlan, serverPlanCases } from '../harness/server-test/plans.ts'
@@ -134,13 +134,34 @@ function readAnchors(files: readonly string[] | undefined, command: string): str
   })
 }
 
-async function finish(
-  run: import('../harness/server-test/runner.ts').ServerTestRun,
+/** The deployment a --profile file describes (a problem with it is the pre-flight's). */
+async function deploymentOf(file: string) {
+  const { deploymentFromProfile } = await import('../harness/server-test/relying-party.ts')
+  return deploymentFromProfile(file)
+}
+
+/**
+ * Runs a plan, prints the summary and writes the reports: exit 0 passed, 1 not; a pre-flight problem (the
+ * profile, the first offer or request, the target) is exit 3 with its message.
+ */
+async function reported(
+  command: string,
   reports: string,
+  run: () => Promise<import('../harness/server-test/runner.ts').ServerTestRun>,
 ): Promise<number> {
+  const { PreflightError } = await import('../harness/server-test/index.ts')
+  const { TargetConfigError } = await import('../harness/profile.ts')
+  let result: import('../harness/server-test/runner.ts').ServerTestRun
+  try {
+    result = await run()
+  } catch (error) {
+    if (!(error instanceof PreflightError || error instanceof TargetConfigError)) throw error
+    console.error(`vc-harness ${command}: pre-flight: ${error.message}`)
+    return 3
+  }
   const { renderServerSummary, writeServerTestReports } = await import('../harness/server-test/report.ts')
-  console.log(renderServerSummary(run, writeServerTestReports(run, reports)))
-  return run.passed ? 0 : 1
+  console.log(renderServerSummary(result, writeServerTestReports(result, reports)))
+  return result.passed ? 0 : 1
 }
 
 export async function issuerTest(argv: string[]): Promise<number> {
@@ -180,34 +201,23 @@ export async function issuerTest(argv: string[]): Promise<number> {
   const trustAnchors = readAnchors(values['trust-anchor'], command)
   const reports = resolve(values.reports ?? 'reports/issuer-test')
 
-  const { runIssuerTest, PreflightError } = await import('../harness/server-test/index.ts')
-  const { serverCaseLine } = await import('../harness/server-test/report.ts')
-  let source: import('../harness/server-test/index.ts').IssuerTestOptions['source']
-  try {
-    source =
-      values.profile !== undefined
-        ? {
-            deployment: (await import('../harness/server-test/relying-party.ts')).deploymentFromProfile(
-              values.profile,
-            ),
-          }
-        : {
-            offerCommand: values['offer-command'] as string,
-            ...(values['deferred-offer-command'] !== undefined
-              ? {
-                  deferredOfferCommand: values['deferred-offer-command'],
-                  completeCommand: values['complete-command'] as string,
-                }
-              : {}),
-            ...(values['tx-code'] !== undefined ? { txCode: values['tx-code'] } : {}),
-          }
-  } catch (error) {
-    console.error(`vc-harness ${command}: pre-flight: ${(error as Error).message}`)
-    return 3
-  }
-  try {
-    const run = await runIssuerTest({
-      source,
+  return reported(command, reports, async () => {
+    const { runIssuerTest } = await import('../harness/server-test/index.ts')
+    const { serverCaseLine } = await import('../harness/server-test/report.ts')
+    return runIssuerTest({
+      source:
+        values.profile !== undefined
+          ? { deployment: await deploymentOf(values.profile) }
+          : {
+              offerCommand: values['offer-command'] as string,
+              ...(values['deferred-offer-command'] !== undefined
+                ? {
+                    deferredOfferCommand: values['deferred-offer-command'],
+                    completeCommand: values['complete-command'] as string,
+                  }
+                : {}),
+              ...(values['tx-code'] !== undefined ? { txCode: values['tx-code'] } : {}),
+            },
       ...(values.case?.length ? { only: values.case } : {}),
       caseTimeoutMs: caseTimeout * 1000,
       allowHosts: values['allow-host'] ?? [],
@@ -217,12 +227,7 @@ export async function issuerTest(argv: string[]): Promise<number> {
       onReady: (line) => console.error(`${command}: ${line}`),
       onResult: (r, i, n) => console.log(serverCaseLine(r, i, n)),
     })
-    return await finish(run, reports)
-  } catch (error) {
-    if (!(error instanceof PreflightError)) throw error
-    console.error(`vc-harness ${command}: pre-flight: ${error.message}`)
-    return 3
-  }
+  })
 }
 
 export async function verifierTest(argv: string[]): Promise<number> {
@@ -271,34 +276,30 @@ export async function verifierTest(argv: string[]): Promise<number> {
     throw usageError(`--key-type ${keyType}: P-256, Ed25519 or secp256k1`, command)
   const caseTimeout = seconds(values['case-timeout'], 60, 'case-timeout', command)
   const trustAnchors = readAnchors(values['trust-anchor'], command)
+  if (values.wallet !== undefined && !existsSync(values.wallet))
+    throw usageError(
+      `--wallet ${values.wallet}: no such file (vc-harness wallet receive --wallet FILE <offer> makes one)`,
+      command,
+    )
   const reports = resolve(values.reports ?? 'reports/verifier-test')
 
-  const { runVerifierTest, PreflightError } = await import('../harness/server-test/index.ts')
-  const { serverCaseLine } = await import('../harness/server-test/report.ts')
-  let source: import('../harness/server-test/index.ts').VerifierTestOptions['source']
-  try {
-    source =
-      values.profile !== undefined
-        ? {
-            deployment: (await import('../harness/server-test/relying-party.ts')).deploymentFromProfile(
-              values.profile,
-            ),
-            ...(values['verification-template']
-              ? { verificationTemplate: values['verification-template'] }
-              : {}),
-            ...(values['issuance-template'] ? { issuanceTemplates: values['issuance-template'] } : {}),
-          }
-        : {
-            requestCommand: values['request-command'] as string,
-            ...(values['result-command'] !== undefined ? { resultCommand: values['result-command'] } : {}),
-          }
-  } catch (error) {
-    console.error(`vc-harness ${command}: pre-flight: ${(error as Error).message}`)
-    return 3
-  }
-  try {
-    const run = await runVerifierTest({
-      source,
+  return reported(command, reports, async () => {
+    const { runVerifierTest } = await import('../harness/server-test/index.ts')
+    const { serverCaseLine } = await import('../harness/server-test/report.ts')
+    return runVerifierTest({
+      source:
+        values.profile !== undefined
+          ? {
+              deployment: await deploymentOf(values.profile),
+              ...(values['verification-template']
+                ? { verificationTemplate: values['verification-template'] }
+                : {}),
+              ...(values['issuance-template'] ? { issuanceTemplates: values['issuance-template'] } : {}),
+            }
+          : {
+              requestCommand: values['request-command'] as string,
+              ...(values['result-command'] !== undefined ? { resultCommand: values['result-command'] } : {}),
+            },
       ...(values.case?.length ? { only: values.case } : {}),
       caseTimeoutMs: caseTimeout * 1000,
       allowHosts: values['allow-host'] ?? [],
@@ -309,10 +310,5 @@ export async function verifierTest(argv: string[]): Promise<number> {
       onReady: (line) => console.error(`${command}: ${line}`),
       onResult: (r, i, n) => console.log(serverCaseLine(r, i, n)),
     })
-    return await finish(run, reports)
-  } catch (error) {
-    if (!(error instanceof PreflightError)) throw error
-    console.error(`vc-harness ${command}: pre-flight: ${error.message}`)
-    return 3
-  }
+  })
 }

@@ -48,6 +48,20 @@ export function hostsOfLink(link: string): string[] {
   return hosts
 }
 
+/** Runs the pre-flight probe; its failure is a PreflightError naming a refused host where that was why. */
+async function preflight<T>(recorder: ExchangeRecorder, probe: () => Promise<T>): Promise<T> {
+  try {
+    return await probe()
+  } catch (error) {
+    const refused = recorder.take().find((e) => e.status === 0)
+    throw new PreflightError(
+      `${(error as Error).message}${refused?.response ? ` (${refused.response})` : ''}`,
+    )
+  } finally {
+    recorder.take()
+  }
+}
+
 const deploymentHosts = (d: Deployment) => Object.values(d.urls).flatMap((u) => (u ? [new URL(u).host] : []))
 
 interface Common {
@@ -110,16 +124,7 @@ export async function runIssuerTest(options: IssuerTestOptions): Promise<ServerT
     tokenWaitMs: options.tokenWaitMs ?? 0,
     deferredTimeoutMs: Math.max(5_000, caseTimeoutMs - 5_000),
   }
-  let profile: IssuerProfile
-  try {
-    profile = await probeIssuer(ctx)
-  } catch (error) {
-    const refused = recorder.take().find((e) => e.status === 0)
-    throw new PreflightError(
-      `${(error as Error).message}${refused?.response ? ` (${refused.response})` : ''}`,
-    )
-  }
-  recorder.take()
+  const profile: IssuerProfile = await preflight(recorder, () => probeIssuer(ctx))
   options.onReady?.(
     `${cases.length} cases against ${profile.credentialIssuer} (OpenID4VCI ${profile.protocol === '1.0' ? '1.0' : 'draft 15'}, configuration ${profile.configurationId}${profile.format ? `, ${profile.format}` : ''}, ${profile.keyType} holder key)`,
   )
@@ -200,16 +205,7 @@ export async function runVerifierTest(options: VerifierTestOptions): Promise<Ser
     trustAnchors,
   }
   try {
-    let asked: string
-    try {
-      asked = await probeVerifier(ctx)
-    } catch (error) {
-      const refused = recorder.take().find((e) => e.status === 0)
-      throw new PreflightError(
-        `${(error as Error).message}${refused?.response ? ` (${refused.response})` : ''}`,
-      )
-    }
-    recorder.take()
+    const asked = await preflight(recorder, () => probeVerifier(ctx))
     options.onReady?.(
       `${cases.length} cases against ${target} (${asked}); credentials from ${options.walletFile ?? supply?.describe}`,
     )

@@ -202,6 +202,26 @@ async function verifyIssued(
   }
 }
 
+/** The case's credential request, which the issuer must refuse: its answer judged. */
+async function mustRefuseCredential(
+  c: ServerCase,
+  s: Started,
+  misbehave: readonly Misbehaviour[],
+  what = '',
+): Promise<ServerVerdict> {
+  try {
+    const result = await s.session.requestCredential({ misbehave })
+    return issuedDespite(
+      c,
+      result.status === 200
+        ? `issued a credential${what}`
+        : `accepted the request${what} (202, a credential to come)`,
+    )
+  } catch (error) {
+    return judgeRefusal(c, c.refusal as NonNullable<ServerCase['refusal']>, error)
+  }
+}
+
 function issuedDespite(c: ServerCase, what: string): ServerVerdict {
   return failed(
     'accepted',
@@ -410,15 +430,7 @@ async function misbehaving(
   }
   const stopped = await redeem(s)
   if (stopped) return stopped
-  try {
-    const result = await s.session.requestCredential({ misbehave: [misbehave] })
-    return issuedDespite(
-      c,
-      result.status === 200 ? 'issued a credential' : 'accepted the request (202, a credential to come)',
-    )
-  } catch (error) {
-    return judgeRefusal(c, refusal, error)
-  }
+  return mustRefuseCredential(c, s, [misbehave])
 }
 
 /** A nonce consumed by a completed issuance of one offer, replayed in the request of another. */
@@ -443,12 +455,7 @@ async function nonceReused(
   if (isVerdict(second)) return second
   const again = await redeem(second)
   if (again) return again
-  try {
-    const result = await second.session.requestCredential({ misbehave: ['replayed-nonce'] })
-    return issuedDespite(c, result.status === 200 ? 'issued a credential' : 'accepted the request (202)')
-  } catch (error) {
-    return judgeRefusal(c, c.refusal as NonNullable<ServerCase['refusal']>, error)
-  }
+  return mustRefuseCredential(c, second, ['replayed-nonce'])
 }
 
 /** A credential request after the access token's expires_in (only when the harness may wait that long). */
@@ -475,13 +482,5 @@ async function tokenExpired(
     )
   note(`waiting ${expiresIn + 2} s for the access token to expire`)
   await sleep(waitMs, undefined, { signal })
-  try {
-    const result = await s.session.requestCredential()
-    return issuedDespite(
-      c,
-      result.status === 200 ? 'issued a credential on an expired token' : 'accepted an expired token (202)',
-    )
-  } catch (error) {
-    return judgeRefusal(c, c.refusal as NonNullable<ServerCase['refusal']>, error)
-  }
+  return mustRefuseCredential(c, s, [], ' on an expired token')
 }
