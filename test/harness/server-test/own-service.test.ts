@@ -46,6 +46,20 @@ before(async () => {
     role: 'app',
     template: 'degree-tx',
   })
+  // and an OpenID4VP 1.0 template whose request object is fetched with POST (request_uri_method=post, §5.10)
+  raw.tenants[0].verificationTemplates.push({
+    id: 'pid-check-post',
+    name: 'Identity check, request_uri POST',
+    profile: 'dcql',
+    credentialTypes: ['VerifiableId'],
+    requestedFields: [{ path: '$.credentialSubject.familyName' }],
+    dcql: {
+      format: 'dc+sd-jwt',
+      clientIdPrefix: 'decentralized_identifier',
+      responseMode: 'direct_post',
+      requestUriMethod: 'post',
+    },
+  })
   app = await buildApp({ config: parseConfig(raw, 'the server test configuration'), publicUrl: () => url })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const address = app.server.address()
@@ -185,6 +199,24 @@ describe('verifier plan against our own service', { timeout: 240_000 }, () => {
       source: { deployment, verificationTemplate: 'pid-check', issuanceTemplates: ['pid-sd-jwt'] },
     })
     expect(run, SD_CASES)
+  })
+
+  test('Linked Data: an ldp_vp answers the same Presentation Exchange request', async () => {
+    const run = await runVerifierTest({ source: { deployment, issuanceTemplates: ['degree-ldp'] } })
+    expect(run, [...PE_CASES, 'ldp-undefined-term'])
+  })
+
+  test('a request object fetched with POST (request_uri_method=post)', async () => {
+    const run = await runVerifierTest({
+      source: { deployment, verificationTemplate: 'pid-check-post', issuanceTemplates: ['pid-sd-jwt'] },
+      only: [
+        'verifier:happy-flow',
+        'verifier:request-uri-twice',
+        'verifier:request-uri-post',
+        'verifier:kb-wrong-nonce',
+      ],
+    })
+    expect(run, ['happy-flow', 'request-uri-twice', 'request-uri-post', 'kb-wrong-nonce'])
   })
 
   test('through curl commands and a wallet file received beforehand, judged by 4.7 over curl', async () => {
