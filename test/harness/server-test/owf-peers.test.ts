@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { decodeJws } from '../../../src/shared/jws.ts'
 import {
+  MISBEHAVIOURS,
   type Misbehaviour,
   type PresentationMisbehaviour,
   Wallet,
@@ -219,27 +220,7 @@ async function outcome(peer: OwfIssuerPeer, misbehaviour: Misbehaviour): Promise
 }
 
 /** Every issuance misbehaviour the wallet has, run against each issuer peer. */
-const ISSUANCE: readonly Misbehaviour[] = [
-  'wrong-nonce',
-  'replayed-nonce',
-  'bad-signature',
-  'wrong-aud',
-  'expired-iat',
-  'future-iat',
-  'replayed-code',
-  'wrong-tx-code',
-  'foreign-kid',
-  'missing-tx-code',
-  'jwk-with-private-key',
-  'wrong-typ',
-  'alg-none',
-  'legacy-proof',
-  'legacy-format-request',
-  'missing-proof',
-  'unknown-configuration',
-  'unknown-credential-identifier',
-  'token-in-query',
-]
+const ISSUANCE: readonly Misbehaviour[] = MISBEHAVIOURS
 /** What each flaw lets through. */
 const FLAW_ACCEPTS: Record<IssuerFlaw, readonly Misbehaviour[]> = {
   'accept-any-nonce': ['wrong-nonce', 'replayed-nonce'],
