@@ -6,11 +6,16 @@
  *
  *   node --import tsx bench/formats.ts [--smoke] [--iterations N]
  */
+import { type JsonWebKey, sign } from 'node:crypto'
 import { parseArgs } from 'node:util'
+import { msoMdocFormat } from '../src/formats/mso-mdoc/index.ts'
+import { sdJwtVcFormat } from '../src/formats/sd-jwt-vc/index.ts'
 import { signCredential, signSdJwtCredential } from '../src/service/issuance/credentials.ts'
 import { didKeyFromPublicKey, generateKeyPair, type JwsAlg, resolveDidKey } from '../src/shared/did-key.ts'
 import { decodeJws, verifyJws } from '../src/shared/jws.ts'
-import { verifySdJwtVc } from '../src/shared/sd-jwt.ts'
+import * as mdoc from '../src/shared/mdoc.ts'
+import { presentSdJwtVc, verifySdJwtVc } from '../src/shared/sd-jwt.ts'
+import { certificatePem, generateIaca, issueDocumentSigner } from '../src/shared/x509.ts'
 
 const { values } = parseArgs({
   options: { smoke: { type: 'boolean', default: false }, iterations: { type: 'string' } },
@@ -72,7 +77,113 @@ async function run(alg: JwsAlg) {
   )
 }
 
+/**
+ * mso_mdoc beside dc+sd-jwt, both ES256 with the same claims: the issuer's signature (MSO with six salted
+ * element digests), the holder's verification at receipt (issuerAuth chain to the IACA, signature, every
+ * digest), and a presentation of two elements made (DeviceResponse with a device signature over the
+ * OpenID4VP 1.0 SessionTranscript; a KB-JWT for the SD-JWT VC) and verified (the same checks plus the
+ * device signature or KB-JWT), with dc+sd-jwt as the baseline of the same run.
+ */
+async function runMdoc() {
+  await mdoc.prepareMdoc()
+  const iaca = await generateIaca({ commonName: 'Bench IACA', uri: 'https://issuer.example' })
+  const issuerPair = generateKeyPair('ES256')
+  const dsCert = await issueDocumentSigner({
+    iaca,
+    publicKey: issuerPair.publicKey,
+    commonName: 'Bench DS',
+    uri: 'https://issuer.example',
+  })
+  const anchors = [certificatePem(iaca.certificate)]
+  const signer = { privateKey: issuerPair.privateKey, x5chain: [dsCert.toString('base64')] }
+  const issuer = didKeyFromPublicKey(issuerPair.publicKey)
+  const holderPair = generateKeyPair('ES256')
+  const holder = didKeyFromPublicKey(holderPair.publicKey)
+  const now = Date.now()
+  const { id: _id, ...subject } = CREDENTIAL.credentialSubject as Record<string, unknown>
+  const issueOne = () =>
+    mdoc.issueMdoc({
+      docType: mdoc.MDL_DOCTYPE,
+      namespaces: { [mdoc.MDL_NAMESPACE]: subject },
+      deviceKey: holder.publicJwk as JsonWebKey,
+      signer,
+      validity: { signed: new Date(now), validFrom: new Date(now), validUntil: new Date(now + 86_400_000) },
+      status: STATUS.status_list,
+    })
+  const issued = await issueOne()
+  const key = { ...issuer, privateKey: issuerPair.privateKey, alg: 'ES256' } as Parameters<
+    typeof signCredential
+  >[1]['key']
+  const sdInput = { holderDid: holder.did, key, status: STATUS, now, vct: 'https://x/vct/Id' }
+  const sdJwt = (await signSdJwtCredential(CREDENTIAL, sdInput)).proof.jwt
+  const issuerKey = () => issuerPair.publicKey
+  const handover = { clientId: 'x509_hash:bench', nonce: 'n', responseUri: 'https://verifier.example/r' }
+  const deviceSigner = {
+    alg: 'ES256' as const,
+    sign: (bytes: Uint8Array) =>
+      new Uint8Array(sign('sha256', bytes, { key: holderPair.privateKey, dsaEncoding: 'ieee-p1363' })),
+  }
+  const presentMdoc = async () =>
+    mdoc.presentMdoc({
+      documents: [{ issuerSigned: issued, disclose: { [mdoc.MDL_NAMESPACE]: ['familyName', 'firstName'] } }],
+      sessionTranscript: await mdoc.oid4vpSessionTranscript(handover),
+      deviceSigner,
+    })
+  const deviceResponse = await presentMdoc()
+  const presentSd = () =>
+    presentSdJwtVc(sdJwt, ['familyName', 'firstName'], {
+      alg: 'ES256',
+      privateKey: holderPair.privateKey,
+      nonce: 'n',
+      audience: handover.clientId,
+      iat: Math.floor(now / 1000),
+    })
+  const sdPresentation = await presentSd()
+  const session = {
+    nonce: 'n',
+    audience: handover.clientId,
+    responseUri: handover.responseUri,
+    nonceRole: '',
+    audienceRole: '',
+    now,
+  }
+  const figures = {
+    sdSign: await timeIt(() => signSdJwtCredential(CREDENTIAL, sdInput)),
+    mdocSign: await timeIt(issueOne),
+    sdVerify: await timeIt(() => verifySdJwtVc(sdJwt, { issuerKey, algorithms: ['ES256'], now })),
+    mdocVerify: await timeIt(() =>
+      mdoc.verifyIssuerAuth(mdoc.decodeIssuerSigned(issued), { trustAnchors: anchors, now }),
+    ),
+    sdPresent: await timeIt(presentSd),
+    mdocPresent: await timeIt(presentMdoc),
+    sdCheck: await timeIt(async () => {
+      const read = sdJwtVcFormat.presentation.read(sdPresentation, { algorithms: ['ES256'] })
+      await read.verifyProof()
+      await read.verifyBinding(session)
+      const credential = sdJwtVcFormat.credential.read(sdPresentation, { algorithms: ['ES256'] })
+      await credential.verifyProof(() => resolveDidKey(issuer.kid), { trustAnchors: [], now })
+    }),
+    mdocCheck: await timeIt(async () => {
+      const read = msoMdocFormat.presentation.read(deviceResponse, { algorithms: ['ES256'] })
+      await read.verifyProof()
+      await read.verifyBinding(session)
+      const credential = msoMdocFormat.credential.read(read.credentials[0]?.raw, { algorithms: ['ES256'] })
+      await credential.verifyProof(() => resolveDidKey(issuer.kid), { trustAnchors: anchors, now })
+    }),
+  }
+  const ms = (v: number) => `${v.toFixed(3)} ms`
+  const x = (a: number, b: number) => `×${(a / b).toFixed(2)}`
+  console.log(
+    `ES256   mso_mdoc vs dc+sd-jwt  sign: ${ms(figures.mdocSign)} vs ${ms(figures.sdSign)} (${x(figures.mdocSign, figures.sdSign)})` +
+      `   verify at receipt: ${ms(figures.mdocVerify)} vs ${ms(figures.sdVerify)} (${x(figures.mdocVerify, figures.sdVerify)})` +
+      `   present 2 of 6: ${ms(figures.mdocPresent)} vs ${ms(figures.sdPresent)} (${x(figures.mdocPresent, figures.sdPresent)})` +
+      `   verifier checks: ${ms(figures.mdocCheck)} vs ${ms(figures.sdCheck)} (${x(figures.mdocCheck, figures.sdCheck)})` +
+      `   size: ${issued.length} vs ${sdJwt.length} bytes`,
+  )
+}
+
 console.log(
   `credential formats: ${iterations} iterations per operation, one process (6 claims, all top-level ones disclosable)`,
 )
 for (const alg of ['EdDSA', 'ES256', 'ES256K'] as const) await run(alg)
+await runMdoc()

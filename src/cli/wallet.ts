@@ -26,8 +26,9 @@ Commands:
                         error answer, before exiting 1). OpenID4VP 1.0 (client_id with a prefix:
                         decentralized_identifier:did:key…, x509_san_dns:<dns>, x509_hash:<hash>,
                         redirect_uri:<uri>; request_uri get or post, or the parameters by value): a DCQL
-                        query answered with dc+sd-jwt (only the asked-for disclosures, KB-JWT) and
-                        jwt_vc_json presentations, direct_post or direct_post.jwt (encrypted, ECDH-ES).
+                        query answered with dc+sd-jwt (only the asked-for disclosures, KB-JWT),
+                        jwt_vc_json, ldp_vc and mso_mdoc (a DeviceResponse of the asked-for elements)
+                        presentations, direct_post or direct_post.jwt (encrypted, ECDH-ES).
                         A bare did: client_id: Presentation Exchange (draft 20), direct_post.
   open <link>           what a wallet app does with a scanned link: a credential offer (credential_offer_uri
                         or credential_offer) is received, an authorization request (request_uri, request,
@@ -44,14 +45,16 @@ Options:
                         1.0 §14.1). FILE holds the holder's private key unencrypted (mode 0600): test
                         identities only. Without it (and without VC_HARNESS_WALLET), receive and open use a
                         throw-away in-memory wallet.
-  --key-type T          holder key of a new wallet: Ed25519 (default), P-256 or secp256k1
+  --key-type T          holder key of a new wallet: Ed25519 (default), P-256 or secp256k1. An mdoc
+                        (mso_mdoc) is bound to an ES256 device key: receive it into a P-256 wallet
   --tx-code C           the transaction code the issuer showed out of band
   --protocol P          OpenID4VCI generation: auto (default: 1.0 when the issuer metadata has
                         credential_metadata, else draft 15), 1.0 or draft15
   --trust-anchor FILE   a PEM certificate (CA or pinned leaf) an x5c chain may lead to (repeatable):
-                        receive: an SD-JWT VC's issuer (e.g. the issuer's GET /oid4vci/<tenant>/trust-anchor);
+                        receive: an SD-JWT VC's issuer (e.g. the issuer's GET /oid4vci/<tenant>/trust-anchor)
+                        or an mdoc's IACA root (issuerAuth x5chain; e.g. GET /oid4vci/<tenant>/iaca);
                         present: an x509_san_dns / x509_hash verifier's request object. Without one, x5c-signed
-                        credentials and x509 requests are refused.
+                        credentials, mdocs and x509 requests are refused.
   --share WHAT          receive/open: what may be shared with an issuer whose offer asks for a presentation
                         before it issues (a draft-15 presentation_definition, answered in a di_vp proof):
                         all, or a held credential's id, type or issuer (DID or credential issuer URL);
@@ -83,7 +86,10 @@ Options:
                         this CLI), revoked-credential, lying-submission; OpenID4VP 1.0 only:
                         sd-tampered-disclosure, sd-extra-disclosure, kb-wrong-sd-hash, kb-wrong-nonce,
                         kb-wrong-aud, kb-stale-iat, kb-missing (SD-JWT VC), plain-response (direct_post
-                        although direct_post.jwt was asked), vp-token-wrong-id.
+                        although direct_post.jwt was asked), vp-token-wrong-id, kb-bad-signature,
+                        kb-future-iat, sd-issuer-signature, jwe-wrong-key; mdoc-wrong-nonce,
+                        mdoc-wrong-client-id, mdoc-wrong-response-uri, mdoc-tampered-element,
+                        mdoc-extra-element, mdoc-foreign-device-key (mso_mdoc DeviceResponse).
   -h, --help            show this text
 
 Environment (used when the option is absent, by every command, so a runner can set them once for
@@ -140,6 +146,16 @@ async function credentialView(credential: StoredCredential) {
     credentialSubject: credential.credentialSubject,
     ...(claims && { claims: await claims }),
     ...(credential.vct && { vct: credential.vct }),
+    // an mdoc: its doctype and the element identifiers of each namespace (the values are credentialSubject)
+    ...(credential.doctype && { doctype: credential.doctype }),
+    ...(credential.format === 'mso_mdoc' && {
+      namespaces: Object.fromEntries(
+        Object.entries(credential.credentialSubject).map(([ns, elements]) => [
+          ns,
+          elements !== null && typeof elements === 'object' ? Object.keys(elements) : [],
+        ]),
+      ),
+    }),
     ...(credential.issuedAt && { issuedAt: credential.issuedAt }),
     ...(credential.expiresAt && { expiresAt: credential.expiresAt }),
     credentialIssuer: credential.credentialIssuer,

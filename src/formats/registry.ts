@@ -1,14 +1,16 @@
 import { jwtVcJsonFormat } from './jwt-vc/index.ts'
 import { ldpVcFormat } from './ldp-vc/index.ts'
+import { msoMdocFormat } from './mso-mdoc/index.ts'
 import { sdJwtVcFormat } from './sd-jwt-vc/index.ts'
 import type { FormatModule } from './types.ts'
 
 // The credential formats vc-harness issues, verifies and presents, one folder each. Adding a format is
-// a folder beside these (see docs/design.md for the files an mso_mdoc format consists of) and a line here.
+// a folder beside these and a line here;
+// mso-mdoc/ is the ISO mdoc.
 // Data Integrity (data-integrity/) is a presentation format only: an OpenID4VCI di_vp key proof, carrying
 // jwt_vc_json credentials; ldp-vc/ is the Linked Data credential format with its ldp_vp presentation.
 
-export const FORMATS = [jwtVcJsonFormat, sdJwtVcFormat, ldpVcFormat] as const
+export const FORMATS = [jwtVcJsonFormat, sdJwtVcFormat, ldpVcFormat, msoMdocFormat] as const
 
 /** A credential format's identifier, as templates, the store and the wire name it. */
 export type FormatId = (typeof FORMATS)[number]['id']

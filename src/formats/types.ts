@@ -101,6 +101,8 @@ export interface CredentialFormat {
   accepts(raw: unknown): boolean
   /** Decodes `raw`; throws an Error whose message says what is wrong. */
   read(raw: unknown, policy: FormatPolicy): ReadCredential
+  /** Loads what `read` needs (a library loaded on first use: mso_mdoc's); awaited before `read`. */
+  prepare?(): Promise<void>
 }
 
 /** The key a presentation proof was made with, and its DID: a did:key of any type a format verifies. */
@@ -120,7 +122,7 @@ export interface ReadPresentation {
    * The sessionBinding check: failures when the presentation was not made for this exchange (nonce,
    * audience, time; an mdoc's SessionTranscript), empty when it was. The format owns it.
    */
-  verifyBinding(session: SessionExpectation): string[]
+  verifyBinding(session: SessionExpectation): string[] | Promise<string[]>
   /** The credentials as carried (unwrapped from envelopes), by position in the presentation. */
   readonly credentials: readonly { index: number; raw: unknown }[]
   /** Entries that cannot be read as a credential (securityMechanisms failures). */
@@ -134,21 +136,26 @@ export interface PresentationFormat {
   readonly aliases: readonly string[]
   /** Decodes a presentation; throws an Error whose message says what is wrong (a securityMechanisms failure). */
   read(token: unknown, policy: FormatPolicy): ReadPresentation
+  /** Loads what `read` needs; awaited before `read`. */
+  prepare?(): Promise<void>
 }
 
 // ---- a format as every part uses it (one folder per format; registry.ts lists them) ----
 
 /** How a format takes part in DCQL (OpenID4VP 1.0 §6, Appendix B): queries the verifier builds and evaluates. */
 export interface DcqlProfile {
-  /** Appendix B: a template's `$.credentialSubject.a.b` field as this format's claims path. */
-  claimPath(segments: readonly string[]): string[]
-  /** A claim every credential of the format carries and no wallet discloses selectively (a claim set's fallback). */
-  readonly anchorClaim: string
+  /** Appendix B: a template's `$.credentialSubject.a.b` field, asked of credential type `type`, as this format's claims path. */
+  claimPath(segments: readonly string[], type: string): string[]
+  /**
+   * A claim every credential of the format carries and no wallet discloses selectively (a claim set's
+   * fallback); undefined when there is none (an mdoc), so a query of only optional claims cannot be built.
+   */
+  readonly anchorClaim: string | undefined
   /** The credential query's `meta` for a credential type (`vctValues` asked only by vct-typed formats), or why there is none. */
   meta(
     type: string,
     vctValues: () => readonly string[],
-  ): { vct_values: string[] } | { type_values: string[][] } | string
+  ): { vct_values: string[] } | { type_values: string[][] } | { doctype_value: string } | string
   /** A presented credential in the `dcql` package's model (what it disclosed), or why it cannot be evaluated. */
   model(credential: ReadCredential): DcqlCredential | string
   /**
@@ -191,6 +198,8 @@ export interface IssueInput {
   disclosable: readonly string[] | undefined
   /** ldp_vc: the Linked Data proof type the template names (suites.ts). */
   proofType?: string
+  /** mso_mdoc: the doctype, and the document signer whose x5chain ends in the tenant's IACA. */
+  mdoc?: { docType: string; signer: { privateKey: KeyObject; x5chain: readonly string[] } }
 }
 
 /**
@@ -198,15 +207,27 @@ export interface IssueInput {
  * (a JWT-secured one), or with its embedded Linked Data proof (ldp_vc).
  */
 export type SignedCredential = Record<string, unknown> & {
-  proof: { type: 'JwtProof2020' | 'SdJwtVc'; jwt: string } | (Record<string, unknown> & { type: string })
+  proof:
+    | { type: 'JwtProof2020' | 'SdJwtVc'; jwt: string }
+    | { type: 'MsoMdoc'; format: 'mso_mdoc'; mdoc: string }
+    | (Record<string, unknown> & { type: string })
+}
+
+/** How a template names what it issues, in every format's terms. */
+export interface CredentialNaming {
+  credentialType: string
+  /** SD-JWT VC `vct`. */
+  vct: string
+  /** mdoc doctype (ISO 18013-5). */
+  doctype: string
 }
 
 /** How a format is issued over OpenID4VCI (1.0 Appendix A) by the service. */
 export interface IssuanceProfile {
-  /** Appendix C: where this format's claims path pointers start (a W3C VC's at `credentialSubject`). */
-  readonly claimsRoot: readonly string[]
   /** `cryptographic_binding_methods_supported`; with `jwk`, a key proof may name the holder key by a bare jwk. */
   readonly bindingMethods: readonly string[]
+  /** The key proof algorithms (`proof_signing_alg_values_supported`) when the format limits them (mdoc: ES256). */
+  readonly proofAlgorithms?: readonly JwsAlg[]
   /** Whether a key proof may be a Data Integrity presentation (`di_vp`, `ldp_vp`): W3C credentials only. */
   readonly dataIntegrityProofs: boolean
   /** Whether the issuer key may be named by an x5c chain (SD-JWT VC §3.5, HAIP). */
@@ -215,9 +236,9 @@ export interface IssuanceProfile {
    * `credential_signing_alg_values_supported` (OpenID4VCI 1.0 Appendix A): the JWS algorithm of a
    * JWT-secured format; an ldp_vc's proof type (a Data Integrity cryptosuite by name).
    */
-  signingAlgValues(template: { signingAlg: string; proofType?: string | undefined }): string[]
-  /** The credential configuration members naming the type: `vct`, or `credential_definition`. */
-  describe(type: { credentialType: string; vct: string }): Record<string, unknown>
+  signingAlgValues(template: { signingAlg: string; proofType?: string | undefined }): (string | number)[]
+  /** The credential configuration members naming the type: `vct`, `doctype`, or `credential_definition`. */
+  describe(type: CredentialNaming): Record<string, unknown>
   /**
    * A draft 13/14 credential request naming the credential by `format` plus `credential_definition` or
    * `vct`: how it describes the credential (for messages) and whether that is `type`, or why it cannot be read.
@@ -225,7 +246,7 @@ export interface IssuanceProfile {
   legacyRequest(
     body: Record<string, unknown>,
     format: string,
-  ): { shown: string; names(type: { credentialType: string; vct: string }): boolean } | string
+  ): { shown: string; names(type: CredentialNaming): boolean } | string
   /** The status entry in this format's form. */
   statusEntry(allocation: StatusAllocation): Record<string, unknown>
   /** Signs the completed credential for its holder. */
@@ -242,7 +263,7 @@ export interface FormatModule<Id extends string = string> {
   /** How a credential of this format travels in an OpenID4VP 1.0 vp_token entry (Appendix B). */
   readonly presentation: PresentationFormat
   /** How a credential of this format names its type: SD-JWT VC `vct`, W3C `type`. */
-  readonly typedBy: 'vct' | 'type'
+  readonly typedBy: 'vct' | 'type' | 'doctype'
   /** Its claims are disclosed one by one (SD-JWT VC; an mdoc's elements): the holder picks what to show. */
   readonly selectiveDisclosure: boolean
   /**

@@ -4,7 +4,7 @@ import type { ServiceConfig } from './config/index.ts'
 import type { CheckMetrics } from './credentials/pipeline.ts'
 import { RemoteStatusLists, StatusChecker, type StatusListSource } from './credentials/status.ts'
 import type { DataKeyring } from './crypto/data-key.ts'
-import { configuredVerifier, IssuerCertificates } from './crypto/issuer-certificates.ts'
+import { configuredIaca, configuredVerifier, IssuerCertificates } from './crypto/issuer-certificates.ts'
 import { loadServiceKey } from './crypto/keys.ts'
 import { TenantKeys } from './crypto/tenant-keys.ts'
 import { type ServiceEvent, ServiceEvents } from './events.ts'
@@ -160,7 +160,12 @@ export async function buildServices(options: ServiceOptions): Promise<BuiltServi
   // Events are written leased to this process's dispatcher, which sends them once the commit is announced.
   const outbox = new WebhookOutbox(clock, webhookDispatcher)
   const tenantKeys = new TenantKeys(store, clock)
-  const issuerCertificates = new IssuerCertificates(store, clock, urls)
+  const issuerCertificates = new IssuerCertificates(
+    store,
+    clock,
+    urls,
+    new Map(config.tenants.flatMap((t) => (t.mdocIaca ? [[t.id, configuredIaca(t.mdocIaca)] as const] : []))),
+  )
   const statusLists = new StatusLists(store, tenantKeys, clock, urls, config.statusListSize)
   const grants = new PreAuthorizedGrants(
     {

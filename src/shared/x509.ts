@@ -5,6 +5,7 @@ import {
   type KeyObject,
   randomBytes,
   webcrypto,
+  X509Certificate,
 } from 'node:crypto'
 import type * as x509 from '@peculiar/x509'
 import { lazyRequire } from './lazy.ts'
@@ -223,6 +224,8 @@ const UNDERSTOOD = new Set([
   '2.5.29.17', // subjectAltName
   '2.5.29.14', // subjectKeyIdentifier
   '2.5.29.35', // authorityKeyIdentifier
+  '2.5.29.18', // issuerAltName (ISO 18013-5 Annex B certificates)
+  '2.5.29.37', // extKeyUsage: the document signer's, critical (ISO 18013-5 Annex B.1.4)
 ])
 
 const label = (cert: x509.X509Certificate, i: number, count: number) =>
@@ -284,6 +287,43 @@ export async function verifyX5c(
   at: Date | number = Date.now(),
 ): Promise<VerifiedChain> {
   const when = at instanceof Date ? at : new Date(at)
+  // A chain validated against the same anchors stays valid while every certificate on the path is: the
+  // signatures (several WebCrypto verifications, about 9 ms) are checked once per chain, not per credential.
+  const key = chainCacheKey(x5c, anchors)
+  const cached = key === undefined ? undefined : VERIFIED_CHAINS.get(key)
+  if (cached && when >= cached.from && when <= cached.until) return cached.chain
+  const chain = await validateX5c(x5c, anchors, when)
+  if (key !== undefined) {
+    const dates = [...chain.path, chain.anchor]
+    if (VERIFIED_CHAINS.size >= MAX_CACHED_CHAINS)
+      VERIFIED_CHAINS.delete(VERIFIED_CHAINS.keys().next().value as string)
+    VERIFIED_CHAINS.set(key, {
+      chain: chain.verified,
+      from: new Date(Math.max(...dates.map((c) => c.notBefore.getTime()))),
+      until: new Date(Math.min(...dates.map((c) => c.notAfter.getTime()))),
+    })
+  }
+  return chain.verified
+}
+
+/** Chains validated recently, by their bytes and the anchors they were validated against. */
+const VERIFIED_CHAINS = new Map<string, { chain: VerifiedChain; from: Date; until: Date }>()
+const MAX_CACHED_CHAINS = 256
+
+function chainCacheKey(x5c: unknown, anchors: readonly CertificateInput[]): string | undefined {
+  if (!Array.isArray(x5c) || !x5c.every((c) => typeof c === 'string')) return undefined
+  const hash = createHash('sha256')
+  for (const c of x5c as string[]) hash.update(c).update('\u0000')
+  hash.update('|')
+  for (const a of anchors) hash.update(typeof a === 'string' ? a : Buffer.from(a)).update('\u0000')
+  return hash.digest('base64url')
+}
+
+async function validateX5c(
+  x5c: unknown,
+  anchors: readonly CertificateInput[],
+  when: Date,
+): Promise<{ verified: VerifiedChain; path: x509.X509Certificate[]; anchor: x509.X509Certificate }> {
   if (!Array.isArray(x5c) || x5c.length === 0 || !x5c.every((c) => typeof c === 'string')) {
     throw new X509Error('x5c must be a non-empty array of base64 DER certificates')
   }
@@ -354,7 +394,7 @@ export async function verifyX5c(
   } catch (error) {
     throw new X509Error(`${label(leaf, 0, count)}: its public key is not usable: ${(error as Error).message}`)
   }
-  return { publicKey, dns, uris, leaf, anchor }
+  return { verified: { publicKey, dns, uris, leaf, anchor }, path, anchor }
 }
 
 /** The DER extnValue and criticality of a certificate's extension `oid`, or undefined when it has none. */
@@ -378,4 +418,123 @@ export function subjectAltNames(input: CertificateInput | x509.X509Certificate):
     dns: items.filter((n) => n.type === 'dns').map((n) => n.value),
     uris: items.filter((n) => n.type === 'url').map((n) => n.value),
   }
+}
+
+// ---- ISO/IEC 18013-5 Annex B: the IACA root and the document signer (mdoc issuers) ----
+
+/** ISO 18013-5 Annex B.1.4: the document signer's extended key usage, id-mdl-kp-mdlDS. */
+export const MDL_DS_EKU = '1.0.18013.5.1.2'
+
+export interface IacaOptions {
+  /** The issuing authority's name (CN); the subject carries C, as Annex B.1.2 requires. */
+  commonName: string
+  /** ISO 3166-1 alpha-2 country of the issuing authority; `UT` is the code ISO test data uses. */
+  country?: string
+  /** issuerAlternativeName (Annex B.1.2: an e-mail or URL to reach the issuing authority). */
+  uri: string
+  now?: number
+  validityDays?: number
+}
+
+/**
+ * A self-signed IACA root certificate (ISO/IEC 18013-5:2021 Annex B.1.2): P-256, basicConstraints cA
+ * pathLen 0 (critical), keyUsage keyCertSign | cRLSign (critical), subjectKeyIdentifier, issuerAltName, C in
+ * the subject.
+ */
+export async function generateIaca(options: IacaOptions): Promise<TestCa> {
+  const lib = x509Lib()
+  return generateTestCa({
+    name: `CN=${options.commonName}, C=${options.country ?? 'UT'}`,
+    ...(options.now !== undefined && { now: options.now }),
+    validityDays: options.validityDays ?? 3650,
+    extensions: [rawOf(new lib.IssuerAlternativeNameExtension([{ type: 'url', value: options.uri }]))],
+  })
+}
+
+function rawOf(extension: x509.Extension): RawExtension {
+  return { oid: extension.type, critical: extension.critical, value: new Uint8Array(extension.value) }
+}
+
+/**
+ * A document signer certificate for `publicKey` under `iaca` (ISO/IEC 18013-5:2021 Annex B.1.4): keyUsage
+ * digitalSignature (critical), extKeyUsage id-mdl-kp-mdlDS (critical), authority and subject key
+ * identifiers, issuerAltName, the IACA's country in the subject.
+ */
+export async function issueDocumentSigner(request: {
+  iaca: { certificate: CertificateInput; privateKey: KeyObject }
+  publicKey: KeyObject
+  commonName: string
+  uri: string
+  notBefore?: Date
+  notAfter?: Date
+}): Promise<Buffer> {
+  const lib = x509Lib()
+  const iaca = parse(request.iaca.certificate, 'IACA certificate')
+  const country = iaca.subjectName.getField('C')[0] ?? 'UT'
+  const now = Date.now()
+  const cert = await lib.X509CertificateGenerator.create({
+    serialNumber: serial(),
+    subject: `CN=${request.commonName}, C=${country}`,
+    issuer: iaca.subject,
+    notBefore: request.notBefore ?? new Date(now - DAY),
+    notAfter: request.notAfter ?? new Date(now - DAY + DS_MAX_DAYS * DAY),
+    publicKey: spki(request.publicKey),
+    signingKey: await signingKeyOf(request.iaca.privateKey),
+    signingAlgorithm: P256,
+    extensions: [
+      new lib.KeyUsagesExtension(lib.KeyUsageFlags.digitalSignature, true),
+      new lib.ExtendedKeyUsageExtension([MDL_DS_EKU], true),
+      await lib.AuthorityKeyIdentifierExtension.create(iaca.publicKey),
+      await lib.SubjectKeyIdentifierExtension.create(spki(request.publicKey)),
+      new lib.IssuerAlternativeNameExtension([{ type: 'url', value: request.uri }]),
+    ],
+  })
+  return Buffer.from(cert.rawData)
+}
+
+/** ISO 18013-5 Annex B.1.4: a document signer certificate is valid at most 457 days. */
+export const DS_MAX_DAYS = 457
+
+/** What a certificate breaks of its Annex B profile (`iaca`: B.1.2, `ds`: B.1.4); empty when it fits. */
+export function mdocCertificateProblems(input: CertificateInput, role: 'iaca' | 'ds'): string[] {
+  const lib = x509Lib()
+  const cert = parse(input, role === 'iaca' ? 'IACA certificate' : 'document signer certificate')
+  const problems: string[] = []
+  if (cert.subjectName.getField('C').length === 0) problems.push('its subject has no country (C)')
+  if (!cert.getExtension(lib.IssuerAlternativeNameExtension)) problems.push('it has no issuerAltName')
+  if (!cert.getExtension(lib.SubjectKeyIdentifierExtension)) problems.push('it has no subjectKeyIdentifier')
+  const algorithm = cert.publicKey.algorithm as { name?: string; namedCurve?: string }
+  if (algorithm.name !== 'ECDSA' || algorithm.namedCurve !== 'P-256') {
+    problems.push(
+      `its key is ${algorithm.namedCurve ?? algorithm.name ?? 'unknown'}, not EC P-256 (ES256, HAIP)`,
+    )
+  }
+  const ku = cert.getExtension(lib.KeyUsagesExtension)
+  if (ku && !ku.critical) problems.push('keyUsage must be critical')
+  const bc = cert.getExtension(lib.BasicConstraintsExtension)
+  if (role === 'iaca') {
+    if (!bc?.ca || bc.pathLength !== 0) problems.push('basicConstraints must be cA with pathLenConstraint 0')
+    else if (!bc.critical) problems.push('basicConstraints must be critical')
+    const wanted = lib.KeyUsageFlags.keyCertSign | lib.KeyUsageFlags.cRLSign
+    if (!ku || (ku.usages & wanted) !== wanted) problems.push('keyUsage must include keyCertSign and cRLSign')
+    // self-signed: issuer = subject, and its own key verifies its signature
+    const own = new X509Certificate(Buffer.from(cert.rawData))
+    if (cert.issuer !== cert.subject || !own.verify(own.publicKey)) {
+      problems.push('an IACA certificate is self-signed (issuer = subject, signed by its own key)')
+    }
+  } else {
+    if (bc?.ca) problems.push('a document signer is not a CA')
+    if (!ku || (ku.usages & lib.KeyUsageFlags.digitalSignature) === 0)
+      problems.push('keyUsage must include digitalSignature')
+    const eku = cert.getExtension(lib.ExtendedKeyUsageExtension)
+    if (!eku?.usages.map(String).includes(MDL_DS_EKU))
+      problems.push(`extKeyUsage must be id-mdl-kp-mdlDS (${MDL_DS_EKU})`)
+    else if (!eku.critical) problems.push('extKeyUsage must be critical')
+    if (!cert.getExtension(lib.AuthorityKeyIdentifierExtension))
+      problems.push('it has no authorityKeyIdentifier')
+    if (cert.notAfter.getTime() - cert.notBefore.getTime() > DS_MAX_DAYS * DAY) {
+      problems.push(`it is valid longer than ${DS_MAX_DAYS} days`)
+    }
+  }
+  return problems
 }

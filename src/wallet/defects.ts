@@ -343,3 +343,51 @@ export function withoutPrefix(clientId: string): string {
   const colon = clientId.indexOf(':')
   return colon < 0 ? `${clientId}-wrong` : clientId.slice(colon + 1)
 }
+
+// --- presentation: mdoc defects (OpenID4VP 1.0 Appendix B.2.6) ----------------------------------------------------
+
+/** What signs an mdoc's DeviceAuthentication: the shape of shared/mdoc.ts `deviceSigner`, named here. */
+export interface DeviceSigner {
+  alg: 'ES256' | 'ES384' | 'EdDSA'
+  sign(toBeSigned: Uint8Array): Promise<Uint8Array> | Uint8Array
+}
+
+/**
+ * 'mdoc-foreign-device-key': a device signer over a freshly generated key of the same algorithm (ES256: P-256,
+ * IEEE P1363 r||s; EdDSA: Ed25519), not the MSO's deviceKey.
+ */
+export function freshDeviceSigner(alg: DeviceSigner['alg']): DeviceSigner {
+  if (alg === 'EdDSA') {
+    const { privateKey } = generateKeyPairSync('ed25519')
+    return { alg, sign: (bytes) => new Uint8Array(cryptoSign(null, bytes, privateKey)) }
+  }
+  const { privateKey } = generateKeyPairSync('ec', {
+    namedCurve: alg === 'ES256' ? 'prime256v1' : 'secp384r1',
+  })
+  const hash = alg === 'ES256' ? 'sha256' : 'sha384'
+  return {
+    alg,
+    sign: (bytes) => new Uint8Array(cryptoSign(hash, bytes, { key: privateKey, dsaEncoding: 'ieee-p1363' })),
+  }
+}
+
+/** The elements of an mdoc by namespace (element names in issued order). */
+export type MdocElements = Record<string, readonly string[]>
+
+/**
+ * 'mdoc-extra-element': the first element of the mdoc (namespaces and elements in issued order) that is not
+ * disclosed yet, added to `disclose`; undefined when every element is disclosed already.
+ */
+export function withExtraElement(
+  disclose: MdocElements,
+  held: MdocElements,
+): { disclose: Record<string, string[]>; extra: { namespace: string; element: string } } | undefined {
+  for (const [namespace, elements] of Object.entries(held)) {
+    const element = elements.find((e) => !(disclose[namespace] ?? []).includes(e))
+    if (element === undefined) continue
+    const next = Object.fromEntries(Object.entries(disclose).map(([ns, list]) => [ns, [...list]]))
+    next[namespace] = [...(next[namespace] ?? []), element]
+    return { disclose: next, extra: { namespace, element } }
+  }
+  return undefined
+}

@@ -26,9 +26,11 @@ export {
   type TokenResponse,
 } from './issuance.ts'
 export { ISSUANCE_PROTOCOLS, type IssuanceProtocol, IssuerMismatchError } from './issuance-v1.ts'
+export { MdocReceiveError, verifyReceivedMdoc } from './mdoc-receive.ts'
 export {
   isMisbehaviour,
   isPresentationMisbehaviour,
+  MDOC_PRESENTATION_MISBEHAVIOURS,
   MISBEHAVIOURS,
   type Misbehaviour,
   PE_ONLY_PRESENTATION_MISBEHAVIOURS,

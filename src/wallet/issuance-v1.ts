@@ -312,14 +312,17 @@ export class V1Client {
 
   /**
    * The key proof (1.0 Appendix F.1), laid out by the library: header `typ`, `alg` and `kid` (the holder's
-   * did:key URL) — or `jwk` when the configuration binds to `jwk` but not to DIDs — payload `aud`, `iat`,
+   * did:key URL) — or `jwk` when the configuration binds to `jwk` or `cose_key` (an mdoc's device key, Appendix
+   * A.2) but not to DIDs — payload `aud`, `iat`,
    * `nonce`; the misbehaviours are applied as on the draft-15 path, then the wallet's key signs.
    */
   async proof(input: V1ProofInput): Promise<string> {
     const configuration =
       this.metadata.credentialIssuer.credential_configurations_supported[input.configurationId]
     const methods = configuration?.cryptographic_binding_methods_supported ?? []
-    const useJwk = methods.includes('jwk') && !methods.some((m) => m === 'did:key' || m === 'did')
+    const useJwk =
+      (methods.includes('jwk') || methods.includes('cose_key')) &&
+      !methods.some((m) => m === 'did:key' || m === 'did')
     const signer: OwfSigner = useJwk
       ? { method: 'jwk', alg: input.signer.alg, publicJwk: input.publicJwk as never }
       : { method: 'did', alg: input.signer.alg, didUrl: input.signer.kid }

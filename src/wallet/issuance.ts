@@ -22,6 +22,7 @@ import {
   type TxCode,
 } from '@sphereon/oid4vci-common'
 import type { IPresentationDefinition } from '@sphereon/pex'
+import { formatNamed } from '../formats/registry.ts'
 import type { DiSigner } from '../shared/data-integrity.ts'
 import type { JwsAlg } from '../shared/did-key.ts'
 import { isObject } from '../shared/json.ts'
@@ -90,9 +91,10 @@ export interface CredentialOrigin {
   credentialIssuer: string
   configurationId: string
   status: number
-  /** the configuration's `format` (default jwt_vc_json) and, for SD-JWT VC, its `vct` */
+  /** the configuration's `format` (default jwt_vc_json) and, for SD-JWT VC, its `vct`; for an mdoc its `doctype` */
   format?: string | undefined
   vct?: string | undefined
+  doctype?: string | undefined
   /**
    * fetch the credentials' status lists and refuse a revoked one (receipt, through an IssuanceSession);
    * default false: Wallet.accept called directly only verifies and stores
@@ -153,6 +155,13 @@ export interface WalletContext {
   rememberConsumedNonce(nonce: string): void
   /** verifies the credentials and stores them (all or none); failures are WalletProtocolError step 'verify' */
   accept(credentials: unknown[], origin: CredentialOrigin): Promise<StoredCredential[]>
+}
+
+/** The holder key type that signs each JWS algorithm (src/wallet/agent.ts). */
+const KEY_TYPE_OF_ALG: Readonly<Record<string, HolderKeyType>> = {
+  EdDSA: 'Ed25519',
+  ES256: 'P-256',
+  ES256K: 'secp256k1',
 }
 
 function message(error: unknown): string {
@@ -561,6 +570,7 @@ export class IssuanceSession {
     }
     if (this.v1) return this.requestCredentialV1(this.v1, token, opts, misbehave)
     const proofType = opts.proofType ?? (this.presentationDefinition ? 'di_vp' : 'jwt')
+    if (proofType === 'jwt') this.assertHolderKey(opts.configurationId)
     const diSigner = proofType === 'di_vp' ? this.wallet.diSigner() : undefined
     const presented = diSigner ? (opts.present ?? (await this.selectCredentials(opts.share))) : []
     const nonce = await this.chooseNonce(opts, misbehave)
@@ -634,6 +644,7 @@ export class IssuanceSession {
       throw new WalletUsageError('the OpenID4VCI 1.0 path proves possession with a jwt proof only')
     }
     const configurationId = opts.configurationId ?? (this.offer.credential_configuration_ids[0] as string)
+    this.assertHolderKey(configurationId)
     const nonce = (await this.chooseNonce(opts, misbehave)) ?? ''
     const proof = await v1.proof({
       signer: this.wallet.jwtSigner(),
@@ -650,6 +661,40 @@ export class IssuanceSession {
       throw protocolError('credential', answer.status, answer.body, answer.wwwAuthenticate)
     }
     return this.credentialResult(answer.status, answer.body, nonce, misbehave)
+  }
+
+  /**
+   * Why the holder key cannot make the jwt key proof a configuration takes, or undefined: the algorithms its
+   * `proof_types_supported.jwt.proof_signing_alg_values_supported` lists and those its format allows (an
+   * mdoc's: ES256, since the proven key becomes the device key that signs DeviceAuthentication with ES256;
+   * OpenID4VP 1.0 Appendix B.2.4, HAIP) must include the holder's. A wallet holds one key of one type (its
+   * did:key), so the answer is another wallet: the message names the key type to create it with.
+   */
+  holderKeyProblem(configurationId?: string): string | undefined {
+    const id = configurationId ?? (this.offer.credential_configuration_ids[0] as string)
+    const configuration = this.configurations[id] as Record<string, unknown> | undefined
+    if (!configuration) return undefined
+    const format = formatNamed(configuration.format)
+    const types = configuration.proof_types_supported
+    const jwt = isObject(types) ? types.jwt : undefined
+    const listed = isObject(jwt) ? jwt.proof_signing_alg_values_supported : undefined
+    const fromMetadata = Array.isArray(listed) ? listed.filter((a) => typeof a === 'string') : undefined
+    const fromFormat = format?.issuance.proofAlgorithms
+    const allowed = (fromMetadata ?? fromFormat)?.filter(
+      (a) => !fromFormat || fromFormat.includes(a as JwsAlg),
+    )
+    if (!allowed || allowed.includes(this.wallet.alg)) return undefined
+    const keyTypes = allowed.flatMap((a) => KEY_TYPE_OF_ALG[a] ?? [])
+    const why = fromFormat
+      ? ` (${format?.id}: the proven key becomes the device key, which signs with ${fromFormat.join(', ')}; OpenID4VP 1.0 Appendix B.2.4, HAIP)`
+      : ''
+    return `credential configuration ${id} takes jwt key proofs signed with ${allowed.join(', ') || 'no algorithm'} (proof_signing_alg_values_supported)${why}, and this wallet's ${this.wallet.keyType} key signs ${this.wallet.alg}${keyTypes.length > 0 ? `: receive it into a ${keyTypes.join(' or ')} wallet (Wallet.create({ keyType: '${keyTypes[0]}' }), --key-type ${keyTypes[0]})` : ''}`
+  }
+
+  /** holderKeyProblem as a WalletUsageError (nothing sent). */
+  assertHolderKey(configurationId?: string): void {
+    const problem = this.holderKeyProblem(configurationId)
+    if (problem) throw new WalletUsageError(problem)
   }
 
   private credentialResult(
@@ -836,6 +881,7 @@ export class IssuanceSession {
       status: issued.status,
       format: typeof configuration.format === 'string' ? configuration.format : undefined,
       vct: typeof configuration.vct === 'string' ? configuration.vct : undefined,
+      doctype: typeof configuration.doctype === 'string' ? configuration.doctype : undefined,
       // at receipt the status lists are read: a credential revoked already is refused, not stored
       checkStatus: true,
     })

@@ -75,7 +75,8 @@ export const V1_ONLY_MISBEHAVIOURS: readonly Misbehaviour[] = ['legacy-proof', '
 
 /**
  * Presentation misbehaviours that only mean something in an OpenID4VP 1.0 answer: the SD-JWT VC presentation
- * and its key-binding JWT (1.0 Appendix B.3.6), the encrypted response (§8.3) and the DCQL vp_token (§8.1).
+ * and its key-binding JWT (1.0 Appendix B.3.6), the encrypted response (§8.3), the DCQL vp_token (§8.1) and an
+ * mdoc's DeviceResponse (Appendix B.2.6).
  * Passed to a Presentation Exchange (draft 20) answer they are a WalletUsageError.
  */
 const V1_ONLY = [
@@ -92,6 +93,13 @@ const V1_ONLY = [
   'kb-future-iat',
   'sd-issuer-signature',
   'jwe-wrong-key',
+  // an mdoc's DeviceResponse (1.0 Appendix B.2.6): MDOC_PRESENTATION_MISBEHAVIOURS
+  'mdoc-wrong-nonce',
+  'mdoc-wrong-client-id',
+  'mdoc-wrong-response-uri',
+  'mdoc-tampered-element',
+  'mdoc-extra-element',
+  'mdoc-foreign-device-key',
 ] as const
 export type V1OnlyPresentationMisbehaviour = (typeof V1_ONLY)[number]
 export const V1_ONLY_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbehaviour[] = V1_ONLY
@@ -138,6 +146,20 @@ export const SD_JWT_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbehaviou
   'kb-bad-signature',
   'kb-future-iat',
   'sd-issuer-signature',
+]
+
+/**
+ * 1.0 misbehaviours of an mdoc presentation (a DeviceResponse, Appendix B.2.6): the first mso_mdoc
+ * presentation of the answer carries them. Three change one member of the OpenID4VPHandover its
+ * SessionTranscript binds (B.2.6.1), one the device signature's key, two the IssuerSignedItems disclosed.
+ */
+export const MDOC_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbehaviour[] = [
+  'mdoc-wrong-nonce',
+  'mdoc-wrong-client-id',
+  'mdoc-wrong-response-uri',
+  'mdoc-tampered-element',
+  'mdoc-extra-element',
+  'mdoc-foreign-device-key',
 ]
 
 /**
@@ -194,6 +216,7 @@ export const NONCE_LESS_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbeha
   'vp-replayed',
   'vp-wrong-nonce',
   'kb-wrong-nonce',
+  'mdoc-wrong-nonce',
 ]
 
 type AnyMisbehaviour = Misbehaviour | PresentationMisbehaviour
@@ -243,6 +266,8 @@ export const FUTURE_IAT_SECONDS = 3600
 export const UNKNOWN_ID_SUFFIX = '-unknown-vc-harness'
 /** 'vp-token-wrong-id' keys the first vp_token entry under its credential query id with this suffix. */
 export const WRONG_QUERY_ID_SUFFIX = '_unrequested'
+/** 'mdoc-wrong-response-uri' binds the response_uri with this path segment added: same origin, another URI. */
+export const WRONG_RESPONSE_URI_SUFFIX = '/elsewhere'
 
 export function isMisbehaviour(value: unknown): value is Misbehaviour {
   return typeof value === 'string' && (MISBEHAVIOURS as readonly string[]).includes(value)

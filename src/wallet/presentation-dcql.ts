@@ -1,5 +1,5 @@
 // Which held credentials answer a DCQL query (OpenID4VP 1.0 §6), matched by the OWF `dcql` package: meta
-// (vct_values, type_values), claims path pointers with `values` (§7), claim_sets, credential_sets, multiple.
+// (vct_values, type_values, an mdoc's doctype_value), claims path pointers with `values` (§7), claim_sets, credential_sets, multiple.
 // The wallet's part is the choice the query leaves open: the newest matching credential per query (every
 // match when `multiple` is true), the first claim set it satisfies (§6.4.1: the verifier's preference), the
 // first satisfiable option of each credential set (§6.4.2), optional sets answered when satisfiable; and a
@@ -73,7 +73,7 @@ type CredentialQuery = DcqlQuery['credentials'][number]
 /** Why no held credential satisfies one credential query. */
 function whyUnsatisfied(query: CredentialQuery, result: QueryResult, held: Candidate[]): string {
   const meta = query.meta as Record<string, unknown> | undefined
-  const wanted = meta?.vct_values ?? meta?.type_values
+  const wanted = meta?.vct_values ?? meta?.type_values ?? meta?.doctype_value
   const what = `${query.id} (${query.format}${wanted ? ` ${JSON.stringify(wanted)}` : ''})`
   const sameFormat = held.filter((c) => c.stored.format === query.format)
   if (sameFormat.length === 0) return `${what}: no ${query.format} credential held`

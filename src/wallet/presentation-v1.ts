@@ -3,11 +3,14 @@
 // (presentation-dcql.ts), respond() builds one presentation per chosen credential — an SD-JWT with only the
 // selected disclosures and a KB-JWT (presentation-sd-jwt.ts), or a JWT VP of a jwt_vc_json credential
 // (presentation-vp.ts) — keys them by credential query id and posts them with direct_post or direct_post.jwt
-// (presentation-v1-response.ts). A misbehaviour changes one thing of the first presentation of its kind, or
-// of the response around them.
+// (presentation-v1-response.ts); an mdoc is a DeviceResponse bound to the request by its SessionTranscript
+// (presentation-mdoc.ts). A misbehaviour changes one thing of the first presentation of its kind, or of the
+// response around them.
 
 import type { DcqlQuery } from 'dcql'
 import type { FormatId } from '../formats/registry.ts'
+import { jwkThumbprint } from '../shared/jws.ts'
+import { MDOC_FORMAT } from '../shared/mdoc.ts'
 import { SD_JWT_VC_TYP } from '../shared/wire.ts'
 import { WalletProtocolError, WalletUsageError } from './errors.ts'
 import {
@@ -15,6 +18,7 @@ import {
   EXCLUSIVE_PRESENTATION_MISBEHAVIOURS,
   JWT_VP_MISBEHAVIOURS,
   LDP_VP_MISBEHAVIOURS,
+  MDOC_PRESENTATION_MISBEHAVIOURS,
   PE_ONLY_PRESENTATION_MISBEHAVIOURS,
   type PresentationMisbehaviour,
   SD_JWT_PRESENTATION_MISBEHAVIOURS,
@@ -42,6 +46,7 @@ import {
   dcqlAcceptedLdProofs,
 } from './presentation-ldp.ts'
 import { parsePresentationLink } from './presentation-link.ts'
+import { presentMdocCredential } from './presentation-mdoc.ts'
 import { presentSdJwt } from './presentation-sd-jwt.ts'
 import { type ClientIdPrefix, type ResolvedRequestV1, resolveRequestV1 } from './presentation-v1-request.ts'
 import {
@@ -74,8 +79,16 @@ interface Presenter {
     choice: DcqlChoice
     misbehave: readonly PresentationMisbehaviour[]
     nonce: string
+    /** the full client_id, prefix included */
     audience: string
     iat: number
+    /** where the answer is posted (an mdoc's SessionTranscript binds it) */
+    responseUri: string
+    /**
+     * base64url JWK SHA-256 thumbprint (RFC 7638) of the verifier's response encryption key when the request
+     * asks for direct_post.jwt, else undefined (an mdoc's SessionTranscript binds it, B.2.6.1)
+     */
+    jwkThumbprint: string | undefined
     wallet: PresentationContext
     /** ldp_vc: the proof type the caller forces, and what the verifier's client_metadata accepts */
     ldp: { forced: string | undefined; accepted: AcceptedLdProofs | undefined }
@@ -146,6 +159,25 @@ const PRESENTERS: Record<FormatId, Presenter> = {
         misbehave,
         now: iat * 1000,
       })
+    },
+  },
+  // B.2.6: a DeviceResponse of the mdoc with the elements the query asks for, device-signed over the
+  // SessionTranscript of this request (client_id, nonce, the encryption key's thumbprint, response_uri)
+  [MDOC_FORMAT]: {
+    misbehaviours: MDOC_PRESENTATION_MISBEHAVIOURS,
+    changes: 'an mdoc presentation (mso_mdoc DeviceResponse)',
+    async present({ choice, misbehave, nonce, audience, responseUri, jwkThumbprint, wallet }) {
+      const { presentation } = await presentMdocCredential({
+        credential: choice.credential.credential,
+        claimPaths: choice.claimPaths,
+        clientId: audience,
+        nonce,
+        responseUri,
+        jwkThumbprint,
+        signer: wallet.deviceSigner(),
+        misbehave,
+      })
+      return presentation
     },
   },
 }
@@ -388,12 +420,20 @@ export class PresentationSessionV1 {
     misbehave: readonly PresentationMisbehaviour[],
     ldProofType: string | undefined,
   ): Promise<string | Record<string, unknown>> {
+    // B.2.6.1: the thumbprint of the key the request asks the answer to be encrypted to (the verifier's, as
+    // its session knows it: 'plain-response' and 'jwe-wrong-key' change the encryption, not the handover)
+    const encryptionKey = this.request.encryption?.jwk
     return PRESENTERS[choice.format].present({
       choice,
       misbehave,
       nonce: this.nonce,
       audience: this.clientId,
       iat: Math.floor(this.now() / 1000),
+      responseUri: this.responseUri,
+      jwkThumbprint:
+        this.responseMode === 'direct_post.jwt' && encryptionKey
+          ? jwkThumbprint(encryptionKey as never)
+          : undefined,
       wallet: this.wallet,
       ldp: { forced: ldProofType, accepted: dcqlAcceptedLdProofs(this.request.payload.client_metadata) },
     })

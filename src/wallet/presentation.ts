@@ -24,6 +24,7 @@ import { didOf, JWS_ALGS, type JwsAlg, resolveDidKey } from '../shared/did-key.t
 import { isObject } from '../shared/json.ts'
 import { decodeJws, verifyJws } from '../shared/jws.ts'
 import { JWT_MEDIA_TYPE, REQUEST_OBJECT_MEDIA_TYPE, REQUEST_OBJECT_TYP } from '../shared/wire.ts'
+import type { DeviceSigner } from './defects.ts'
 import {
   protocolError,
   replayedNonce,
@@ -114,6 +115,8 @@ export interface PresentationContext {
    */
   readonly trustEverything: boolean
   jwtSigner(): JwtSigner
+  /** the holder key as an mdoc's DeviceAuthentication signs with it (COSE, ISO 18013-5 §9.1.3.6) */
+  deviceSigner(): DeviceSigner
   /** the holder key as an ldp_vp signs with it, and its type */
   ldPresenter(): Promise<LdPresenter>
   readonly keyType: LdKeyType

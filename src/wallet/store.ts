@@ -29,18 +29,26 @@ export interface StoredCredential {
   /** `jti` of the credential, else `urn:sha256:<hash of the JWT>` */
   id: string
   format: StoredFormat
-  /** the credential as issued (jwt_vc_json: compact JWT; dc+sd-jwt: `<jwt>~<disclosure>~…~`) */
+  /**
+   * the credential as issued (jwt_vc_json: compact JWT; dc+sd-jwt: `<jwt>~<disclosure>~…~`; ldp_vc: its JSON
+   * text; mso_mdoc: base64url IssuerSigned)
+   */
   credential: string
-  /** issuer (`iss`) */
+  /** issuer (`iss`; mso_mdoc: the document signer certificate's subject) */
   issuer: string
   /** holder DID (`sub`; for dc+sd-jwt the holder whose key is `cnf.jwk`) */
   subject: string
-  /** jwt_vc_json: the VC types; dc+sd-jwt: [vct] */
+  /** jwt_vc_json: the VC types; dc+sd-jwt: [vct]; mso_mdoc: [doctype] */
   types: string[]
-  /** jwt_vc_json: credentialSubject; dc+sd-jwt: every disclosed claim but the registered ones */
+  /**
+   * jwt_vc_json: credentialSubject; dc+sd-jwt: every disclosed claim but the registered ones; mso_mdoc: every
+   * element by namespace (`{"org.iso.18013.5.1": {"family_name": …}}`)
+   */
   credentialSubject: Record<string, unknown>
   /** dc+sd-jwt: the credential type */
   vct?: string
+  /** mso_mdoc: the document type (ISO 18013-5 docType, `org.iso.18013.5.1.mDL`) */
+  doctype?: string
   issuedAt?: string
   expiresAt?: string
   /** the OpenID4VCI credential issuer it came from */

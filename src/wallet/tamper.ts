@@ -13,11 +13,14 @@
 import type { TxCode } from '@sphereon/oid4vci-common'
 import type { DiSigner } from '../shared/data-integrity.ts'
 import type { JwsAlg } from '../shared/did-key.ts'
+import type { Oid4vpHandover } from '../shared/mdoc.ts'
 import {
   corruptIssuerSignature,
   corruptProofValue,
+  type DeviceSigner,
   type ForeignKey,
   flipLastBit,
+  freshDeviceSigner,
   freshDidKey,
   freshEncryptionKey,
   freshKid,
@@ -25,13 +28,16 @@ import {
   keySigner,
   legacyFormat,
   lyingSubmission,
+  type MdocElements,
   type PresentationSubmission,
   publicJwkOfKid,
   randomNonce,
   selfIssueCopy,
   tamperCredential,
   tamperDisclosure,
+  tamperValue,
   withAccessTokenInQuery,
+  withExtraElement,
   withoutPrefix,
   wrongTxCode,
 } from './defects.ts'
@@ -43,6 +49,7 @@ import {
   type PresentationMisbehaviour,
   UNKNOWN_ID_SUFFIX,
   WRONG_AUDIENCE,
+  WRONG_RESPONSE_URI_SUFFIX,
 } from './misbehaviour.ts'
 import {
   type LdPresenter,
@@ -168,6 +175,21 @@ interface Points {
   'kb.payload': [value: Record<string, unknown>, ctx: { wrongAudience: string | undefined }]
   /** what signs the KB-JWT: the holder key the credential's cnf names */
   'kb.signer': [value: KeySigner, ctx: undefined]
+  // --- OpenID4VP 1.0, an mdoc's DeviceResponse (presentation-mdoc.ts, Appendix B.2.6) --------------------------
+  /** what the SessionTranscript's OpenID4VPHandover binds: client_id, nonce, jwkThumbprint, response_uri */
+  'mdoc.handover': [value: Oid4vpHandover, ctx: undefined]
+  /** the elements disclosed by namespace, and the one added beyond the query */
+  'mdoc.disclose': [
+    value: { disclose: Record<string, string[]>; extra?: { namespace: string; element: string } },
+    ctx: { held: MdocElements },
+  ]
+  /** an IssuerSignedItem whose value is changed after selection (undefined: none) */
+  'mdoc.tamper': [
+    value: { namespace: string; element: string; value: unknown } | undefined,
+    ctx: { disclosed: readonly { namespace: string; element: string; value: unknown }[] },
+  ]
+  /** what signs DeviceAuthentication: the holder key the MSO's deviceKey is */
+  'mdoc.signer': [value: DeviceSigner, ctx: undefined]
 }
 
 export type TamperPoint = keyof Points
@@ -502,6 +524,53 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
       return mode
     },
     'response.encryption': (encryption) => ({ ...encryption, jwk: freshEncryptionKey(encryption.jwk) }),
+  },
+  'mdoc-wrong-nonce': {
+    // 1.0 §B.2.6.1: the SessionTranscript's OpenID4VPHandover binds the request's nonce; here 32 random bytes
+    'mdoc.handover': (handover) => ({ ...handover, nonce: randomNonce() }),
+    'response.forgetNonce': on,
+  },
+  'mdoc-wrong-client-id': {
+    // 1.0 §B.2.6.1, §14.10: the handover binds the full client_id; here without its prefix
+    'mdoc.handover': (handover) => ({ ...handover, clientId: withoutPrefix(handover.clientId) }),
+  },
+  'mdoc-wrong-response-uri': {
+    // 1.0 §B.2.6.1: the handover binds the response_uri the answer is posted to; here another URI of its origin
+    'mdoc.handover': (handover) => ({
+      ...handover,
+      responseUri: `${handover.responseUri.replace(/\/$/, '')}${WRONG_RESPONSE_URI_SUFFIX}`,
+    }),
+  },
+  'mdoc-tampered-element': {
+    // ISO 18013-5 §9.3.1: every IssuerSignedItem's digest is in the MSO; the first disclosed one's value
+    // changed after issuance (digestID, random and identifier kept)
+    'mdoc.tamper': (_, { disclosed }) => {
+      const first = disclosed[0]
+      if (!first) {
+        throw new WalletUsageError(
+          "'mdoc-tampered-element' needs a disclosed element, but the credential query selects none",
+        )
+      }
+      return { namespace: first.namespace, element: first.element, value: tamperValue(first.value) }
+    },
+  },
+  'mdoc-extra-element': {
+    // 1.0 §6.4.1: only the elements the query selects are disclosed; one more (the first the mdoc has that is
+    // not selected)
+    'mdoc.disclose': ({ disclose }, { held }) => {
+      const added = withExtraElement(disclose, held)
+      if (!added) {
+        throw new WalletUsageError(
+          "'mdoc-extra-element': the credential query already selects every element of the mdoc; there is none to add",
+        )
+      }
+      return added
+    },
+  },
+  'mdoc-foreign-device-key': {
+    // ISO 18013-5 §9.1.3.6: DeviceAuthentication is signed by the MSO's deviceKey; here by a fresh key of the
+    // same algorithm (the SessionTranscript and the disclosed items correct)
+    'mdoc.signer': (signer) => freshDeviceSigner(signer.alg),
   },
 }
 

@@ -10,6 +10,7 @@ import type { DiSigner } from '../shared/data-integrity.ts'
 import { type JwsAlg, resolveDidKey } from '../shared/did-key.ts'
 import { isObject } from '../shared/json.ts'
 import { decodeJws } from '../shared/jws.ts'
+import { MDOC_FORMAT } from '../shared/mdoc.ts'
 import { SD_JWT_VC_TYP } from '../shared/wire.ts'
 import {
   type AgentHandle,
@@ -21,6 +22,7 @@ import {
   type WalletAgent,
 } from './agent.ts'
 import { CredentialStatusError, ReceiptStatusChecker } from './credential-status.ts'
+import type { DeviceSigner } from './defects.ts'
 import { WalletProtocolError, WalletUsageError } from './errors.ts'
 import { type FetchLike, type HttpLimits, httpLimits, type WalletHttp } from './http.ts'
 import {
@@ -34,6 +36,7 @@ import {
 } from './issuance.ts'
 import type { IssuanceProtocol } from './issuance-v1.ts'
 import { loadX509 } from './lazy.ts'
+import { MdocReceiveError, parseReceivedMdoc, verifyReceivedMdoc } from './mdoc-receive.ts'
 import {
   assertMisbehaviours,
   assertPresentationMisbehaviours,
@@ -447,6 +450,9 @@ export class Wallet implements WalletContext, PresentationContext {
     if (session.presentationDefinition) {
       this.diSigner() // a WalletUsageError for a holder key that cannot make the di_vp proof
       present = await session.selectCredentials(opts.share)
+    } else {
+      // a WalletUsageError for a holder key the configuration's jwt proof (an mdoc's device key: ES256) refuses
+      session.assertHolderKey()
     }
     const token = await session.token({
       ...(opts.txCode !== undefined && { txCode: opts.txCode }),
@@ -691,6 +697,33 @@ export class Wallet implements WalletContext, PresentationContext {
     }
   }
 
+  /**
+   * The holder key as an mdoc's device signature makes it (COSE_Sign1 over DeviceAuthentication, ISO 18013-5
+   * §9.1.3.6): the raw bytes signed through the Veramo KMS, ES256 (IEEE P1363 r||s) for a P-256 holder, EdDSA
+   * for an Ed25519 one; a secp256k1 key signs no mdoc (WalletUsageError).
+   */
+  deviceSigner(): DeviceSigner {
+    const { agent, holder } = this
+    const alg = holder.keyType === 'P-256' ? 'ES256' : holder.keyType === 'Ed25519' ? 'EdDSA' : undefined
+    if (!alg) {
+      throw new WalletUsageError(
+        `an mdoc device signature is ES256 (OpenID4VP 1.0 Appendix B.2.4, HAIP) or EdDSA; this wallet holds a ${holder.keyType} key: use a P-256 wallet (--key-type P-256)`,
+      )
+    }
+    return {
+      alg,
+      async sign(toBeSigned: Uint8Array): Promise<Uint8Array> {
+        const signature = await agent.keyManagerSign({
+          keyRef: holder.keyRef,
+          data: Buffer.from(toBeSigned).toString('hex'),
+          algorithm: holder.alg,
+          encoding: 'base16',
+        })
+        return new Uint8Array(Buffer.from(signature, 'base64url'))
+      },
+    }
+  }
+
   /** The holder's private JWK, read from the KMS; only the 'jwk-with-private-key' misbehaviour uses it. */
   async privateJwk(): Promise<JsonWebKey> {
     return privateJwkFromHex(this.keyType, await exportPrivateKeyHex(this.handle, this.holder))
@@ -749,7 +782,7 @@ export class Wallet implements WalletContext, PresentationContext {
    * Verifies each credential and stores them all, or none. jwt_vc_json: validity period (`nbf`, `exp`,
    * `expirationDate` / `validUntil`), Veramo's signature check against the issuer's did:key, holder binding
    * (`sub` and `credentialSubject.id` are this holder); with `origin.checkStatus` (receipt through an
-   * IssuanceSession) its Bitstring status lists. dc+sd-jwt: acceptSdJwt. Every refusal is a
+   * IssuanceSession) its Bitstring status lists. dc+sd-jwt: acceptSdJwt. mso_mdoc: acceptMdoc. Every refusal is a
    * WalletProtocolError of step `verify` naming the rule. The careless wallet (trustEverything) only parses.
    */
   async accept(credentials: unknown[], origin: CredentialOrigin): Promise<StoredCredential[]> {
@@ -759,6 +792,7 @@ export class Wallet implements WalletContext, PresentationContext {
       jwt_vc_json: () => this.acceptJwtVc(credentials, origin),
       [SD_JWT_VC_TYP]: () => this.acceptSdJwt(credentials, origin),
       ldp_vc: () => this.acceptLdVc(credentials, origin),
+      [MDOC_FORMAT]: () => this.acceptMdoc(credentials, origin),
     }
     return receivers[format]()
   }
@@ -994,6 +1028,64 @@ export class Wallet implements WalletContext, PresentationContext {
         credentialSubject: received.claims,
         ...(received.issuedAt && { issuedAt: received.issuedAt }),
         ...(received.expiresAt && { expiresAt: received.expiresAt }),
+        credentialIssuer: origin.credentialIssuer,
+        configurationId: origin.configurationId,
+        receivedAt: new Date().toISOString(),
+      })
+    }
+    return this.keep(accepted)
+  }
+
+  /**
+   * ISO mdocs (mso_mdoc, OpenID4VCI 1.0 Appendix A.2): base64url IssuerSigned, verified with the format's reader
+   * (mdoc-receive.ts: validity period, issuerAuth's x5chain to the wallet's trust anchors — the issuer's IACA —
+   * its signature and every digest, the configuration's doctype) and bound to this holder (the MSO's deviceKey
+   * is its key); with `origin.checkStatus` the MSO's Token Status List entry; stored all, or none. The careless
+   * wallet (trustEverything) only reads the elements.
+   */
+  private async acceptMdoc(credentials: unknown[], origin: CredentialOrigin): Promise<StoredCredential[]> {
+    const { fail, status } = this.receipt(origin)
+    const accepted: StoredCredential[] = []
+    for (const [index, credential] of credentials.entries()) {
+      if (typeof credential !== 'string') {
+        fail(
+          'unsupported_credential_format',
+          `credentials[${index}] is not an mso_mdoc string (base64url IssuerSigned, OpenID4VCI 1.0 Appendix A.2.4)`,
+        )
+      }
+      let received: Awaited<ReturnType<typeof verifyReceivedMdoc>>
+      try {
+        received = this.trustEverything
+          ? await parseReceivedMdoc(credential)
+          : await verifyReceivedMdoc(credential, {
+              holderDid: this.did,
+              docType: origin.doctype,
+              trustAnchors: this.trustAnchors,
+            })
+      } catch (error) {
+        if (!(error instanceof MdocReceiveError)) throw error
+        return fail(error.code, `credentials[${index}]: ${error.message}`)
+      }
+      const reference = received.status
+      if (status && reference) {
+        const { issuer, issuerKey } = received
+        await this.statusOrFail(
+          () => status.checkTokenStatus({ status: { status_list: { ...reference } } }, issuer, issuerKey),
+          index,
+          origin.status,
+        )
+      }
+      accepted.push({
+        id: received.id,
+        format: MDOC_FORMAT,
+        credential: credential as string,
+        issuer: received.issuer,
+        subject: this.did,
+        types: [received.docType],
+        doctype: received.docType,
+        credentialSubject: received.namespaces,
+        issuedAt: received.validFrom,
+        expiresAt: received.validUntil,
         credentialIssuer: origin.credentialIssuer,
         configurationId: origin.configurationId,
         receivedAt: new Date().toISOString(),

@@ -63,9 +63,9 @@ export interface RequestedCredential {
   id: string
   /** The formats it may come in: the descriptor's (else the definition's) format names, or the query's format. */
   formats: string[]
-  /** The credential types asked for: the descriptor's type, DCQL `meta.vct_values`, or each `meta.type_values`' last element. */
+  /** The credential types asked for: the descriptor's type, DCQL `meta.vct_values`, `meta.doctype_value` (mdoc), or each `meta.type_values`' last element. */
   types: string[]
-  /** Claims asked for, as dotted paths: `credentialSubject.…` (pe, jwt_vc_json) or the SD-JWT VC claim (dc+sd-jwt). */
+  /** Claims asked for, as dotted paths: `credentialSubject.…` (pe, jwt_vc_json), the SD-JWT VC claim (dc+sd-jwt), or `<namespace>.<element>` (mso_mdoc). */
   claims: string[]
 }
 
@@ -259,13 +259,15 @@ function credentialQueryRequested(query: unknown): RequestedCredential {
   const q = record(query)
   const meta = record(q.meta)
   const vct = strings(meta.vct_values)
+  // Appendix B.2.3: an mdoc query names its doctype
+  const doctype = typeof meta.doctype_value === 'string' ? [meta.doctype_value] : []
   const typeValues = list(meta.type_values)
     .map((t) => strings(t).at(-1))
     .filter((t): t is string => t !== undefined)
   return {
     id: String(q.id ?? ''),
     formats: typeof q.format === 'string' ? [q.format] : [],
-    types: vct.length > 0 ? vct : typeValues,
+    types: vct.length > 0 ? vct : doctype.length > 0 ? doctype : typeValues,
     // §7: a path element is a claim name, an array index, or null for every element of an array.
     claims: list(q.claims).map((c) =>
       list(record(c).path)

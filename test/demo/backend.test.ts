@@ -627,6 +627,12 @@ describe('demo: building blocks', () => {
             format: 'jwt_vc_json',
             meta: { type_values: [['VerifiableCredential', 'UniversityDegreeCredential']] },
           },
+          {
+            id: 'mdl',
+            format: 'mso_mdoc',
+            meta: { doctype_value: 'org.iso.18013.5.1.mDL' },
+            claims: [{ path: ['org.iso.18013.5.1', 'family_name'], intent_to_retain: false }],
+          },
         ],
       },
     })
@@ -640,8 +646,19 @@ describe('demo: building blocks', () => {
           claims: ['address.locality', 'nationalities.*'],
         },
         { id: 'degree', formats: ['jwt_vc_json'], types: ['UniversityDegreeCredential'], claims: [] },
+        // Appendix B.2: the doctype, and each element as namespace.element
+        {
+          id: 'mdl',
+          formats: ['mso_mdoc'],
+          types: ['org.iso.18013.5.1.mDL'],
+          claims: ['org.iso.18013.5.1.family_name'],
+        },
       ],
     })
+    assert.equal(
+      requestedText(dcql.requested[2] as never),
+      'mdl; type org.iso.18013.5.1.mDL; format mso_mdoc; claims org.iso.18013.5.1.family_name',
+    )
     assert.equal(
       requestedText(dcql.requested[0] as never),
       'pid; type https://issuer.example/vct/Pid; format dc+sd-jwt; claims address.locality, nationalities.*',

@@ -115,12 +115,13 @@ describe('the format registry', () => {
   test('ids and aliases name one format each; the wire names resolve', () => {
     const names = FORMATS.flatMap((f) => [f.id, ...f.aliases])
     assert.equal(new Set(names).size, names.length, `a name is used twice: ${names.join(', ')}`)
-    assert.deepEqual([...FORMAT_IDS], ['jwt_vc_json', 'dc+sd-jwt', 'ldp_vc'])
+    assert.deepEqual([...FORMAT_IDS], ['jwt_vc_json', 'dc+sd-jwt', 'ldp_vc', 'mso_mdoc'])
     assert.equal(formatNamed('jwt_vc')?.id, 'jwt_vc_json')
     // section 2.8 names the Linked Data credential format `ldp`
     assert.equal(formatNamed('ldp')?.id, 'ldp_vc')
     assert.equal(formatNamed('vc+sd-jwt')?.id, 'dc+sd-jwt')
-    assert.equal(formatNamed('mso_mdoc'), undefined)
+    assert.equal(formatNamed('mso_mdoc')?.id, 'mso_mdoc')
+    assert.equal(formatNamed('ac_vc'), undefined)
     assert.equal(issuedFormat(undefined).id, 'jwt_vc_json')
   })
 
@@ -133,10 +134,11 @@ describe('the format registry', () => {
         [format.id],
         `${format.id} names itself in vp_formats_supported`,
       )
-      assert.equal(format.dcql.claimPath(['a', 'b']).slice(-2).join('.'), 'a.b')
+      assert.equal(format.dcql.claimPath(['a', 'b'], 'VerifiableId').slice(-2).join('.'), 'a.b')
       const meta = format.dcql.meta('VerifiableId', () => ['https://x.example/vct'])
       assert.equal(typeof meta, 'object', `${format.id} builds a credential query meta`)
-      assert.ok(format.issuance.bindingMethods.includes('did:key'))
+      // an mdoc's holder key is a COSE key (Appendix A.2), every other format's a did:key
+      assert.ok(format.issuance.bindingMethods.includes(format.id === 'mso_mdoc' ? 'cose_key' : 'did:key'))
     }
     assert.equal(
       formatNamed('dc+sd-jwt')?.dcql.meta('VerifiableId', () => []),

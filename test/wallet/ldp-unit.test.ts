@@ -155,7 +155,7 @@ async function refusedAtReceipt(
 async function readVp(vp: unknown) {
   const read = ldpVp.read(JSON.stringify(vp), { algorithms: [] })
   const proof = await read.verifyProof()
-  const binding = read.verifyBinding({
+  const binding = await read.verifyBinding({
     nonce: NONCE,
     audience: CLIENT_ID,
     nonceRole: 'the nonce of this request',

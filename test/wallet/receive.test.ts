@@ -700,7 +700,7 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
       step: 'credential',
       status: 400,
       error: 'invalid_proof',
-      description: /^proof JWT alg "none" is not allowed; use one of EdDSA, ES256, ES256K$/,
+      description: /^proof JWT alg "none" is not allowed; use one of EdDSA, ES256, ES256K\b/,
     },
     'replayed-code': {
       step: 'token',

@@ -24,7 +24,6 @@ export const jwtVcJsonFormat: FormatModule<'jwt_vc_json'> = {
     return isObject(payload.vc) ? payload.vc : payload
   }),
   issuance: {
-    claimsRoot: ['credentialSubject'],
     bindingMethods: ['did:key'],
     dataIntegrityProofs: true,
     signingAlgValues: ({ signingAlg }) => [signingAlg],

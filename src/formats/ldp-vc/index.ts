@@ -31,7 +31,6 @@ export const ldpVcFormat: FormatModule<'ldp_vc'> = {
     return vc
   }),
   issuance: {
-    claimsRoot: ['credentialSubject'],
     bindingMethods: ['did:key'],
     dataIntegrityProofs: true,
     x5cIssuer: false,

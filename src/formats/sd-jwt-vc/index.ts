@@ -51,7 +51,6 @@ export const sdJwtVcFormat: FormatModule<typeof SD_JWT_VC_TYP> = {
     },
   },
   issuance: {
-    claimsRoot: [],
     // An SD-JWT VC binds the key itself (cnf.jwk): a did:key kid or a bare jwk in the proof both work.
     bindingMethods: ['jwk', 'did:key'],
     dataIntegrityProofs: false,

@@ -5,8 +5,9 @@ import { fileURLToPath } from 'node:url'
 import type { ErrorObject, ValidateFunction } from 'ajv'
 import { ldProofProblem } from '../../formats/ldp-vc/issue.ts'
 import { DEFAULT_DCQL_FORMAT, FORMATS, formatNamed, isFormatId } from '../../formats/registry.ts'
+import { MDOC_FORMAT } from '../../shared/mdoc.ts'
 import { parseCertificates } from '../../shared/x509.ts'
-import { configuredVerifier } from '../crypto/issuer-certificates.ts'
+import { configuredIaca, configuredVerifier } from '../crypto/issuer-certificates.ts'
 import { newAjv } from '../util/ajv.ts'
 import { forbiddenUrl, type TargetPolicy } from '../util/net-targets.ts'
 import { dcqlQueryProblems } from '../verification/dcql-query.ts'
@@ -87,6 +88,13 @@ export function parseConfig(input: unknown, source = 'configuration'): ServiceCo
       if (problem)
         problems.push(`/tenants/${t}/verificationTemplates/${i}/${problem.field}: ${problem.message}`)
     })
+    if (tenant.mdocIaca) {
+      try {
+        configuredIaca(tenant.mdocIaca)
+      } catch (error) {
+        problems.push(`/tenants/${t}/mdocIaca: ${(error as Error).message}`)
+      }
+    }
     if (tenant.verifierCertificate) {
       try {
         const { chain } = configuredVerifier(tenant.verifierCertificate)
@@ -181,9 +189,12 @@ export function issuanceTemplateProblem(template: {
   signingAlg?: string
   format?: string
   proofType?: string
+  doctype?: string
 }): { field: string; message: string } | undefined {
   const ldProblem = ldProofProblem(template)
   if (ldProblem) return ldProblem
+  const mdocProblem = mdocTemplateProblem(template)
+  if (mdocProblem) return mdocProblem
   if (template.issuerKeyBinding !== 'x5c') return undefined
   if ((template.signingAlg ?? 'EdDSA') !== 'ES256') {
     return {
@@ -196,6 +207,36 @@ export function issuanceTemplateProblem(template: {
     return {
       field: 'format',
       message: `issuerKeyBinding x5c is offered for format ${x5cFormats.join(', ')} only`,
+    }
+  }
+  return undefined
+}
+
+/**
+ * An mso_mdoc template: its document signer certifies the tenant's P-256 key under the tenant's IACA (ISO
+ * 18013-5 Annex B; HAIP: ES256), and `doctype` means nothing to the other formats.
+ */
+function mdocTemplateProblem(template: {
+  format?: string
+  signingAlg?: string
+  doctype?: string
+  issuerKeyBinding?: string
+}): { field: string; message: string } | undefined {
+  if (template.format !== MDOC_FORMAT) {
+    return template.doctype === undefined
+      ? undefined
+      : { field: 'doctype', message: `is only meaningful with format ${MDOC_FORMAT}` }
+  }
+  if (template.signingAlg !== 'ES256') {
+    return {
+      field: 'signingAlg',
+      message: `${MDOC_FORMAT} needs signingAlg ES256: a document signer certificate of the tenant's IACA certifies its P-256 key (ISO 18013-5 Annex B, HAIP), not ${template.signingAlg ?? 'EdDSA'}`,
+    }
+  }
+  if (template.issuerKeyBinding === 'x5c') {
+    return {
+      field: 'issuerKeyBinding',
+      message: `${MDOC_FORMAT} always names its document signer by an x5chain to the tenant's IACA; leave issuerKeyBinding out`,
     }
   }
   return undefined

@@ -61,8 +61,10 @@ export const WebhookPreviousSecrets = Type.Array(WebhookSecret, {
 })
 
 const CredentialTypeName = Type.String({
-  pattern: '^[A-Za-z][A-Za-z0-9_-]{0,127}$',
-  description: 'Credential type name: the last element of the credential `type` array.',
+  // dots: an mso_mdoc verification template names its credential types by doctype (org.iso.18013.5.1.mDL)
+  pattern: '^[A-Za-z][A-Za-z0-9._-]{0,127}$',
+  description:
+    'Credential type name: the last element of the credential `type` array (for mso_mdoc, the doctype).',
 })
 
 export const TxCodeOptions = Type.Object(
@@ -156,7 +158,7 @@ export const IssuanceTemplate = Type.Object(
         FORMAT_IDS,
         withDefault(DEFAULT_ISSUANCE_FORMAT, {
           description:
-            'Credential format (OpenID4VCI 1.0 Appendix A): a W3C VC as a JWT (jwt_vc_json), an IETF SD-JWT VC with selectively disclosable claims and key binding (dc+sd-jwt), or a W3C VC with an embedded Linked Data proof (ldp_vc, proofType) (docs/issuance.md).',
+            'Credential format (OpenID4VCI 1.0 Appendix A): a W3C VC as a JWT (jwt_vc_json), an IETF SD-JWT VC with selectively disclosable claims and key binding (dc+sd-jwt), or a W3C VC with an embedded Linked Data proof (ldp_vc, proofType), or an ISO mdoc (mso_mdoc, doctype) (docs/issuance.md).',
         }),
       ),
     ),
@@ -184,6 +186,14 @@ export const IssuanceTemplate = Type.Object(
         maxLength: 512,
         description:
           'dc+sd-jwt: the verifiable credential type (SD-JWT VC §3.2.2.1). Default: <credential issuer>/vct/<credentialType>.',
+      }),
+    ),
+    doctype: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$',
+        maxLength: 256,
+        description:
+          "mso_mdoc: the document type (ISO 18013-5), e.g. org.iso.18013.5.1.mDL (the default) or eu.europa.ec.eudi.pid.1 (EUDI PID). The credential's credentialSubject holds the elements, grouped by namespace (docs/issuance.md).",
       }),
     ),
     selectivelyDisclosable: Type.Optional(
@@ -287,7 +297,7 @@ export const DcqlSettings = Type.Object(
         FORMAT_IDS,
         withDefault(DEFAULT_DCQL_FORMAT, {
           description:
-            'Credential format every credential query asks for (OpenID4VP 1.0 Appendix B): dc+sd-jwt (SD-JWT VC with key binding) or jwt_vc_json.',
+            'Credential format every credential query asks for (OpenID4VP 1.0 Appendix B): dc+sd-jwt (SD-JWT VC with key binding), jwt_vc_json, ldp_vc, or mso_mdoc (ISO mdoc: each credential type is a doctype, each requested field an element, `$.credentialSubject.<namespace>.<element>` or `$.credentialSubject.<element>` in the doctype’s own namespace).',
         }),
       ),
     ),
@@ -527,10 +537,35 @@ export const VerifierCertificate = Type.Object(
 )
 export type VerifierCertificate = Static<typeof VerifierCertificate>
 
+/** A tenant's own IACA root for mdoc issuance (ISO/IEC 18013-5 Annex B.1.2). */
+export const MdocIaca = Type.Object(
+  {
+    certificate: Type.String({
+      minLength: 1,
+      maxLength: 16384,
+      description:
+        'PEM of the self-signed IACA certificate (ISO 18013-5 Annex B.1.2: basicConstraints cA pathLen 0, keyUsage keyCertSign and cRLSign, issuerAltName, a country C).',
+    }),
+    privateKey: Type.String({
+      minLength: 1,
+      maxLength: 16384,
+      description:
+        "PKCS#8 PEM of the IACA's P-256 private key: it issues the document signer certificate of the tenant's ES256 issuer key.",
+    }),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "The IACA root that certifies this tenant's mso_mdoc document signer, instead of a generated one. Default: generated on first use and persisted (GET /oid4vci/<tenant>/iaca).",
+  },
+)
+export type MdocIaca = Static<typeof MdocIaca>
+
 export const ConfigTenant = Type.Object(
   {
     id: TenantId,
     verifierCertificate: Type.Optional(VerifierCertificate),
+    mdocIaca: Type.Optional(MdocIaca),
     apiKeys: Type.Optional(Type.Array(ConfigApiKey, { default: [] })),
     issuanceTemplates: Type.Optional(Type.Array(IssuanceTemplate, { default: [] })),
     verificationTemplates: Type.Optional(Type.Array(VerificationTemplate, { default: [] })),

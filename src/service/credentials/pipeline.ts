@@ -155,6 +155,13 @@ export async function checkPresentations(
   const unreadable: string[] = []
   const read: ReadPart[] = []
   let index = 0
+  // a format whose library loads on first use (mso_mdoc) is loaded before anything is read
+  await Promise.all(
+    parts.flatMap((p) => [
+      p.presentationFormat.prepare?.(),
+      ...p.credentialFormats.map((f) => f.prepare?.()),
+    ]),
+  )
   for (const part of parts) {
     try {
       read.push({
@@ -236,7 +243,11 @@ export async function checkPresentations(
   // sessionBinding: made for this exchange and this audience, now (each format knows how it is bound).
   out.record(
     'sessionBinding',
-    read.flatMap((r) => prefixed(r.part, r.presentation.verifyBinding(ctx.session))),
+    (
+      await Promise.all(
+        read.map(async (r) => prefixed(r.part, await r.presentation.verifyBinding(ctx.session))),
+      )
+    ).flat(),
     "nonce and audience are this exchange's",
   )
 

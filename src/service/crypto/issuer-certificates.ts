@@ -2,14 +2,18 @@ import { createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
 import { isIP } from 'node:net'
 import {
   certificatePem,
+  DS_MAX_DAYS,
+  generateIaca,
   generateTestCa,
   issueCertificate,
+  issueDocumentSigner,
+  mdocCertificateProblems,
   parseCertificates,
   subjectAltNames,
   x5cOf,
   x509Hash,
 } from '../../shared/x509.ts'
-import type { VerifierCertificate } from '../config/schema.ts'
+import type { MdocIaca, VerifierCertificate } from '../config/schema.ts'
 import { ConflictError, type Store } from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
@@ -23,6 +27,8 @@ import type { TenantKey } from './tenant-keys.ts'
 const DAY = 86_400_000
 /** The test CA's and its leaves' validity: long, so a persisted chain does not lapse under a demo. */
 const VALIDITY_DAYS = 3650
+/** A new mdoc document signer certificate this often (each valid DS_MAX_DAYS). */
+const DS_RENEWAL_DAYS = 365
 
 /** How a template's credentials name their issuer key: an x5c chain and the issuer URL it certifies. */
 export interface X5cBinding {
@@ -45,7 +51,11 @@ export interface VerifierChain {
 }
 
 /** An issuer key as a template signs with it: did:key, or with an x5c chain. */
-export type SigningKey = TenantKey & { x5c?: X5cBinding }
+export type SigningKey = TenantKey & {
+  x5c?: X5cBinding
+  /** mso_mdoc: the document signer certificate of this key (standard base64 DER), issued by the tenant's IACA. */
+  mdocChain?: string[]
+}
 
 interface Ca {
   certificate: Buffer
@@ -56,12 +66,104 @@ export class IssuerCertificates {
   private readonly cas = new Map<string, Promise<Ca>>()
   private readonly leaves = new Map<string, Promise<X5cBinding>>()
   private readonly verifierLeaves = new Map<string, Promise<VerifierChain>>()
+  private readonly iacas = new Map<string, Promise<Ca>>()
+  private readonly signers = new Map<string, Promise<string[]>>()
 
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly urls: PublicUrls,
+    /** Tenants whose configuration names their own IACA (tenants[].mdocIaca), read at start-up. */
+    private readonly configuredIacas: ReadonlyMap<string, Ca> = new Map(),
   ) {}
+
+  /** The tenant's IACA certificate as PEM (created on first use); undefined for an unknown tenant. */
+  async iacaPem(tenantId: string): Promise<string | undefined> {
+    if (!this.iacas.has(tenantId) && !(await this.store.tenants.get(tenantId))) return undefined
+    return certificatePem((await this.iaca(tenantId)).certificate)
+  }
+
+  /**
+   * The document signer certificate of `key` (the tenant's ES256 issuer key), issued by the tenant's IACA
+   * (ISO 18013-5 Annex B.1.4) and persisted on first use: an mdoc's issuerAuth x5chain. The same key signs
+   * the tenant's ES256 status lists, so a verifier finds the status list signed by the key that signed the MSO.
+   */
+  mdocChain(tenantId: string, key: TenantKey): Promise<string[]> {
+    // Annex B.1.4 limits a DS to 457 days: one is issued per year (its `period`), so the one in use always
+    // has three months or more to run; the credentials it signs end no later than it does (shared/mdoc.ts).
+    const period = Math.floor(this.clock.now() / (DS_RENEWAL_DAYS * DAY))
+    const cacheKey = `${tenantId}\u0000${period}`
+    let chain = this.signers.get(cacheKey)
+    if (!chain) {
+      chain = this.documentSigner(tenantId, key, period)
+      chain.catch(() => this.signers.delete(cacheKey))
+      this.signers.set(cacheKey, chain)
+    }
+    return chain
+  }
+
+  private async documentSigner(tenantId: string, key: TenantKey, period: number): Promise<string[]> {
+    const iaca = await this.iaca(tenantId)
+    const iacaUntil = parseCertificates(iaca.certificate, 'IACA certificate')[0]?.notAfter.getTime() ?? 0
+    // Stored beside the issuer leaves, under a name of its IACA and period: a configured IACA gets its own DS.
+    const name = `mdoc document signer ${x509Hash(iaca.certificate)} ${period}`
+    const record = await this.persistedLeaf(tenantId, key.alg, name, async (_ca, now) =>
+      issueDocumentSigner({
+        iaca,
+        publicKey: createPublicKey(key.privateKey),
+        commonName: `vc-harness document signer ${tenantId}`,
+        uri: this.urls.credentialIssuer(tenantId),
+        notBefore: new Date(now - DAY),
+        // never past its IACA (RFC 5280: the path is invalid once the root expired)
+        notAfter: new Date(Math.min(now - DAY + DS_MAX_DAYS * DAY, iacaUntil)),
+      }),
+    )
+    return [record]
+  }
+
+  private iaca(tenantId: string): Promise<Ca> {
+    const configured = this.configuredIacas.get(tenantId)
+    if (configured) return Promise.resolve(configured)
+    let iaca = this.iacas.get(tenantId)
+    if (!iaca) {
+      iaca = this.loadIaca(tenantId)
+      iaca.catch(() => this.iacas.delete(tenantId))
+      this.iacas.set(tenantId, iaca)
+    }
+    return iaca
+  }
+
+  private async loadIaca(tenantId: string): Promise<Ca> {
+    let record = await this.store.issuerCertificates.getIaca(tenantId)
+    if (!record) {
+      const iaca = await generateIaca({
+        commonName: `vc-harness IACA (${tenantId})`,
+        uri: this.urls.credentialIssuer(tenantId),
+        now: this.clock.now(),
+        validityDays: VALIDITY_DAYS,
+      })
+      try {
+        await this.store.issuerCertificates.createIaca({
+          tenantId,
+          privateJwk: iaca.privateKey.export({ format: 'jwk' }) as JsonWebKey,
+          certificate: iaca.certificate.toString('base64'),
+          createdAt: this.clock.now(),
+        })
+      } catch (error) {
+        // Another process created it first: use theirs, so every mdoc of the tenant ends in one IACA.
+        if (!(error instanceof ConflictError)) throw error
+      }
+      record = await this.store.issuerCertificates.getIaca(tenantId)
+      if (!record) throw new Error(`IACA of tenant ${tenantId} missing after creation`)
+    }
+    return {
+      certificate: Buffer.from(record.certificate, 'base64'),
+      privateKey: createPrivateKey({
+        key: record.privateJwk as import('node:crypto').JsonWebKey,
+        format: 'jwk',
+      }),
+    }
+  }
 
   /** The tenant's CA certificate as PEM (created on first use); undefined for an unknown tenant. */
   async trustAnchorPem(tenantId: string): Promise<string | undefined> {
@@ -203,6 +305,34 @@ export class IssuerCertificates {
     )
     return { x5c: x5cOf([record]), issuer }
   }
+}
+
+/**
+ * A configured IACA (tenants[].mdocIaca), read once at start-up; throws an Error naming what is wrong: the
+ * certificate must fit ISO 18013-5 Annex B.1.2 and the key must be its P-256 key.
+ */
+export function configuredIaca(config: MdocIaca): Ca {
+  const [certificate] = parseCertificates(config.certificate, 'certificate')
+  if (!certificate) throw new Error('certificate holds no certificate')
+  const problems = mdocCertificateProblems(config.certificate, 'iaca')
+  if (problems.length > 0)
+    throw new Error(`certificate is no IACA (ISO 18013-5 Annex B.1.2): ${problems.join('; ')}`)
+  let privateKey: KeyObject
+  try {
+    privateKey = createPrivateKey(config.privateKey)
+  } catch (error) {
+    throw new Error(`privateKey is not a PEM private key: ${(error as Error).message}`)
+  }
+  const key = createPublicKey({
+    key: Buffer.from(certificate.publicKey.rawData),
+    format: 'der',
+    type: 'spki',
+  })
+  if (privateKey.asymmetricKeyType !== 'ec' || privateKey.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
+    throw new Error('privateKey must be a P-256 key')
+  }
+  if (!key.equals(createPublicKey(privateKey))) throw new Error("privateKey is not the certificate's key")
+  return { certificate: Buffer.from(certificate.rawData), privateKey }
 }
 
 /** A configured verifier chain (tenants[].verifierCertificate), read once at start-up. */

@@ -1,9 +1,11 @@
-import { randomBytes } from 'node:crypto'
+import { type JsonWebKey, randomBytes } from 'node:crypto'
 import type { FormatId } from '../../formats/registry.ts'
 import { didKeyFromPublicKey, generateKeyPair, type JwsAlg } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { decodeJws, signInput } from '../../shared/jws.ts'
+import { MDOC_FORMAT, reissueMdoc, tamperMdocElement } from '../../shared/mdoc.ts'
 import { SD_JWT_VC_TYP } from '../../shared/wire.ts'
+import { generateTestCa, issueCertificate } from '../../shared/x509.ts'
 import type { SigningKey } from '../crypto/issuer-certificates.ts'
 import { AppError } from '../errors/problem.ts'
 import type { CredentialHandOut, IssuedWith, WireCredential } from '../oid4vci/service.ts'
@@ -66,18 +68,23 @@ function tamperDisclosure(tail: string[]): string[] {
 
 /** Whether `fault` can be applied to credentials of `format`: a runner's mistake is named, not ignored. */
 export function issuanceFaultProblem(fault: string | undefined, format: Format): AppError | undefined {
-  // The re-signing faults rewrite a JWT; an ldp_vc's embedded proof is not one (revocation works for it).
+  // The re-signing faults rewrite a JWT or an mdoc's MSO; an ldp_vc's embedded proof is neither (revocation works for it).
   if (format === 'ldp_vc' && fault !== undefined && RESIGNING_FAULTS.includes(fault)) {
     return new AppError(
       'conflict',
       `fault ${fault} rewrites JWT-secured credentials (jwt_vc_json, ${SD_JWT_VC_TYP}); this template issues ldp_vc`,
     )
   }
-  if (fault === 'sd-jwt-tampered-disclosure' && format !== SD_JWT_VC_TYP) {
-    return new AppError(
-      'conflict',
-      `fault ${fault} applies to ${SD_JWT_VC_TYP} credentials only; this template issues ${format}`,
-    )
+  for (const [only, own] of [
+    ['sd-jwt-tampered-disclosure', SD_JWT_VC_TYP],
+    ['mdoc-digest-mismatch', MDOC_FORMAT],
+  ] as const) {
+    if (fault === only && format !== own) {
+      return new AppError(
+        'conflict',
+        `fault ${fault} applies to ${own} credentials only; this template issues ${format}`,
+      )
+    }
   }
   return undefined
 }
@@ -126,6 +133,11 @@ export class CredentialFaults implements CredentialHandOut {
     if (fault === 'credential-revoked') {
       await this.revoke(context.processId)
       return credentials
+    }
+    if (context.format === MDOC_FORMAT) {
+      return Promise.all(
+        credentials.map((c) => (typeof c === 'string' ? this.transformMdoc(fault, c, context) : c)),
+      )
     }
     // issuanceFaultProblem refused the re-signing faults for ldp_vc objects; what is left keeps them as they are
     return credentials.map((credential) =>
@@ -187,6 +199,46 @@ export class CredentialFaults implements CredentialHandOut {
         }
         return join(resign(jwt, changed, alg, key.privateKey))
       }
+      default:
+        return credential
+    }
+  }
+
+  /** The faults on an mdoc: its MSO changed and signed again, or an element changed under it. */
+  private async transformMdoc(fault: string, credential: string, { key }: HandOut): Promise<string> {
+    if (!key.mdocChain) throw new Error('an mso_mdoc template signs with a document signer chain')
+    const genuine = { privateKey: key.privateKey, x5chain: key.mdocChain }
+    const now = this.deps.clock.now()
+    switch (fault) {
+      // ISO 18013-5 §9.3.1: issuerAuth's x5chain must lead to a trusted IACA; this DS is under a stranger's.
+      case 'credential-foreign-signature': {
+        const stranger = await generateTestCa({ name: 'CN=vc-harness stranger IACA, C=UT', now })
+        const pair = generateKeyPair('ES256')
+        const ds = await issueCertificate({
+          issuer: stranger,
+          publicKey: pair.publicKey,
+          subject: 'CN=vc-harness stranger document signer, C=UT',
+        })
+        return reissueMdoc(credential, {}, { privateKey: pair.privateKey, x5chain: [ds.toString('base64')] })
+      }
+      // OpenID4VCI 1.0 §8.2.1, ISO 18013-5 §9.1.2.4: the MSO's deviceKey must be the key the wallet proved.
+      case 'credential-other-holder':
+        return reissueMdoc(credential, { deviceKey: otherHolder('ES256').publicJwk as JsonWebKey }, genuine)
+      // ISO 18013-5 §9.3.1: validityInfo.validUntil must not have passed.
+      case 'credential-expired':
+        return reissueMdoc(
+          credential,
+          {
+            validity: {
+              signed: new Date(now - 7_200_000),
+              validFrom: new Date(now - 7_200_000),
+              validUntil: new Date(now - 3_600_000),
+            },
+          },
+          genuine,
+        )
+      case 'mdoc-digest-mismatch':
+        return tamperMdocElement(credential)
       default:
         return credential
     }

@@ -4,6 +4,7 @@ import { KNOWN_CONTEXTS } from '../../formats/ldp-vc/contexts.ts'
 import { signSdJwtVc } from '../../formats/sd-jwt-vc/issue.ts'
 import type { FormatModule, StatusAllocation } from '../../formats/types.ts'
 import { isObject } from '../../shared/json.ts'
+import { MDL_DOCTYPE } from '../../shared/mdoc.ts'
 import type { IssuanceTemplate } from '../config/schema.ts'
 import type { SigningKey } from '../crypto/issuer-certificates.ts'
 import { AppError } from '../errors/problem.ts'
@@ -193,22 +194,35 @@ export function vctOf(template: TemplateRecord<'issuance'>, urls: PublicUrls): s
   return template.body.vct ?? urls.defaultVct(template.tenantId, template.body.credentialType)
 }
 
+/** The doctype of an mso_mdoc template: its own, or the mDL's. */
+export const doctypeOf = (template: TemplateRecord<'issuance'>): string =>
+  template.body.doctype ?? MDL_DOCTYPE
+
+/** How a template names what it issues, in every format's terms (metadata, draft-13/14 requests). */
+export const namingOf = (template: TemplateRecord<'issuance'>, urls: PublicUrls) => ({
+  credentialType: template.body.credentialType,
+  vct: vctOf(template, urls),
+  doctype: doctypeOf(template),
+})
+
 export const vcTime = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
 
 export type { JwtProof }
 
 /**
  * The credential as a wallet receives it (OpenID4VCI 1.0 §8.3 `credential`): a JWT-secured one as its
- * compact form, an ldp_vc as the JSON object with its embedded proof.
+ * compact form, an mdoc as its base64url IssuerSigned (Appendix A.2.4), an ldp_vc as the JSON object with
+ * its embedded proof.
  */
 export function wireCredential(issued: IssuedCredential): string | Record<string, unknown> {
-  return jwtOf(issued) ?? issued
+  return encodedOf(issued) ?? issued
 }
 
-/** The compact form of a JWT-secured credential (jwt_vc_json, dc+sd-jwt); undefined for an ldp_vc. */
-export function jwtOf(issued: { proof: IssuedCredential['proof'] }): string | undefined {
+/** The encoded form of a credential (jwt_vc_json, dc+sd-jwt: compact JWS; mso_mdoc: base64url CBOR); undefined for an ldp_vc. */
+export function encodedOf(issued: { proof: IssuedCredential['proof'] }): string | undefined {
   const { proof } = issued
-  return 'jwt' in proof && typeof proof.jwt === 'string' ? proof.jwt : undefined
+  if ('jwt' in proof && typeof proof.jwt === 'string') return proof.jwt
+  return 'mdoc' in proof && typeof proof.mdoc === 'string' ? proof.mdoc : undefined
 }
 
 interface SigningInput {
@@ -248,6 +262,8 @@ type FormatInput = Omit<SigningInput, 'status'> & {
   disclosable?: readonly string[] | undefined
   /** ldp_vc: the template's Linked Data proof type. */
   proofType?: string | undefined
+  /** mso_mdoc: the template's doctype (signed by the key's document signer certificate). */
+  doctype?: string | undefined
 }
 
 /** Completes `prepared` for its holder with `status` (rule 3): what a format's signer signs. */
@@ -261,6 +277,12 @@ function issueInput(prepared: PreparedCredential, input: FormatInput, status: Re
     vct: input.vct,
     disclosable: input.disclosable,
     ...(input.proofType !== undefined && { proofType: input.proofType }),
+    ...(input.key.mdocChain !== undefined && {
+      mdoc: {
+        docType: input.doctype ?? MDL_DOCTYPE,
+        signer: { privateKey: input.key.privateKey, x5chain: input.key.mdocChain },
+      },
+    }),
   }
 }
 

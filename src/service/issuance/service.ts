@@ -1,6 +1,7 @@
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto'
 import { issuedFormat } from '../../formats/registry.ts'
 import type { IssuanceStep } from '../../shared/flow.ts'
+import { MDOC_FORMAT } from '../../shared/mdoc.ts'
 import { hasRole } from '../auth/service.ts'
 import type { Principal } from '../auth/tokens.ts'
 import type { IssuerCertificates, SigningKey } from '../crypto/issuer-certificates.ts'
@@ -24,7 +25,14 @@ import {
 import { type Clock, isoTime } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
 import type { WebhookOutbox } from '../webhooks/outbox.ts'
-import { holderConflict, type PreparedCredential, prepareCredentials, signIn, vctOf } from './credentials.ts'
+import {
+  doctypeOf,
+  holderConflict,
+  type PreparedCredential,
+  prepareCredentials,
+  signIn,
+  vctOf,
+} from './credentials.ts'
 import { nextStamp, type ProcessEvent, type ProcessRefusal, processChanged, transition } from './lifecycle.ts'
 
 export const PROCESS_TYPE = 'OIDC4VCI_PRE_AUTHORIZED'
@@ -318,6 +326,11 @@ export class IssuanceService {
    * transaction (the store has one connection).
    */
   async signingKey(template: TemplateRecord<'issuance'>): Promise<SigningKey> {
+    if (template.body.format === MDOC_FORMAT) {
+      // ISO 18013-5 Annex B: the tenant's P-256 key, certified as a document signer by the tenant's IACA
+      const key = await this.deps.tenantKeys.forTenant(template.tenantId, 'ES256')
+      return { ...key, mdocChain: await this.deps.issuerCertificates.mdocChain(template.tenantId, key) }
+    }
     const key = await this.deps.tenantKeys.forTenant(template.tenantId, template.body.signingAlg)
     if (template.body.issuerKeyBinding !== 'x5c') return key
     return this.deps.issuerCertificates.withChain(template.tenantId, key)
@@ -397,6 +410,7 @@ export class IssuanceService {
       now,
       validityDays: template.body.validityDays,
       vct: vctOf(template, this.deps.urls),
+      doctype: doctypeOf(template),
       disclosable: template.body.selectivelyDisclosable,
       proofType: template.body.proofType,
     })

@@ -4,7 +4,7 @@ import { PRE_AUTHORIZED_GRANT } from '../../shared/wire.ts'
 import { DEFAULT_LOCALE, type ResolvedIssuanceTemplate } from '../config/schema.ts'
 import type { TenantKeys } from '../crypto/tenant-keys.ts'
 import { OAuthError } from '../errors/oauth.ts'
-import { vctOf } from '../issuance/credentials.ts'
+import { namingOf } from '../issuance/credentials.ts'
 import type { Store, TemplateRecord } from '../store/index.ts'
 import type { PublicUrls } from '../util/urls.ts'
 
@@ -80,17 +80,27 @@ export class IssuerMetadata {
         ...(body.display?.textColor ? { text_color: body.display.textColor } : {}),
       },
     ]
-    const { issuance } = issuedFormat(body.format)
-    // Claims path pointers (Appendix C): from the credential's root, so a W3C VC's start at credentialSubject.
+    const format = issuedFormat(body.format)
+    const { issuance } = format
+    // Claims path pointers (Appendix C) as the format's DCQL paths run: a W3C VC's from the credential's root
+    // (credentialSubject first), an SD-JWT VC's from its payload, an mdoc's [namespace, element] (A.2.2).
+    const naming = namingOf(template, this.deps.urls)
+    const claimPathOf = (path: string) =>
+      format.dcql.claimPath(
+        path.split('.'),
+        format.typedBy === 'doctype' ? naming.doctype : naming.credentialType,
+      )
     const claims = (body.claims ?? []).map((claim) => ({
-      path: [...issuance.claimsRoot, ...claim.path.split('.')],
+      path: claimPathOf(claim.path),
       ...(claim.mandatory !== undefined ? { mandatory: claim.mandatory } : {}),
       ...(claim.name
         ? { display: [{ name: claim.name, locale: display[0]?.locale ?? DEFAULT_LOCALE }] }
         : {}),
     }))
     const diVp = { proof_signing_alg_values_supported: DI_CRYPTOSUITES }
-    const jwtProofs = { jwt: { proof_signing_alg_values_supported: [...JWS_ALGS] } }
+    const jwtProofs = {
+      jwt: { proof_signing_alg_values_supported: [...(issuance.proofAlgorithms ?? JWS_ALGS)] },
+    }
     return {
       format: body.format,
       scope: template.id,
@@ -102,7 +112,7 @@ export class IssuerMetadata {
         : body.requiredPresentation
           ? { di_vp: diVp, ldp_vp: diVp }
           : { ...jwtProofs, di_vp: diVp, ldp_vp: diVp },
-      ...issuance.describe({ credentialType: body.credentialType, vct: vctOf(template, this.deps.urls) }),
+      ...issuance.describe(naming),
       credential_metadata: { display, ...(claims.length > 0 ? { claims } : {}) },
       display,
     }

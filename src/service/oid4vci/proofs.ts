@@ -3,7 +3,13 @@ import { ldpVp } from '../../formats/data-integrity/verify.ts'
 import { jwtVcJson } from '../../formats/jwt-vc/verify.ts'
 import type { ProvenHolder } from '../../formats/types.ts'
 import { UNDEFINED_TERMS_CONTEXT, VC_V2_CONTEXT } from '../../shared/data-integrity.ts'
-import { type DidKey, didKeyFromPublicKey, JWS_ALGS, resolveDidKey } from '../../shared/did-key.ts'
+import {
+  type DidKey,
+  didKeyFromPublicKey,
+  JWS_ALGS,
+  type JwsAlg,
+  resolveDidKey,
+} from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { decodeJws, JwsError, verifyJws } from '../../shared/jws.ts'
 import { PROOF_TYP } from '../../shared/wire.ts'
@@ -42,8 +48,10 @@ export interface ProofContext {
   ownIssuers: () => Promise<readonly string[]>
   status: StatusChecker
   metrics?: CheckMetrics | undefined
-  /** The configuration binds by `jwk` (an SD-JWT VC's cnf): a proof may name its key by a bare jwk. */
+  /** The configuration binds by `jwk` (an SD-JWT VC's cnf) or `cose_key` (an mdoc's deviceKey): a proof may name its key by a bare jwk. */
   acceptJwk?: boolean
+  /** The configuration's proof_signing_alg_values_supported (an mdoc's: ES256); default every JWS_ALGS. */
+  algorithms?: readonly JwsAlg[]
 }
 
 const invalid = (description: string) => new OAuthError('invalid_proof', description)
@@ -84,9 +92,10 @@ export function verifyJwtProof(jwt: unknown, ctx: ProofContext): HolderProof {
   checkCarriedJson(jwt, 'proof.jwt')
   if (header.typ !== PROOF_TYP)
     throw invalid(`proof JWT header typ must be "${PROOF_TYP}", got ${JSON.stringify(header.typ)}`)
-  if (typeof header.alg !== 'string' || !(JWS_ALGS as readonly string[]).includes(header.alg)) {
+  const algorithms = ctx.algorithms ?? JWS_ALGS
+  if (typeof header.alg !== 'string' || !(algorithms as readonly string[]).includes(header.alg)) {
     throw invalid(
-      `proof JWT alg ${JSON.stringify(header.alg)} is not allowed; use one of ${JWS_ALGS.join(', ')}`,
+      `proof JWT alg ${JSON.stringify(header.alg)} is not allowed; use one of ${algorithms.join(', ')} (the credential configuration's proof_signing_alg_values_supported)`,
     )
   }
   const jwk = header.jwk

@@ -1,6 +1,6 @@
 import { formatNamed } from '../../formats/registry.ts'
 import { OAuthError } from '../errors/oauth.ts'
-import { vctOf } from '../issuance/credentials.ts'
+import { namingOf } from '../issuance/credentials.ts'
 import type { TemplateRecord } from '../store/index.ts'
 import type { PublicUrls } from '../util/urls.ts'
 
@@ -48,7 +48,7 @@ export function requestedConfiguration(
   // The format reads its own description of the credential: credential_definition.type, or vct.
   const request = named.issuance.legacyRequest(body, format)
   if (typeof request === 'string') throw invalid(request)
-  const type = { credentialType: granted.body.credentialType, vct: vctOf(granted, urls) }
+  const type = namingOf(granted, urls)
   if (grantedFormat !== named.id || !request.names(type)) {
     throw invalid(`format ${format} ${request.shown} does not describe what ${describes}`)
   }

@@ -14,6 +14,7 @@ import {
   authorizationServerMetadataSchema,
   credentialSchema,
   deferredSchema,
+  iacaSchema,
   issuerMetadataSchema,
   nonceSchema,
   notificationSchema,
@@ -87,6 +88,13 @@ export const oid4vciRoutes: FastifyPluginAsyncTypebox<Oid4vciRouteOptions> = asy
   // anchor (out of band: fetching it over the same channel as the credential proves nothing by itself).
   app.get('/oid4vci/:tenant/trust-anchor', { schema: trustAnchorSchema }, async (request, reply) => {
     const pem = await issuerCertificates.trustAnchorPem(request.params.tenant)
+    if (!pem) throw new OAuthError('not_found', `no credential issuer for tenant "${request.params.tenant}"`)
+    return reply.type(PEM_MEDIA_TYPE).send(pem)
+  })
+
+  // The IACA behind the tenant's mdoc document signer (ISO 18013-5 Annex B.1.2), configured like the CA above.
+  app.get('/oid4vci/:tenant/iaca', { schema: iacaSchema }, async (request, reply) => {
+    const pem = await issuerCertificates.iacaPem(request.params.tenant)
     if (!pem) throw new OAuthError('not_found', `no credential issuer for tenant "${request.params.tenant}"`)
     return reply.type(PEM_MEDIA_TYPE).send(pem)
   })

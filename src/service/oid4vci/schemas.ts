@@ -191,6 +191,19 @@ export const trustAnchorSchema = {
   },
 }
 
+export const iacaSchema = {
+  tags,
+  summary: "The tenant's IACA certificate: the trust anchor of its mdocs (ISO 18013-5 Annex B)",
+  params: TenantParams,
+  response: {
+    200: Type.String({
+      description:
+        "application/x-pem-file: the self-signed IACA root that issues the document signer certificate in every mso_mdoc's issuerAuth x5chain.",
+    }),
+    ...errors(404),
+  },
+}
+
 export const tokenStatusListSchema = {
   tags: ['Status lists'],
   summary: 'Token Status List (IETF Token Status List §5, for SD-JWT VCs)',

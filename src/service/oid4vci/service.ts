@@ -311,7 +311,10 @@ export class Oid4vciService {
       ownIssuers: () => this.deps.tenantKeys.didsOf(tenantId),
       status: this.deps.status,
       metrics: this.deps.metrics,
-      acceptJwk: issuedFormat(template.body.format).issuance.bindingMethods.includes('jwk'),
+      acceptJwk: issuedFormat(template.body.format).issuance.bindingMethods.some(
+        (m) => m === 'jwk' || m === 'cose_key',
+      ),
+      algorithms: issuedFormat(template.body.format).issuance.proofAlgorithms,
     }
   }
 

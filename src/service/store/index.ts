@@ -94,6 +94,10 @@ export interface IssuerCertificateRepository {
   getCa(tenantId: string): Promise<IssuerCaRecord | undefined>
   /** Inserts; throws ConflictError when the tenant already has a CA (another process created it first). */
   createCa(ca: IssuerCaRecord): Promise<void>
+  /** The tenant's mdoc IACA root (ISO 18013-5 Annex B.1.2), in the same record form as the CA. */
+  getIaca(tenantId: string): Promise<IssuerCaRecord | undefined>
+  /** Inserts; throws ConflictError when the tenant already has an IACA. */
+  createIaca(iaca: IssuerCaRecord): Promise<void>
   getLeaf(tenantId: string, alg: SigningAlg, issuer: string): Promise<IssuerCertificateRecord | undefined>
   /** Inserts; throws ConflictError when a certificate for (tenant, alg, issuer) exists. */
   createLeaf(certificate: IssuerCertificateRecord): Promise<void>

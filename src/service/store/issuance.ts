@@ -119,6 +119,7 @@ export interface IssuanceProtocolSchema {
   issuance_processes: ProcessesTable
   issuer_keys: IssuerKeysTable
   issuer_cas: IssuerCasTable
+  mdoc_iacas: IssuerCasTable
   issuer_certificates: IssuerCertificatesTable
   oid4vci_grants: GrantsTable
   nonces: NoncesTable
@@ -212,6 +213,35 @@ export class SqlIssuerCertificates implements IssuerCertificateRepository {
         })
         .execute(),
       `CA of tenant "${ca.tenantId}"`,
+    )
+  }
+  async getIaca(tenantId: string) {
+    const r = await this.db
+      .selectFrom('mdoc_iacas')
+      .selectAll()
+      .where('tenant_id', '=', tenantId)
+      .executeTakeFirst()
+    return (
+      r && {
+        tenantId: r.tenant_id,
+        privateJwk: this.secrets.openJson<JsonWebKey>('mdoc_iacas.private_jwk', [r.tenant_id], r.private_jwk),
+        certificate: r.certificate,
+        createdAt: r.created_at,
+      }
+    )
+  }
+  async createIaca(iaca: IssuerCaRecord) {
+    await insertOrConflict(
+      this.db
+        .insertInto('mdoc_iacas')
+        .values({
+          tenant_id: iaca.tenantId,
+          private_jwk: this.secrets.sealJson('mdoc_iacas.private_jwk', [iaca.tenantId], iaca.privateJwk),
+          certificate: iaca.certificate,
+          created_at: iaca.createdAt,
+        })
+        .execute(),
+      `IACA of tenant "${iaca.tenantId}"`,
     )
   }
   async getLeaf(tenantId: string, alg: SigningAlg, issuer: string) {

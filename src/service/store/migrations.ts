@@ -403,4 +403,17 @@ export const migrations: Record<string, Migration> = {
       await db.schema.alterTable('issued_credentials').addColumn('notification_event', 'text').execute()
     },
   },
+  // ISO mdoc issuance (issue 35): each tenant's IACA root (ISO 18013-5 Annex B.1.2), its private key sealed
+  // like the test CA's; the document signer certificates it issues are rows of issuer_certificates.
+  '0012_mdoc_iaca': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('mdoc_iacas')
+        .addColumn('tenant_id', 'text', (c) => c.primaryKey().references('tenants.id'))
+        .addColumn('private_jwk', 'text', (c) => c.notNull())
+        .addColumn('certificate', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'integer', (c) => c.notNull())
+        .execute()
+    },
+  },
 }

@@ -24,7 +24,7 @@ import { sql } from './kysely.ts'
 //                          whether or not their process or session still exists
 //   webhook_attempts       an event's delivery log: deleted with the event
 //   nonces                 used c_nonces, dead once expired: deleted NONCE_GRACE_MS after the expiry
-//   tenants, api_keys, templates, service_keys, issuer_keys, issuer_cas, issuer_certificates,
+//   tenants, api_keys, templates, service_keys, issuer_keys, issuer_cas, mdoc_iacas, issuer_certificates,
 //   webhook_endpoints      configuration and keys: never
 //   status_lists           never: credentials in wallets point at them and verifiers keep fetching them
 //

@@ -1,7 +1,7 @@
 import { DataKeyring } from '../crypto/data-key.ts'
 
 // The columns that hold secrets, sealed with the data key (docs/security.md, "Data at rest"): private
-// JWKs (the access-token key, issuers' keys, the tenant test CA's key, the ephemeral response keys of
+// JWKs (the access-token key, issuers' keys, the tenant test CA's and IACA's keys, the ephemeral response keys of
 // encrypted presentation responses) and the webhook secrets inside template bodies. The repositories seal
 // on write and open on read. When a store opens, after the migrations, every value not sealed under the
 // current key is re-sealed (`pendingReseals`: sqlite-secrets.ts on SQLite, postgres.ts on PostgreSQL).
@@ -10,6 +10,7 @@ export type SecretColumn =
   | 'service_keys.private_jwk'
   | 'issuer_keys.private_jwk'
   | 'issuer_cas.private_jwk'
+  | 'mdoc_iacas.private_jwk'
   | 'verification_sessions.response_key'
   | 'templates.body.webhookSecret'
   | 'templates.body.webhookPreviousSecrets'
@@ -84,6 +85,7 @@ const COLUMNS: readonly SealedColumn[] = [
     key: ['tenant_id', 'alg'],
   },
   { column: 'issuer_cas.private_jwk', table: 'issuer_cas', value: 'private_jwk', key: ['tenant_id'] },
+  { column: 'mdoc_iacas.private_jwk', table: 'mdoc_iacas', value: 'private_jwk', key: ['tenant_id'] },
   {
     column: 'verification_sessions.response_key',
     table: 'verification_sessions',

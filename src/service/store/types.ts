@@ -69,6 +69,13 @@ export interface JwtProof {
   jwt: string
 }
 
+/** The proof the process `data` shows for an ISO mdoc: its base64url IssuerSigned (docs/issuance.md). */
+export interface MdocProof {
+  type: 'MsoMdoc'
+  format: 'mso_mdoc'
+  mdoc: string
+}
+
 /** An embedded Linked Data proof (ldp_vc): the proof object itself, as VC Data Model 1.1 §4.7 shows it. */
 export type LinkedDataProof = Record<string, unknown> & { type: string }
 
@@ -76,7 +83,7 @@ export type LinkedDataProof = Record<string, unknown> & { type: string }
  * A signed credential as the process `data` shows it: the credential object with its JWT as proof, or
  * with its embedded Linked Data proof.
  */
-export type IssuedCredential = PreparedCredential & { proof: JwtProof | LinkedDataProof }
+export type IssuedCredential = PreparedCredential & { proof: JwtProof | MdocProof | LinkedDataProof }
 
 /** What the holder shared (section 2.4): the verified presentation, as a JSON object. */
 export type HolderValidator = Record<string, unknown>

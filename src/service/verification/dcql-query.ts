@@ -36,7 +36,7 @@ export interface DcqlClaimsQueryJson {
 export interface DcqlCredentialQueryJson {
   id: string
   format: FormatId
-  meta: { vct_values: string[] } | { type_values: string[][] }
+  meta: { vct_values: string[] } | { type_values: string[][] } | { doctype_value: string }
   claims?: DcqlClaimsQueryJson[]
   claim_sets?: string[][]
 }
@@ -106,7 +106,7 @@ function claimsOf(
   const fields = [...byPath.values()]
   if (fields.length === 0) return {}
   const { dcql } = formatOf(input.format)
-  const pathOf = (segments: string[]) => dcql.claimPath(segments)
+  const pathOf = (segments: string[]) => dcql.claimPath(segments, type)
   if (fields.every((f) => !f.optional)) return { claims: fields.map((f) => ({ path: pathOf(f.segments) })) }
   const ids = new Set<string>()
   const claims = fields.map((f) => ({ id: uniqueId(f.segments.join('_'), ids), path: pathOf(f.segments) }))
@@ -115,6 +115,12 @@ function claimsOf(
   // Every field optional: a claim set cannot be empty (§6.1), so the fallback asks for a claim every
   // credential of the format carries and no wallet discloses selectively: `vct` (SD-JWT VC), `type` (W3C).
   const anchorName = dcql.anchorClaim
+  if (anchorName === undefined) {
+    problems.push(
+      `${input.format} has no claim every credential carries, so a query whose every claim is optional cannot be built (make one requested field mandatory)`,
+    )
+    return { claims }
+  }
   const anchor = { id: uniqueId(anchorName, ids), path: [anchorName] }
   return { claims: [...claims, anchor], claim_sets: [claims.map((c) => c.id), [anchor.id]] }
 }

@@ -1,4 +1,5 @@
 import { type JsonWebKey, randomBytes, randomUUID } from 'node:crypto'
+import { MDOC_FORMAT } from '../../shared/mdoc.ts'
 import type { Principal } from '../auth/tokens.ts'
 import type { ResolvedVerificationTemplate } from '../config/schema.ts'
 import type { IssuerCertificates } from '../crypto/issuer-certificates.ts'
@@ -78,7 +79,7 @@ export interface VerificationDeps {
   urls: PublicUrls
   tenantKeys: TenantKeys
   /** The tenant's test CA: the default trust anchor of x5c-certified SD-JWT VC issuers. */
-  certificates: Pick<IssuerCertificates, 'trustAnchorPem'>
+  certificates: Pick<IssuerCertificates, 'trustAnchorPem' | 'iacaPem'>
   events: ServiceEvents
   /** One request builder per profile a template may choose. */
   requests: Record<SessionRecord['profile'], AuthorizationRequests>
@@ -171,9 +172,15 @@ export class VerificationService {
         trustedIssuers: [...trustedIssuers],
         requireStatus: template.body.requireStatus,
         ...(profile === 'dcql' && {
+          // the tenant's own roots: its test CA (x5c SD-JWT VCs) and its IACA (mdocs)
           trustAnchors:
             template.body.trustAnchors ??
-            [await this.deps.certificates.trustAnchorPem(principal.tenantId)].filter((p) => p !== undefined),
+            [
+              await this.deps.certificates.trustAnchorPem(principal.tenantId),
+              ...(template.body.dcql?.format === MDOC_FORMAT
+                ? [await this.deps.certificates.iacaPem(principal.tenantId)]
+                : []),
+            ].filter((p) => p !== undefined),
         }),
       },
       createdAt: now,

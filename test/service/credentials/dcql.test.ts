@@ -466,10 +466,10 @@ describe('dcql checkMapping and errors', () => {
       unkeyed.detail,
       'credential 0 is under no vp_token key; credential query "pid" has no readable presentation',
     )
-    // a format no folder of src/formats/ provides yet (ldp_vc has one since issue 33)
-    const mdoc = dcql.evaluate(PID_QUERY, keyed(['pid', { ...pid, format: 'mso_mdoc' }]))
-    assert.equal(mdoc.outcome, 'unsatisfied')
-    assert.equal(mdoc.detail, 'credential query "pid": format "mso_mdoc" cannot be evaluated with DCQL')
+    // a format no folder of src/formats/ provides (ldp_vc has one since issue 33, mso_mdoc since issue 35)
+    const unknown = dcql.evaluate(PID_QUERY, keyed(['pid', { ...pid, format: 'ac_vc' }]))
+    assert.equal(unknown.outcome, 'unsatisfied')
+    assert.equal(unknown.detail, 'credential query "pid": format "ac_vc" cannot be evaluated with DCQL')
   })
 
   test('a value that is not a non-empty array; a mapping that is not an object', () => {

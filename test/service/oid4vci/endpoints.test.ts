@@ -218,6 +218,7 @@ describe('issuer and authorization server metadata', () => {
       'es256k',
       'gated',
       'gated-trusted',
+      'mdl',
       'pid',
       'pid-sd-jwt',
       'pin',

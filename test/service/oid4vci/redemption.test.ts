@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { LightMyRequestResponse } from 'fastify'
 import type { ServiceEvent } from '../../../src/service/events.ts'
+import { encodedOf } from '../../../src/service/issuance/credentials.ts'
 import { sha256 } from '../../../src/service/oid4vci/grants.ts'
 import type { Store } from '../../../src/service/store/index.ts'
 import { STORE_KINDS } from '../../fixtures/stores.ts'
@@ -254,7 +255,7 @@ for (const kind of STORE_KINDS) {
         assert.match(body.notification_id, UUID)
         assert.deepEqual(
           body.credentials,
-          (before.process?.data ?? []).map((c) => ({ credential: c.proof.jwt })),
+          (before.process?.data ?? []).map((c) => ({ credential: encodedOf(c) })),
         )
         const after = await rows(w.processId)
         assert.deepEqual(after.process, before.process, 'the process is untouched')
