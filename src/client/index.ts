@@ -84,6 +84,8 @@ export interface IssuanceTemplateInput {
   format?: FormatId
   /** dc+sd-jwt: the credential type; default <credential issuer>/vct/<credentialType> */
   vct?: string
+  /** mso_mdoc: the document type (ISO 18013-5); default org.iso.18013.5.1.mDL */
+  doctype?: string
   /** dc+sd-jwt: credentialSubject claims (dotted paths) issued as disclosures; default every top-level one */
   selectivelyDisclosable?: string[]
   /** the claims wallets show (issuer metadata `credential_metadata.claims`) */
@@ -109,7 +111,7 @@ export interface VerificationTemplateInput {
     responseMode?: 'direct_post' | 'direct_post.jwt'
     requestUriMethod?: 'get' | 'post'
   }
-  /** dcql: PEM anchors of x5c-certified SD-JWT VC issuers (default: the tenant's test CA) */
+  /** dcql: PEM anchors of x5c-certified SD-JWT VC issuers and mdoc IACAs (default: the tenant's test CA, and its IACA for mso_mdoc) */
   trustAnchors?: string[]
   credentialTypes: string[]
   optionalGroups?: { name: string; credentialTypes: string[]; min?: number; purpose?: string }[]

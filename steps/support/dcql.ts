@@ -8,8 +8,9 @@ import {
 } from '../../src/client/index.ts'
 import type { Delivery, WebhookEndpoint, WebhookEventBody } from '../../src/harness/webhook-receiver.ts'
 import { decodeJws } from '../../src/shared/jws.ts'
+import { MDL_NAMESPACE, MDOC_FORMAT } from '../../src/shared/mdoc.ts'
 import { splitSdJwt } from '../../src/shared/sd-jwt.ts'
-import { REQUEST_OBJECT_TYP, SD_JWT_VC_TYP } from '../../src/shared/wire.ts'
+import { PEM_MEDIA_TYPE, REQUEST_OBJECT_TYP, SD_JWT_VC_TYP } from '../../src/shared/wire.ts'
 import type {
   PresentationMisbehaviour,
   PresentationResult,
@@ -18,6 +19,7 @@ import type {
   Wallet,
 } from '../../src/wallet/index.ts'
 import { DEGREE_CONTENT } from './issuance.ts'
+import { createMdlTemplate, MDL_CONTENT, MDL_TEMPLATE } from './mdoc.ts'
 import { type WalletAttempt, walletAttempt } from './wallet-outcome.ts'
 import { acknowledged, receiverFor } from './webhooks.ts'
 import type { FlowWorld } from './world-types.ts'
@@ -29,14 +31,14 @@ import type { FlowWorld } from './world-types.ts'
 // The World owns one; steps call it in one line.
 
 /** What a dcql template asks for: one credential type and one of its claims. */
-export type DcqlAsk = 'family name' | 'degree name'
-export type DcqlFormat = 'dc+sd-jwt' | 'jwt_vc_json'
+export type DcqlAsk = 'family name' | 'degree name' | 'mDL family name'
+export type DcqlFormat = 'dc+sd-jwt' | 'jwt_vc_json' | 'mso_mdoc'
 export type ClientIdPrefix = 'decentralized_identifier' | 'x509_san_dns' | 'x509_hash' | 'redirect_uri'
 export type ResponseMode = 'direct_post' | 'direct_post.jwt'
 /** How the wallet fetches the request object (request_uri_method, OpenID4VP 1.0 §5.10). */
 export type RequestUriMethod = 'get' | 'post'
 /** The credentials a scenario's wallet can hold. */
-export type HeldCredential = 'sd-jwt' | 'x5c sd-jwt' | 'jwt_vc_json degree'
+export type HeldCredential = 'sd-jwt' | 'x5c sd-jwt' | 'jwt_vc_json degree' | 'mdl'
 /** Whose certificate authority the wallet (or a template) trusts. */
 export type TrustChoice = 'the tenant' | 'another CA' | 'no CA'
 
@@ -50,6 +52,12 @@ const ASKS: Record<DcqlAsk, { credentialType: string; path: string; claim: strin
     credentialType: 'UniversityDegreeCredential',
     path: '$.credentialSubject.degree.name',
     claim: ['degree', 'name'],
+  },
+  // OpenID4VP 1.0 Appendix B.2: an element of the doctype's own namespace, the claims path [namespace, element]
+  'mDL family name': {
+    credentialType: MDL_TEMPLATE.doctype,
+    path: '$.credentialSubject.family_name',
+    claim: [MDL_NAMESPACE, 'family_name'],
   },
 }
 
@@ -129,6 +137,11 @@ export class DcqlFlow {
   private walletPromise: Promise<Wallet> | undefined
   private walletTrust: TrustChoice = 'the tenant'
   private tenantAnchor: string | undefined
+  private tenantIacaPem: string | undefined
+  /** The wallet trusts the tenant's IACA too (an mdoc's issuerAuth chains to it); set before it is made. */
+  private trustsIaca = false
+  /** The issuance process behind each kind of credential the wallet received, and the token that opened it. */
+  private readonly processes = new Map<HeldCredential, { id: string; token: string }>()
   private readonly issuanceTemplates = new Set<string>()
   /** What the wallet received, per kind. */
   private readonly held = new Map<HeldCredential, StoredCredential>()
@@ -160,6 +173,25 @@ export class DcqlFlow {
     return this.tenantAnchor
   }
 
+  /** GET /oid4vci/<tenant>/iaca: the PEM of the tenant's IACA root (ISO 18013-5 Annex B), mdoc issuers' anchor. */
+  async tenantIaca(): Promise<string> {
+    if (this.tenantIacaPem) return this.tenantIacaPem
+    const tenant = this.world.tenant.tenant
+    const response = await this.world.client.request<string>(
+      this.world.client.urls.issuerUrl,
+      `/oid4vci/${encodeURIComponent(tenant)}/iaca`,
+    )
+    this.world.recordAnswer(response, `GET the IACA of tenant ${tenant}`)
+    this.world.expectStatus(200)
+    if (
+      !(response.headers.get('content-type') ?? '').startsWith(PEM_MEDIA_TYPE) ||
+      !response.text.includes('-----BEGIN CERTIFICATE-----')
+    )
+      this.world.fail(`a PEM certificate (${PEM_MEDIA_TYPE})`)
+    this.tenantIacaPem = response.text
+    return this.tenantIacaPem
+  }
+
   private async anchors(choice: TrustChoice): Promise<string[]> {
     if (choice === 'no CA') return []
     if (choice === 'the tenant') return [await this.tenantTrustAnchor()]
@@ -180,7 +212,10 @@ export class DcqlFlow {
       const { Wallet } = await import('../../src/wallet/index.ts')
       return Wallet.create({
         keyType: 'P-256',
-        trustAnchors: await this.anchors(this.walletTrust),
+        trustAnchors: [
+          ...(await this.anchors(this.walletTrust)),
+          ...(this.trustsIaca ? [await this.tenantIaca()] : []),
+        ],
         fetch: this.world.exchanges.walletFetch(),
       })
     })()
@@ -189,6 +224,11 @@ export class DcqlFlow {
 
   private async issuanceTemplate(kind: HeldCredential): Promise<string> {
     if (kind === 'jwt_vc_json degree') return this.world.tenant.issuanceTemplate
+    if (kind === 'mdl') {
+      if (!this.issuanceTemplates.has(MDL_TEMPLATE.id)) await createMdlTemplate(this.world)
+      this.issuanceTemplates.add(MDL_TEMPLATE.id)
+      return MDL_TEMPLATE.id
+    }
     const template = SD_JWT_TEMPLATES[kind]
     if (!this.world.tenant.templates)
       throw new Error('creating SD-JWT VC templates needs the portal: tag the scenario @needs-portal')
@@ -206,18 +246,22 @@ export class DcqlFlow {
 
   /** The whole OpenID4VCI flow: offer (4.2), submission (4.4), the wallet receives and verifies. */
   async hold(kind: HeldCredential) {
+    if (kind === 'mdl' && !this.trustsIaca) {
+      // an mdoc's issuerAuth chains to the tenant's IACA: the wallet refuses it at receipt without that anchor
+      if (this.walletPromise) throw new Error('the wallet exists already: receive the mDL first')
+      this.trustsIaca = true
+    }
     const template = await this.issuanceTemplate(kind)
     const token = await this.world.unlinkedAppToken()
     const offer = await this.world.client.createOffer(token, template)
     this.world.recordAnswer(offer, `create an offer for "${template}" (4.2)`)
     this.world.expectStatus(201)
     const link = (offer.body as { credential_offer_uri: string }).credential_offer_uri
-    const content = kind === 'jwt_vc_json degree' ? DEGREE_CONTENT : PID_CONTENT
-    const submitted = await this.world.client.submitCredentials(
-      token,
-      parseCredentialOfferUri(link).processId,
-      content,
-    )
+    const content =
+      kind === 'jwt_vc_json degree' ? DEGREE_CONTENT : kind === 'mdl' ? MDL_CONTENT : PID_CONTENT
+    const processId = parseCredentialOfferUri(link).processId
+    this.processes.set(kind, { id: processId, token })
+    const submitted = await this.world.client.submitCredentials(token, processId, content)
     this.world.recordAnswer(submitted, `submit the credential of "${template}" (4.4)`)
     this.world.expectStatus(200)
     const wallet = await this.wallet()
@@ -229,11 +273,23 @@ export class DcqlFlow {
     }
     const stored = received.status === 'issued' ? received.credentials[0] : undefined
     if (!stored) this.world.fail(`the "${template}" credential issued at once; got ${received.status}`, null)
-    const format = kind === 'jwt_vc_json degree' ? 'jwt_vc_json' : SD_JWT_VC_TYP
+    const format =
+      kind === 'jwt_vc_json degree' ? 'jwt_vc_json' : kind === 'mdl' ? MDOC_FORMAT : SD_JWT_VC_TYP
     if (stored.format !== format)
       this.world.fail(`a ${format} credential; the wallet stored a ${stored.format} one`, null)
     this.held.set(kind, stored)
     return stored
+  }
+
+  /** The relying party revokes the credential of `kind` the wallet received (its process's status entry, 4.4). */
+  async revokeHeld(kind: HeldCredential) {
+    const process = this.processes.get(kind)
+    if (!process) throw new Error(`the wallet received no ${kind} credential in this scenario`)
+    const response = await this.world.client.setCredentialStatus(process.token, process.id, {
+      status: 'revoked',
+    })
+    this.world.recordAnswer(response, `revoke the ${kind} credential of its process`)
+    this.world.expectStatus(200)
   }
 
   heldCredential(kind: HeldCredential): StoredCredential {
@@ -304,6 +360,19 @@ export class DcqlFlow {
     await this.changeTemplate(
       { trustAnchors: await this.anchors('another CA') },
       "set the dcql template's trustAnchors to another CA",
+    )
+  }
+
+  /** The template's `trustAnchors` name only an IACA root the tenant does not use (mdoc issuers). */
+  async trustOnlyAnotherIaca() {
+    const { certificatePem, generateIaca } = await import('../../src/shared/x509.ts')
+    const iaca = await generateIaca({
+      commonName: 'An IACA nobody in this tenant uses',
+      uri: 'https://iaca.example.invalid',
+    })
+    await this.changeTemplate(
+      { trustAnchors: [certificatePem(iaca.certificate)] },
+      "set the dcql template's trustAnchors to another IACA",
     )
   }
 
@@ -397,6 +466,11 @@ export class DcqlFlow {
   private requireStarted(): PresentationSessionV1 {
     if (!this.started) throw new Error('the wallet has not fetched the request')
     return this.started
+  }
+
+  /** The wallet's answer that the verifier accepted (expectations of a format, steps/support/mdoc.ts). */
+  presentedAnswer(): PresentationResult {
+    return this.requirePresented()
   }
 
   private requirePresented(): PresentationResult {

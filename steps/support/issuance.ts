@@ -55,6 +55,8 @@ export const SD_JWT_TEMPLATE = {
 
 export class IssuanceFlow {
   private wallets = new Map<string, Wallet>()
+  /** PEM trust anchors the scenario's wallets are made with (trustWith). */
+  private trustAnchors: readonly string[] = []
   deepLink: string | undefined
   txCode: string | undefined
   processId: string | undefined
@@ -82,10 +84,23 @@ export class IssuanceFlow {
     if (!wallet) {
       const { Wallet } = await import('../../src/wallet/index.ts')
       // The recording fetch: the wallet's own requests appear in the scenario's exchanges.
-      wallet = await Wallet.create({ keyType, fetch: this.world.exchanges.walletFetch() })
+      wallet = await Wallet.create({
+        keyType,
+        fetch: this.world.exchanges.walletFetch(),
+        ...(this.trustAnchors.length > 0 && { trustAnchors: this.trustAnchors }),
+      })
       this.wallets.set(keyType, wallet)
     }
     return wallet
+  }
+
+  /**
+   * The scenario's wallets trust these PEM anchors (an mdoc issuer's IACA root, steps/support/mdoc.ts):
+   * said before the first wallet is made.
+   */
+  trustWith(anchors: readonly string[]) {
+    if (this.wallets.size > 0) throw new Error('the wallet exists already: say whom it trusts first')
+    this.trustAnchors = anchors
   }
 
   /** The application opens an offer for one of the tenant's templates (4.2) and keeps its deep link. */

@@ -171,7 +171,7 @@ defineParameterType({
 defineParameterType({
   name: 'dcqlMisbehaviour',
   regexp:
-    /sd-tampered-disclosure|sd-extra-disclosure|kb-wrong-sd-hash|kb-wrong-nonce|kb-wrong-aud|kb-stale-iat|kb-missing|plain-response|vp-token-wrong-id|vp-wrong-nonce|vp-wrong-aud|vp-foreign-key|tampered-credential|untrusted-issuer|access-denied/,
+    /sd-tampered-disclosure|sd-extra-disclosure|kb-wrong-sd-hash|kb-wrong-nonce|kb-wrong-aud|kb-stale-iat|kb-missing|plain-response|vp-token-wrong-id|vp-wrong-nonce|vp-wrong-aud|vp-foreign-key|tampered-credential|untrusted-issuer|access-denied|mdoc-wrong-nonce|mdoc-wrong-client-id|mdoc-wrong-response-uri|mdoc-tampered-element|mdoc-extra-element|mdoc-foreign-device-key/,
   transformer: (text: string) => text,
 })
 

@@ -10,6 +10,7 @@ import { DcqlFlow } from './dcql.ts'
 import { type Exchange, ExchangeLog, unrecordedFetch } from './exchanges.ts'
 import { IssuanceFlow } from './issuance.ts'
 import { LinkedDataFlow } from './linked-data.ts'
+import { MdocFlow } from './mdoc.ts'
 import { SdJwtVcFlow } from './sd-jwt-vc.ts'
 import { VerificationFlow } from './verification.ts'
 import { WebhookFlow } from './webhooks.ts'
@@ -82,6 +83,7 @@ export class HarnessWorld extends World implements FlowWorld {
   private sdJwtFlow: SdJwtVcFlow | undefined
   private dcqlFlow: DcqlFlow | undefined
   private linkedDataFlow: LinkedDataFlow | undefined
+  private mdocFlow: MdocFlow | undefined
   /** Cucumber's attach, for texts redacted already. */
   private readonly attachRedacted: World['attach']
 
@@ -184,6 +186,12 @@ export class HarnessWorld extends World implements FlowWorld {
   get dcql(): DcqlFlow {
     this.dcqlFlow ??= new DcqlFlow(this)
     return this.dcqlFlow
+  }
+
+  /** The scenario's ISO mdoc: the mDL template, the mdoc received, what a session asked and got (steps/support/mdoc.ts). */
+  get mdoc(): MdocFlow {
+    this.mdocFlow ??= new MdocFlow(this, this.issuance, this.dcql)
+    return this.mdocFlow
   }
 
   /** The scenario's Linked Data holder, credentials, ldp_vp and session (steps/support/linked-data.ts). */
