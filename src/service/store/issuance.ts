@@ -186,62 +186,45 @@ export class SqlIssuerCertificates implements IssuerCertificateRepository {
     private readonly db: Db,
     private readonly secrets: StoreSecrets,
   ) {}
-  async getCa(tenantId: string) {
-    const r = await this.db
-      .selectFrom('issuer_cas')
-      .selectAll()
-      .where('tenant_id', '=', tenantId)
-      .executeTakeFirst()
+  getCa(tenantId: string) {
+    return this.getRoot('issuer_cas', tenantId)
+  }
+  createCa(ca: IssuerCaRecord) {
+    return this.createRoot('issuer_cas', ca, `CA of tenant "${ca.tenantId}"`)
+  }
+  getIaca(tenantId: string) {
+    return this.getRoot('mdoc_iacas', tenantId)
+  }
+  createIaca(iaca: IssuerCaRecord) {
+    return this.createRoot('mdoc_iacas', iaca, `IACA of tenant "${iaca.tenantId}"`)
+  }
+  /** A tenant's root certificate and its sealed key: the test CA (issuer_cas) or the mdoc IACA (mdoc_iacas). */
+  private async getRoot(
+    table: 'issuer_cas' | 'mdoc_iacas',
+    tenantId: string,
+  ): Promise<IssuerCaRecord | undefined> {
+    const r = await this.db.selectFrom(table).selectAll().where('tenant_id', '=', tenantId).executeTakeFirst()
     return (
       r && {
         tenantId: r.tenant_id,
-        privateJwk: this.secrets.openJson<JsonWebKey>('issuer_cas.private_jwk', [r.tenant_id], r.private_jwk),
+        privateJwk: this.secrets.openJson<JsonWebKey>(`${table}.private_jwk`, [r.tenant_id], r.private_jwk),
         certificate: r.certificate,
         createdAt: r.created_at,
       }
     )
   }
-  async createCa(ca: IssuerCaRecord) {
+  private async createRoot(table: 'issuer_cas' | 'mdoc_iacas', root: IssuerCaRecord, what: string) {
     await insertOrConflict(
       this.db
-        .insertInto('issuer_cas')
+        .insertInto(table)
         .values({
-          tenant_id: ca.tenantId,
-          private_jwk: this.secrets.sealJson('issuer_cas.private_jwk', [ca.tenantId], ca.privateJwk),
-          certificate: ca.certificate,
-          created_at: ca.createdAt,
+          tenant_id: root.tenantId,
+          private_jwk: this.secrets.sealJson(`${table}.private_jwk`, [root.tenantId], root.privateJwk),
+          certificate: root.certificate,
+          created_at: root.createdAt,
         })
         .execute(),
-      `CA of tenant "${ca.tenantId}"`,
-    )
-  }
-  async getIaca(tenantId: string) {
-    const r = await this.db
-      .selectFrom('mdoc_iacas')
-      .selectAll()
-      .where('tenant_id', '=', tenantId)
-      .executeTakeFirst()
-    return (
-      r && {
-        tenantId: r.tenant_id,
-        privateJwk: this.secrets.openJson<JsonWebKey>('mdoc_iacas.private_jwk', [r.tenant_id], r.private_jwk),
-        certificate: r.certificate,
-        createdAt: r.created_at,
-      }
-    )
-  }
-  async createIaca(iaca: IssuerCaRecord) {
-    await insertOrConflict(
-      this.db
-        .insertInto('mdoc_iacas')
-        .values({
-          tenant_id: iaca.tenantId,
-          private_jwk: this.secrets.sealJson('mdoc_iacas.private_jwk', [iaca.tenantId], iaca.privateJwk),
-          certificate: iaca.certificate,
-          created_at: iaca.createdAt,
-        })
-        .execute(),
-      `IACA of tenant "${iaca.tenantId}"`,
+      what,
     )
   }
   async getLeaf(tenantId: string, alg: SigningAlg, issuer: string) {
