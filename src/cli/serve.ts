@@ -82,7 +82,8 @@ Wallet-vendor sandbox (docs/sandbox.md):
 Wallet test plans by hand (docs/wallet-testing.md):
   --sandbox --wallet-plan NAME
                       instead of the configured service, run a wallet test plan (issuance-draft15,
-                      issuance-1.0, presentation-pe, presentation-pe-ldp, presentation-dcql or all) on its
+                      issuance-1.0, issuance-mdoc, presentation-pe, presentation-pe-ldp, presentation-dcql,
+                      presentation-mdoc or all) on its
                       own embedded service:
                       each case's QR code in turn, in the terminal and at <public URL>/wallet-test, what the
                       wallet did and whether that passes; the reports (JSON, Markdown, JUnit) at the end.

@@ -15,8 +15,8 @@ on purpose per case (or none, in the positive cases), hands each case's deep lin
 the command, and judges what the wallet did: completed the flow, refused it with an error, or did nothing.
 Each case documents which outcomes pass. See docs/wallet-testing.md.
 
-Plans: issuance-draft15, issuance-1.0, presentation-pe, presentation-pe-ldp, presentation-dcql, all (default:
-every plan).
+Plans: issuance-draft15, issuance-1.0, issuance-mdoc, presentation-pe, presentation-pe-ldp, presentation-dcql,
+presentation-mdoc, all (default: every plan). The mdoc plans need a P-256 wallet and the IACA (iaca.pem).
 
 Options:
   --plan NAME             the plan to run; default all

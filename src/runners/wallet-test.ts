@@ -31,7 +31,7 @@ export type { TlsCredentials } from '../service/tls.ts'
 export { PLAN_CHOICES }
 
 export interface WalletTestOptions {
-  /** The plan: issuance-draft15, issuance-1.0, presentation-pe, presentation-pe-ldp, presentation-dcql, or all (default). */
+  /** The plan: issuance-draft15, issuance-1.0, issuance-mdoc, presentation-pe, presentation-pe-ldp, presentation-dcql, presentation-mdoc, or all (default). */
   plan?: PlanChoice
   /**
    * The wallet as a command run through /bin/sh per case, as `--wallet-command`: `{link}` (required),

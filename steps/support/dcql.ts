@@ -19,7 +19,7 @@ import type {
   Wallet,
 } from '../../src/wallet/index.ts'
 import { DEGREE_CONTENT } from './issuance.ts'
-import { createMdlTemplate, MDL_CONTENT, MDL_TEMPLATE } from './mdoc.ts'
+import { createMdlTemplate, MDL_CONTENT, MDL_TEMPLATE } from './mdoc-template.ts'
 import { type WalletAttempt, walletAttempt } from './wallet-outcome.ts'
 import { acknowledged, receiverFor } from './webhooks.ts'
 import type { FlowWorld } from './world-types.ts'

@@ -1,7 +1,6 @@
 import { createHash, createPublicKey, generateKeyPairSync, X509Certificate } from 'node:crypto'
 import { isDeepStrictEqual } from 'node:util'
 import { getListFromStatusListJWT } from '@sd-jwt/jwt-status-list'
-import type { IssuanceTemplateInput } from '../../src/client/index.ts'
 import { decodeJws, signJws, verifyJws } from '../../src/shared/jws.ts'
 import {
   decodeDeviceResponse,
@@ -17,6 +16,7 @@ import { PROOF_TYP, STATUS_LIST_JWT_MEDIA_TYPE, STATUS_LIST_JWT_TYP } from '../.
 import { mdocCertificateProblems, parseCertificates } from '../../src/shared/x509.ts'
 import type { DcqlFlow } from './dcql.ts'
 import type { IssuanceFlow } from './issuance.ts'
+import { createMdlTemplate, MDL_CONTENT, MDL_ELEMENTS, MDL_TEMPLATE } from './mdoc-template.ts'
 import { STATUS_TYPES, type StatusType } from './sd-jwt-vc.ts'
 import type { FlowWorld } from './world-types.ts'
 
@@ -26,41 +26,6 @@ import type { FlowWorld } from './world-types.ts'
 // List entry, a key proof the configuration does not allow, and what an OpenID4VP 1.0 session asked for and
 // received of an mdoc (the DCQL query, the DeviceResponse, what the relying party reads). The issuance and
 // dcql flows do the protocol work; the World owns one of these, and steps call it in one line.
-
-/**
- * The mDL template scenarios create through the portal (OpenID4VCI 1.0 Appendix A.2), as the demo's `mdl`:
- * four elements of the mDL namespace described in the metadata. `doctype` is not in the client's template
- * type yet, hence the intersection.
- */
-export const MDL_TEMPLATE: IssuanceTemplateInput & { doctype: string; format: typeof MDOC_FORMAT } = {
-  id: 'mdl',
-  credentialType: MDL_DOCTYPE,
-  format: MDOC_FORMAT,
-  doctype: MDL_DOCTYPE,
-  signingAlg: 'ES256',
-  display: { name: 'Mobile driving licence' },
-  claims: [
-    { path: `${MDL_NAMESPACE}.family_name`, name: 'Family name' },
-    { path: `${MDL_NAMESPACE}.given_name`, name: 'Given name' },
-    { path: `${MDL_NAMESPACE}.birth_date`, name: 'Date of birth' },
-    { path: `${MDL_NAMESPACE}.age_over_18`, name: 'Over 18' },
-  ],
-}
-
-/** What the application submits (4.4): the elements grouped by namespace, a full-date and a boolean among them. */
-export const MDL_ELEMENTS = {
-  [MDL_NAMESPACE]: { family_name: 'Doe', given_name: 'Jane', birth_date: '1990-01-02', age_over_18: true },
-}
-export const MDL_CONTENT = [{ type: ['VerifiableCredential', MDL_DOCTYPE], credentialSubject: MDL_ELEMENTS }]
-
-/** Creates MDL_TEMPLATE through the portal with the tenant's administrator key. */
-export async function createMdlTemplate(world: FlowWorld) {
-  if (!world.target.capabilities.has('portal'))
-    throw new Error('creating the mDL template needs the portal: tag the scenario @needs-portal')
-  const response = await world.client.createIssuanceTemplate(await world.logIn('admin'), MDL_TEMPLATE)
-  world.recordAnswer(response, `create the issuance template "${MDL_TEMPLATE.id}" (portal)`)
-  world.expectStatus(201)
-}
 
 /** COSE ES256 (RFC 9053), as the configuration names issuerAuth's algorithm (Appendix A.2.2). */
 const COSE_ES256 = -7

@@ -32,7 +32,12 @@ describe('issuer-test and verifier-test on the command line', { timeout: 180_000
     assert.match(list.stdout, /rule: the credential request carries neither proof nor proofs/)
     assert.equal(list.stdout.match(/^issuer:/gm)?.length, 27)
     const verifier = await runCli(['verifier-test', '--list'])
-    assert.equal(verifier.stdout.match(/^verifier:/gm)?.length, 25)
+    assert.equal(verifier.stdout.match(/^verifier:/gm)?.length, 31)
+    // the ISO mdoc cases: the OIDF suite's invalid-session-transcript among them
+    assert.match(
+      verifier.stdout,
+      /^verifier:mdoc-wrong-nonce\trefuse \(misbehaviour mdoc-wrong-nonce\)\t@OID4VP-1\.0-B\.2\.6\.1/m,
+    )
   })
 
   test('a pre-flight problem is exit 3, naming it', async () => {

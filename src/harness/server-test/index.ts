@@ -178,8 +178,9 @@ export async function runVerifierTest(options: VerifierTestOptions): Promise<Ser
       if (!options.walletFile) {
         testIssuer = await startTestIssuer(options.issuerDataDir ? { dataDir: options.issuerDataDir } : {})
         recorder.allow(new URL(testIssuer.url).host)
-        supply = deploymentCredentials(testIssuer.keys, testIssuer.templates)
-        trustAnchors.push(testIssuer.trust.trustAnchorPem)
+        supply = deploymentCredentials(testIssuer.keys, testIssuer.templatesFor(options.keyType ?? 'P-256'))
+        // the SD-JWT VCs' x5c chains lead to its CA, the mdoc's issuerAuth x5chain to its IACA
+        trustAnchors.push(testIssuer.trust.trustAnchorPem, testIssuer.trust.iacaPem)
       }
     }
   } catch (error) {

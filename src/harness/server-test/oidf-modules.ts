@@ -67,14 +67,14 @@ export const OIDF_PLANS: readonly OidfPlan[] = [
     title: 'OpenID4VP 1.0 Final: the suite plays the verifier and grades a wallet',
     planClass: 'vp1finalwallet/VP1FinalWalletTestPlan.java',
     haip: false,
-    vcHarness: '`vc-harness wallet-test` (plan `presentation-dcql`)',
+    vcHarness: '`vc-harness wallet-test` (plans `presentation-dcql`, `presentation-mdoc`)',
   },
   {
     name: 'oid4vci-1_0-wallet-test-plan',
     title: 'OpenID4VCI 1.0 Final: the suite plays the issuer and grades a wallet',
     planClass: 'vci10wallet/VCIWalletTestPlan.java',
     haip: false,
-    vcHarness: '`vc-harness wallet-test` (plan `issuance-1.0`)',
+    vcHarness: '`vc-harness wallet-test` (plans `issuance-1.0`, `issuance-mdoc`)',
   },
   {
     name: 'oid4vp-1final-verifier-haip-test-plan',
@@ -97,7 +97,7 @@ export const OIDF_PLANS: readonly OidfPlan[] = [
       'OpenID4VP 1.0 Final with HAIP 1.0: the wallet plan with x509_hash and direct_post.jwt, and over the Digital Credentials API',
     planClass: 'vp1finalwallet/VP1FinalWalletTestPlanHaip.java',
     haip: true,
-    vcHarness: '`vc-harness wallet-test` (plan `presentation-dcql`)',
+    vcHarness: '`vc-harness wallet-test` (plans `presentation-dcql`, `presentation-mdoc`)',
   },
   {
     name: 'oid4vci-1_0-wallet-haip-test-plan',
@@ -105,7 +105,7 @@ export const OIDF_PLANS: readonly OidfPlan[] = [
       'OpenID4VCI 1.0 Final with HAIP 1.0: the wallet plan over the authorization code flow with DPoP and wallet attestation, and 10 FAPI 2.0 client modules',
     planClass: 'vci10wallet/VCIWalletTestPlanHaip.java',
     haip: true,
-    vcHarness: '`vc-harness wallet-test` (plan `issuance-1.0`)',
+    vcHarness: '`vc-harness wallet-test` (plans `issuance-1.0`, `issuance-mdoc`)',
   },
 ]
 
@@ -184,9 +184,9 @@ const VERIFIER_MODULES: OidfModule[] = [
     negative: false,
     checks:
       'The verifier accepts a valid presentation of the one credential its DCQL query asks for (an SD-JWT VC, or an ISO mdoc)',
-    coverage: { kind: 'verifier-case', ids: ['verifier:happy-flow'] },
+    coverage: { kind: 'verifier-case', ids: ['verifier:happy-flow', 'verifier:mdoc-happy-flow'] },
     before: { kind: 'scenario', tags: ['@OID4VP-1.0-8.1'], scenarios: [SD_JWT_VERIFIED] },
-    note: `the mdoc variant needs ISO mdoc (${ISSUE_MDOC})`,
+    note: 'verifier:happy-flow presents what the request asks for; verifier:mdoc-happy-flow is the mdoc variant, which applies when it asks for mso_mdoc',
   },
   {
     plan: V_PLAN,
@@ -226,10 +226,9 @@ const VERIFIER_MODULES: OidfModule[] = [
     negative: true,
     checks:
       'The verifier rejects an mdoc whose device signature covers a session transcript with another nonce',
-    coverage: {
-      kind: 'none',
-      why: `needs ISO mdoc (mso_mdoc), which vc-harness does not speak yet (${ISSUE_MDOC})`,
-    },
+    coverage: { kind: 'verifier-case', ids: ['verifier:mdoc-wrong-nonce'] },
+    before: { kind: 'none', why: `vc-harness did not speak ISO mdoc (mso_mdoc) yet (${ISSUE_MDOC})` },
+    note: 'verifier:mdoc-wrong-client-id and verifier:mdoc-wrong-response-uri change the other members of the same OpenID4VPHandover',
   },
   {
     plan: V_PLAN,
@@ -536,7 +535,7 @@ const WALLET_VP_MODULES: OidfModule[] = [
     module: 'oid4vp-1final-wallet-happy-flow',
     negative: false,
     checks: 'The wallet answers a valid request (no state) with a valid presentation',
-    coverage: { kind: 'wallet-case', ids: ['presentation-dcql:positive'] },
+    coverage: { kind: 'wallet-case', ids: ['presentation-dcql:positive', 'presentation-mdoc:positive'] },
   },
   {
     plan: W_VP_PLAN,
@@ -603,7 +602,10 @@ const WALLET_VP_MODULES: OidfModule[] = [
     module: 'oid4vp-1final-wallet-negative-test-invalid-request-object-signature',
     negative: true,
     checks: 'The wallet refuses a request object whose signature does not verify',
-    coverage: { kind: 'wallet-case', ids: ['presentation-dcql:request-foreign-signature'] },
+    coverage: {
+      kind: 'wallet-case',
+      ids: ['presentation-dcql:request-foreign-signature', 'presentation-mdoc:request-foreign-signature'],
+    },
   },
   {
     plan: W_VP_PLAN,
@@ -621,7 +623,10 @@ const WALLET_VP_MODULES: OidfModule[] = [
     module: 'oid4vp-1final-wallet-negative-test-mismatched-client-id',
     negative: true,
     checks: "The wallet refuses a request object whose client_id differs from the URL's",
-    coverage: { kind: 'wallet-case', ids: ['presentation-dcql:client-id-mismatch'] },
+    coverage: {
+      kind: 'wallet-case',
+      ids: ['presentation-dcql:client-id-mismatch', 'presentation-mdoc:client-id-mismatch'],
+    },
   },
   {
     plan: W_VP_PLAN,
@@ -638,7 +643,10 @@ const WALLET_VP_MODULES: OidfModule[] = [
     module: 'oid4vp-1final-wallet-negative-test-missing-nonce',
     negative: true,
     checks: 'The wallet refuses a request without a nonce',
-    coverage: { kind: 'wallet-case', ids: ['presentation-dcql:nonce-missing'] },
+    coverage: {
+      kind: 'wallet-case',
+      ids: ['presentation-dcql:nonce-missing', 'presentation-mdoc:nonce-missing'],
+    },
   },
   {
     plan: W_VP_PLAN,
@@ -686,7 +694,7 @@ const WALLET_VCI_MODULES: OidfModule[] = [
     negative: false,
     checks:
       'The wallet obtains a credential from the suite as issuer (issuer- or wallet-initiated; pre-authorized or authorization code; immediate or deferred)',
-    coverage: { kind: 'wallet-case', ids: ['issuance-1.0:positive'] },
+    coverage: { kind: 'wallet-case', ids: ['issuance-1.0:positive', 'issuance-mdoc:positive'] },
     note: `the authorization code variants need ${ISSUE_HAIP}; the deferred one has no wallet test case`,
   },
   {
@@ -775,9 +783,9 @@ const HAIP_VERIFIER: OidfModule[] = VERIFIER_MODULES.map((m) => ({
     .join('; '),
 }))
 
-/** How presentation-dcql runs a case: its client identifier prefix and response mode. */
+/** How a presentation plan (presentation-dcql, presentation-mdoc) runs a case: its client identifier prefix and response mode. */
 function dcqlVariant(id: string): string {
-  const flow = planCases('presentation-dcql').find((c) => c.id === id)?.flow
+  const flow = planCases('all').find((c) => c.id === id)?.flow
   if (!flow) throw new Error(`no wallet test case ${id}`)
   if (flow.kind !== 'presentation') return 'an issuance'
   return `${flow.clientIdPrefix ?? 'decentralized_identifier'} and ${flow.responseMode ?? 'direct_post'}`
@@ -788,13 +796,17 @@ function dcqlVariant(id: string): string {
 const HAIP_VP_WALLET: OidfModule[] = WALLET_VP_MODULES.filter(
   (m) => m.module !== 'oid4vp-1final-wallet-negative-test-response-uri-not-client-id',
 ).map((m) => {
-  // the happy flow: the positive cases nearest HAIP's variant
+  // the happy flow: the positive cases nearest HAIP's variant (presentation-mdoc's is HAIP's own)
   const ids =
     m.module === 'oid4vp-1final-wallet-happy-flow'
-      ? ['presentation-dcql:positive-x509-san-dns-jwt', 'presentation-dcql:positive-x509-hash-post']
+      ? [
+          'presentation-dcql:positive-x509-san-dns-jwt',
+          'presentation-dcql:positive-x509-hash-post',
+          'presentation-mdoc:positive-x509-hash-jwt',
+        ]
       : coverageIds(m.coverage)
-  const runs = ids.map((id) => `${id.slice(id.indexOf(':') + 1)} with ${dcqlVariant(id)}`).join(', ')
-  const why = `HAIP asks with x509_hash and direct_post.jwt, or over the Digital Credentials API (${ISSUE_DC_API}); presentation-dcql runs ${runs}`
+  const runs = ids.map((id) => `${id} with ${dcqlVariant(id)}`).join(', ')
+  const why = `HAIP asks with x509_hash and direct_post.jwt, or over the Digital Credentials API (${ISSUE_DC_API}); vc-harness runs ${runs}`
   return inHaip(m, 'oid4vp-1final-wallet-haip-test-plan', why, ids)
 })
 
@@ -1168,6 +1180,17 @@ export const BEYOND_OIDF: readonly BeyondOidf[] = [
     ],
   },
   {
+    topic: 'A malicious mdoc issuer against the wallet',
+    what: "An mDL whose MSO is signed by a document signer outside the issuer's IACA, bound to another device key, with an element that no longer matches its digest, expired or revoked (ISO/IEC 18013-5 §9.3.1); the suite's wallet plans hand out no bad mdoc either.",
+    ids: [
+      'issuance-mdoc:credential-foreign-signature',
+      'issuance-mdoc:credential-other-holder',
+      'issuance-mdoc:mdoc-digest-mismatch',
+      'issuance-mdoc:credential-expired',
+      'issuance-mdoc:credential-revoked',
+    ],
+  },
+  {
     topic: 'Requests a wallet must refuse, beyond the suite',
     what: 'A request reusing the nonce of one the wallet already answered, an expired request object, a response_uri on a foreign origin under x509_san_dns (the suite tests only the redirect_uri prefix).',
     ids: [
@@ -1236,6 +1259,16 @@ export const BEYOND_OIDF: readonly BeyondOidf[] = [
       'verifier:sd-tampered-disclosure',
       'verifier:kb-missing',
       'verifier:response-replayed',
+    ],
+  },
+  {
+    topic: 'mdoc presentations beyond the suite (verifier)',
+    what: "The suite's verifier plan breaks an mdoc's SessionTranscript by its nonce. vc-harness also binds another client_id or response_uri, signs the DeviceAuthentication with another key than the MSO's device key, and changes a disclosed element after issuance.",
+    ids: [
+      'verifier:mdoc-wrong-client-id',
+      'verifier:mdoc-wrong-response-uri',
+      'verifier:mdoc-foreign-device-key',
+      'verifier:mdoc-tampered-element',
     ],
   },
   {

@@ -15,6 +15,7 @@ import {
   type SessionRead,
   sessionIdOf,
 } from '../../client/index.ts'
+import { defaultNamespace, MDOC_FORMAT } from '../../shared/mdoc.ts'
 import type { Wallet } from '../../wallet/index.ts'
 import { resolveExternal } from '../profile.ts'
 import { sampleCredentials } from '../sandbox.ts'
@@ -47,6 +48,31 @@ export function deploymentFromProfile(file: string, env: NodeJS.ProcessEnv = pro
     issuanceTemplate: settings.tenant.issuanceTemplate,
     verificationTemplate: settings.tenant.otherTemplate,
   }
+}
+
+/** What an issuance template issues: its credential type, format and (mso_mdoc) doctype. */
+export interface TemplateKind {
+  credentialType: string
+  format?: string
+  doctype?: string
+}
+
+/** The elements of a sample mdoc (ISO/IEC 18013-5 §7.2.1; the EUDI PID names them alike). */
+const MDOC_SAMPLE = { family_name: 'Doe', given_name: 'Jane', birth_date: '1990-01-01', age_over_18: true }
+
+/**
+ * The content submitted for a template (4.4): the sandbox's samples, or for an mso_mdoc template the sample
+ * elements in its doctype's own namespace (docs/issuance.md "ISO mdoc").
+ */
+export function sampleContent(kind: TemplateKind): Record<string, unknown>[] {
+  if (kind.format !== MDOC_FORMAT) return sampleCredentials(kind.credentialType)
+  const doctype = kind.doctype ?? kind.credentialType
+  return [
+    {
+      type: ['VerifiableCredential', kind.credentialType],
+      credentialSubject: { [defaultNamespace(doctype)]: { ...MDOC_SAMPLE } },
+    },
+  ]
 }
 
 const key = (k: KeySecret, tenant: string, ssiconfig?: string): ApiKeyCredentials => ({
@@ -91,20 +117,25 @@ export class DeploymentKeys {
     return this.client.token(key(appKey, d.tenant, template))
   }
 
-  private readonly types = new Map<string, string>()
+  private readonly kinds = new Map<string, TemplateKind>()
 
-  /** The credential type of an issuance template (its content must end with it), read with the admin key. */
-  async credentialType(template: string): Promise<string> {
-    const known = this.types.get(template)
+  /** What an issuance template issues (its content must end with the credential type), read with the admin key. */
+  async templateKind(template: string): Promise<TemplateKind> {
+    const known = this.kinds.get(template)
     if (known) return known
     const d = this.deployment
     const admin = await this.client.token(key(d.adminKey, d.tenant))
-    const view = ok<{ credentialType: string }>(
+    const view = ok<TemplateKind>(
       await this.client.getTemplate(admin, 'issuance', template),
       `read issuance template ${template} with the profile's admin key`,
     )
-    this.types.set(template, view.credentialType)
-    return view.credentialType
+    const kind = {
+      credentialType: view.credentialType,
+      ...(view.format !== undefined && { format: view.format }),
+      ...(view.doctype !== undefined && { doctype: view.doctype }),
+    }
+    this.kinds.set(template, kind)
+    return kind
   }
 
   /** Revokes the keys this run created. */
@@ -125,10 +156,10 @@ async function openOffer(keys: DeploymentKeys, template: string, deferred: boole
     `create an offer of template ${template} (4.2)`,
   )
   const { processId } = parseCredentialOfferUri(offer.credential_offer_uri)
-  const credentialType = await keys.credentialType(template)
+  const kind = await keys.templateKind(template)
   const submit = async () => {
     ok(
-      await client.submitCredentials(token, processId, sampleCredentials(credentialType)),
+      await client.submitCredentials(token, processId, sampleContent(kind)),
       `submit the content of process ${processId} (4.4)`,
     )
   }

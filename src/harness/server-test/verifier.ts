@@ -58,6 +58,7 @@ interface Asked {
 const JWT_OR_LDP = ['jwt_vc_json', 'jwt_vp_json', 'jwt_vc', 'jwt_vp', 'ldp_vc', 'ldp_vp', 'ldp']
 const SD_JWT = ['dc+sd-jwt', 'vc+sd-jwt']
 const LDP = ['ldp_vc', 'ldp_vp', 'ldp']
+const MDOC = ['mso_mdoc']
 
 function askedOf(session: Session): Asked {
   if ('dcqlQuery' in session) {
@@ -115,6 +116,15 @@ function inapplicable(c: ServerCase, asked: Asked): string | undefined {
       return any(asked, SD_JWT) && asked.profile === '1.0'
         ? undefined
         : `the request asks for ${formats}: no SD-JWT VC`
+    case 'mdoc-happy-flow':
+    case 'mdoc-wrong-nonce':
+    case 'mdoc-wrong-client-id':
+    case 'mdoc-wrong-response-uri':
+    case 'mdoc-foreign-device-key':
+    case 'mdoc-tampered-element':
+      return any(asked, MDOC) && asked.profile === '1.0'
+        ? undefined
+        : `the request asks for ${formats}: no ISO mdoc (mso_mdoc)`
     case 'ldp-undefined-term':
       return any(asked, LDP) ? undefined : `the request asks for ${formats}: no Linked Data presentation`
     case 'vp-replayed':

@@ -1,11 +1,13 @@
 // The service configuration a wallet test plan runs on: one tenant per case (a fault is on for exactly that
-// tenant), each with one application key and the one template its flow needs, and one verifier certificate
-// chain for every tenant so a wallet configures a single trust anchor.
+// tenant), each with one application key and the one template its flow needs, one verifier certificate
+// chain and one mdoc IACA for every tenant, so a wallet configures a single trust anchor file: the verifier
+// CA (x509 request objects) and the IACA (the mdocs' issuerAuth x5chain) in one PEM.
 
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto'
 import { formatOf } from '../../formats/registry.ts'
 import { parseConfig, type ServiceConfig } from '../../service/config/index.ts'
-import { certificatePem, generateTestCa, issueCertificate } from '../../shared/x509.ts'
+import { defaultNamespace, MDOC_FORMAT } from '../../shared/mdoc.ts'
+import { certificatePem, generateIaca, generateTestCa, issueCertificate } from '../../shared/x509.ts'
 import { type PresentationFlow, tenantOf, type WalletCase } from './plans.ts'
 
 /** The template ids every case tenant uses. */
@@ -25,16 +27,26 @@ export interface WalletTestConfig {
   config: ServiceConfig
   /** the application key of each case's tenant */
   keys: Map<string, CaseKey>
-  /** PEM of the CA the x509_san_dns / x509_hash request objects chain to: the wallet's trust anchor */
+  /**
+   * The wallet's trust anchors, one PEM holding two certificates: the CA the x509_san_dns / x509_hash request
+   * objects chain to, then the IACA root every tenant's mdoc document signer is certified by
+   */
   trustAnchorPem: string
+  /** PEM of the IACA alone (a wallet that keeps its mdoc issuers apart from its verifiers) */
+  iacaPem: string
 }
 
+/** The mdoc elements a case's relying party submits and a presentation case asks for (ISO 18013-5 §7.2.1). */
+export const MDOC_ELEMENTS = { family_name: 'Doe', given_name: 'Jane', birth_date: '1990-01-01' }
+
 export function verificationTemplate(flow: PresentationFlow) {
+  // An mdoc element is named as the doctype's namespace names it: family_name (docs/verification.md).
+  const field = flow.format === MDOC_FORMAT ? 'family_name' : 'familyName'
   return {
     id: VERIFICATION_TEMPLATE,
     name: `Wallet test: ${flow.credentialType}`,
     credentialTypes: [flow.credentialType],
-    requestedFields: [{ path: '$.credentialSubject.familyName' }],
+    requestedFields: [{ path: `$.credentialSubject.${field}` }],
     ...(flow.profile === 'dcql'
       ? {
           profile: 'dcql',
@@ -69,6 +81,19 @@ function issuanceTemplate(testCase: WalletCase) {
     display: { name: `${DISPLAY_NAMES[flow.credentialType] ?? flow.credentialType} (wallet test)` },
     // ldp_vc: signed with the proof type section 2.8 lists first for an Ed25519 key, by the tenant's EdDSA key
     ...(flow.format === 'ldp_vc' ? { proofType: 'Ed25519Signature2018', signingAlg: 'EdDSA' } : {}),
+    // mso_mdoc (OpenID4VCI 1.0 Appendix A.2): the doctype is the credential type, the MSO signed with ES256
+    // by the tenant's document signer; claims as [namespace, element]
+    ...(flow.format === MDOC_FORMAT
+      ? {
+          doctype: flow.credentialType,
+          signingAlg: 'ES256',
+          claims: [
+            { path: 'family_name', name: 'Family name' },
+            { path: 'given_name', name: 'Given name' },
+            { path: 'birth_date', name: 'Date of birth' },
+          ].map((c) => ({ ...c, path: `${defaultNamespace(flow.credentialType)}.${c.path}` })),
+        }
+      : {}),
     ...(formatOf(flow.format).typedBy === 'vct'
       ? {
           vct: walletTestVct(flow.credentialType),
@@ -99,6 +124,16 @@ export async function walletTestConfig(
     chain: [certificatePem(leaf)],
     privateKey: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
   }
+  // ISO 18013-5 Annex B.1.2: one IACA for the run, so an mdoc of the setup case's tenant is trusted by the
+  // presentation cases' tenants (their default trust anchors include their IACA) and by the wallet.
+  const iaca = await generateIaca({
+    commonName: 'vc-harness wallet test IACA',
+    uri: publicUrl ?? 'https://vc-harness.invalid/wallet-test',
+  })
+  const mdocIaca = {
+    certificate: certificatePem(iaca.certificate),
+    privateKey: iaca.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+  }
   const keys = new Map<string, CaseKey>()
   const tenants = cases.map((c) => {
     const id = tenantOf(c)
@@ -108,6 +143,7 @@ export async function walletTestConfig(
     return {
       id,
       verifierCertificate,
+      mdocIaca,
       apiKeys: [
         { id: key.keyId, secret: key.secret, role: 'app', label: `wallet test ${c.id}` },
         {
@@ -126,5 +162,10 @@ export async function walletTestConfig(
     { ...(publicUrl ? { publicUrl } : {}), webhooks: { mode: 'test' }, tenants },
     'the wallet test configuration',
   )
-  return { config, keys, trustAnchorPem: certificatePem(ca.certificate) }
+  return {
+    config,
+    keys,
+    trustAnchorPem: `${certificatePem(ca.certificate).trim()}\n${mdocIaca.certificate.trim()}\n`,
+    iacaPem: mdocIaca.certificate,
+  }
 }

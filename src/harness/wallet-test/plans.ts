@@ -3,15 +3,23 @@
 // Pure data: the runner (runner.ts) builds the service from it, the judge (judge.ts) reads `expect`.
 
 import type { FormatId } from '../../formats/registry.ts'
-import type { Fault, IssuanceFault, PresentationFault } from '../../service/faults/index.ts'
+import {
+  type Fault,
+  type IssuanceFault,
+  PRESENTATION_FAULTS,
+  type PresentationFault,
+} from '../../service/faults/index.ts'
+import { MDL_DOCTYPE, MDOC_FORMAT } from '../../shared/mdoc.ts'
 import { SD_JWT_VC_TYP } from '../../shared/wire.ts'
 
 export const PLAN_NAMES = [
   'issuance-draft15',
   'issuance-1.0',
+  'issuance-mdoc',
   'presentation-pe',
   'presentation-pe-ldp',
   'presentation-dcql',
+  'presentation-mdoc',
 ] as const
 export type PlanName = (typeof PLAN_NAMES)[number]
 /** What `--plan` accepts: a plan, or `all` (every plan in order). */
@@ -21,10 +29,12 @@ export const PLAN_CHOICES: readonly PlanChoice[] = [...PLAN_NAMES, 'all']
 export const PLAN_TITLES: Record<PlanName, string> = {
   'issuance-draft15': 'OpenID4VCI, draft 15 issuer metadata, jwt_vc_json',
   'issuance-1.0': 'OpenID4VCI 1.0 Final, SD-JWT VC (dc+sd-jwt)',
+  'issuance-mdoc': 'OpenID4VCI 1.0 Final, ISO mdoc (mso_mdoc): an mDL under an IACA',
   'presentation-pe': 'OpenID4VP draft 20 with Presentation Exchange, jwt_vc_json',
   'presentation-pe-ldp':
     'OpenID4VP draft 20 with Presentation Exchange, ldp_vc in an ldp_vp (Linked Data proofs)',
   'presentation-dcql': 'OpenID4VP 1.0 Final with DCQL, SD-JWT VC, client identifier prefixes',
+  'presentation-mdoc': 'OpenID4VP 1.0 Final with DCQL, ISO mdoc (mso_mdoc): a DeviceResponse of the mDL',
 }
 
 export type CredentialFormat = FormatId
@@ -79,6 +89,16 @@ export interface WalletCase {
   visibleInLink?: boolean
 }
 
+/**
+ * The presentation fault `name` when faults/index.ts lists it (PRESENTATION_FAULTS), else undefined: a plan
+ * offers a case only for a fault the service can apply.
+ */
+function knownPresentationFault(name: string): PresentationFault | undefined {
+  return (PRESENTATION_FAULTS as readonly string[]).includes(name) ? (name as PresentationFault) : undefined
+}
+/** faults/requests.ts DOCTYPE_MISMATCH (not imported: that module loads the formats). */
+const DOCTYPE_MISMATCH = 'doctype-mismatch'
+
 const REFUSE_ISSUANCE =
   'passes when the wallet does not keep the credential: a credential_failure (or credential_deleted) notification, a non-zero exit of the wallet command, or never asking for it; fails when it notifies credential_accepted, or the command exits 0 having received it'
 const REFUSE_PRESENTATION =
@@ -88,16 +108,118 @@ const ACCEPT_ISSUANCE =
 const ACCEPT_PRESENTATION =
   'passes when the wallet sends a presentation the verifier finds valid (session VERIFIED); fails on an error response, a rejected presentation or no answer'
 
+/** What each credential-changing fault breaks, in the words and clauses of a format's own rules. */
+interface FormatRule {
+  title: string
+  rule: string
+  sources: string[]
+}
+interface FormatRules {
+  foreignSignature: FormatRule
+  otherHolder: FormatRule
+  expired: FormatRule
+  revoked: FormatRule
+  /** the format's own tampering fault (a disclosure, an mdoc element) */
+  tampered?: FormatRule & { fault: IssuanceFault }
+}
+
+function formatRules(format: CredentialFormat, v: string): FormatRules {
+  if (format === SD_JWT_VC_TYP) {
+    return {
+      foreignSignature: {
+        title: "The wallet refuses a credential that is not signed by the issuer's key",
+        rule: "the credential's signature is made by a key that is not the issuer's",
+        sources: [`@${v}-8.3`, '@SD-JWT-VC-3.5', '@RFC9901-7.1'],
+      },
+      otherHolder: {
+        title: "The wallet refuses a credential bound to another holder's key",
+        rule: "the credential's cnf key is not the key the wallet proved",
+        sources: [`@${v}-8.2`, '@SD-JWT-VC-3.2.2.2'],
+      },
+      tampered: {
+        fault: 'sd-jwt-tampered-disclosure',
+        title: 'The wallet refuses an SD-JWT VC with a disclosure whose digest is not in the credential',
+        rule: 'a disclosure of the SD-JWT does not match any digest the issuer signed',
+        sources: ['@RFC9901-7.1', '@RFC9901-7.3'],
+      },
+      expired: {
+        title: 'The wallet refuses a credential that has already expired',
+        rule: "the credential's expiry (exp / validUntil) is in the past",
+        sources: ['@RFC9901-7.1', '@SD-JWT-VC-3.2.2.2'],
+      },
+      revoked: {
+        title: 'The wallet refuses a credential whose status is already revoked',
+        rule: "the credential's status list entry says revoked when it is handed out",
+        sources: ['@TokenStatusList-8.3', '@SD-JWT-VC-3.2.2.2'],
+      },
+    }
+  }
+  if (format === MDOC_FORMAT) {
+    // ISO/IEC 18013-5 §9.3.1: the issuer data authentication a reader (and a wallet at receipt) performs.
+    return {
+      foreignSignature: {
+        title: 'The wallet refuses an mdoc whose MSO is signed by a document signer outside the IACA',
+        rule: "an MSO signed by a DS certificate outside the IACA: issuerAuth's x5chain does not lead to the issuer's IACA root",
+        sources: [`@${v}-A.2`, '@ISO18013-5-9.3.1', '@ISO18013-5-B.1.4'],
+      },
+      otherHolder: {
+        title: 'The wallet refuses an mdoc bound to another device key',
+        rule: "the MSO's deviceKeyInfo.deviceKey is not the key the wallet proved",
+        sources: [`@${v}-8.2`, `@${v}-A.2`, '@ISO18013-5-9.1.2.4'],
+      },
+      tampered: {
+        fault: 'mdoc-digest-mismatch',
+        title: 'The wallet refuses an mdoc with an element that does not match its digest in the MSO',
+        rule: "a digest mismatch: an element's value was changed after signing, so its digest is not the one the MSO's valueDigests hold",
+        sources: ['@ISO18013-5-9.3.1', '@ISO18013-5-9.1.2.4'],
+      },
+      expired: {
+        title: 'The wallet refuses an mdoc that has already expired',
+        rule: "the MSO's validityInfo.validUntil is in the past",
+        sources: ['@ISO18013-5-9.1.2.4', '@ISO18013-5-9.3.1'],
+      },
+      revoked: {
+        title: 'The wallet refuses an mdoc whose status is already revoked',
+        rule: "the MSO's status list entry says revoked when it is handed out",
+        sources: ['@TokenStatusList-6.3', '@TokenStatusList-8.3'],
+      },
+    }
+  }
+  return {
+    foreignSignature: {
+      title: "The wallet refuses a credential that is not signed by the issuer's key",
+      rule: "the credential's signature is made by a key that is not the issuer's",
+      sources: [`@${v}-8.3`, '@VC-JOSE-COSE-3.1'],
+    },
+    otherHolder: {
+      title: "The wallet refuses a credential bound to another holder's key",
+      rule: "the credential's subject is another DID than the wallet's",
+      sources: [`@${v}-8.2`, '@VC-DM-4.4'],
+    },
+    expired: {
+      title: 'The wallet refuses a credential that has already expired',
+      rule: "the credential's expiry (exp / validUntil) is in the past",
+      sources: ['@VC-DM-4.9', '@VC-JOSE-COSE-3.1'],
+    },
+    revoked: {
+      title: 'The wallet refuses a credential whose status is already revoked',
+      rule: "the credential's status list entry says revoked when it is handed out",
+      sources: ['@BitstringStatusList-3.2'],
+    },
+  }
+}
+
 function issuanceCases(plan: PlanName, generation: 'draft15' | '1.0', format: CredentialFormat) {
   const v = generation === '1.0' ? 'OID4VCI-1.0' : 'OID4VCI-draft15'
-  const flow: IssuanceFlow = { kind: 'issuance', generation, format, credentialType: 'VerifiableId' }
-  // The rules a wallet breaks differ per format (their sources: SD-JWT VC and RFC 9901, or VC JOSE/DM).
-  const sdJwt = format === SD_JWT_VC_TYP
+  const mdoc = format === MDOC_FORMAT
+  // An mdoc's credential type is its doctype: the mDL.
+  const credentialType = mdoc ? MDL_DOCTYPE : 'VerifiableId'
+  const flow: IssuanceFlow = { kind: 'issuance', generation, format, credentialType }
+  // The rules a wallet breaks differ per format (their sources: SD-JWT VC and RFC 9901, ISO 18013-5, or VC JOSE/DM).
+  const rules = formatRules(format, v)
   const negative = (
     fault: IssuanceFault,
-    title: string,
-    rule: string,
-    sources: string[],
+    { title, rule, sources }: FormatRule,
     passes = REFUSE_ISSUANCE,
   ): WalletCase => ({
     id: `${plan}:${fault}`,
@@ -114,55 +236,28 @@ function issuanceCases(plan: PlanName, generation: 'draft15' | '1.0', format: Cr
     {
       id: `${plan}:positive`,
       plan,
-      title: `The wallet receives and keeps a valid ${format} credential`,
+      title: mdoc
+        ? `The wallet receives and keeps a valid ${format} credential (an mDL whose issuerAuth chains to the IACA)`
+        : `The wallet receives and keeps a valid ${format} credential`,
       flow,
       expect: 'accept',
-      sources: [`@${v}-8.3`, `@${v}-10`],
+      sources: mdoc ? [`@${v}-8.3`, `@${v}-A.2`, '@ISO18013-5-9.3.1'] : [`@${v}-8.3`, `@${v}-10`],
       passes: ACCEPT_ISSUANCE,
     },
     negative(
       'metadata-issuer-mismatch',
-      'The wallet does not use issuer metadata whose credential_issuer differs from the offer',
-      "the issuer metadata's credential_issuer is not the offer's credential_issuer",
-      [`@${v}-12.2.2`],
+      {
+        title: 'The wallet does not use issuer metadata whose credential_issuer differs from the offer',
+        rule: "the issuer metadata's credential_issuer is not the offer's credential_issuer",
+        sources: [`@${v}-12.2.2`],
+      },
       'passes when the wallet stops before redeeming the pre-authorized code (the metadata MUST NOT be used); fails when it goes on to the token endpoint',
     ),
-    negative(
-      'credential-foreign-signature',
-      "The wallet refuses a credential that is not signed by the issuer's key",
-      "the credential's signature is made by a key that is not the issuer's",
-      sdJwt ? [`@${v}-8.3`, '@SD-JWT-VC-3.5', '@RFC9901-7.1'] : [`@${v}-8.3`, '@VC-JOSE-COSE-3.1'],
-    ),
-    negative(
-      'credential-other-holder',
-      "The wallet refuses a credential bound to another holder's key",
-      sdJwt
-        ? "the credential's cnf key is not the key the wallet proved"
-        : "the credential's subject is another DID than the wallet's",
-      sdJwt ? [`@${v}-8.2`, '@SD-JWT-VC-3.2.2.2'] : [`@${v}-8.2`, '@VC-DM-4.4'],
-    ),
-    ...(sdJwt
-      ? [
-          negative(
-            'sd-jwt-tampered-disclosure',
-            'The wallet refuses an SD-JWT VC with a disclosure whose digest is not in the credential',
-            'a disclosure of the SD-JWT does not match any digest the issuer signed',
-            ['@RFC9901-7.1', '@RFC9901-7.3'],
-          ),
-        ]
-      : []),
-    negative(
-      'credential-expired',
-      'The wallet refuses a credential that has already expired',
-      "the credential's expiry (exp / validUntil) is in the past",
-      sdJwt ? ['@RFC9901-7.1', '@SD-JWT-VC-3.2.2.2'] : ['@VC-DM-4.9', '@VC-JOSE-COSE-3.1'],
-    ),
-    negative(
-      'credential-revoked',
-      'The wallet refuses a credential whose status is already revoked',
-      "the credential's status list entry says revoked when it is handed out",
-      sdJwt ? ['@TokenStatusList-8.3', '@SD-JWT-VC-3.2.2.2'] : ['@BitstringStatusList-3.2'],
-    ),
+    negative('credential-foreign-signature', rules.foreignSignature),
+    negative('credential-other-holder', rules.otherHolder),
+    ...(rules.tampered ? [negative(rules.tampered.fault, rules.tampered)] : []),
+    negative('credential-expired', rules.expired),
+    negative('credential-revoked', rules.revoked),
   ]
   if (generation === 'draft15') {
     cases.push({
@@ -184,22 +279,33 @@ function issuanceCases(plan: PlanName, generation: 'draft15' | '1.0', format: Cr
 /**
  * The presentation cases of a profile. `pe` asks for a jwt_vc_json credential, `pe-ldp` for an ldp_vc (the
  * interface's section 2.8 `ldp` / `ldp_vp`: the wallet answers with a Linked Data presentation whose proof
- * carries the request's nonce as challenge and its client_id as domain), `dcql` for an SD-JWT VC.
+ * carries the request's nonce as challenge and its client_id as domain), `dcql` for an SD-JWT VC, `mdoc` for
+ * an ISO mdoc (the mDL, OpenID4VP 1.0 Appendix B.2: a DeviceResponse whose device signature covers the
+ * SessionTranscript of the request's client_id, nonce and response_uri).
  */
-function presentationCases(plan: PlanName, profile: 'pe' | 'pe-ldp' | 'dcql'): WalletCase[] {
-  const pe = profile !== 'dcql'
+function presentationCases(plan: PlanName, profile: 'pe' | 'pe-ldp' | 'dcql' | 'mdoc'): WalletCase[] {
+  const pe = profile === 'pe' || profile === 'pe-ldp'
   const ldp = profile === 'pe-ldp'
-  const format: CredentialFormat = ldp ? 'ldp_vc' : pe ? 'jwt_vc_json' : SD_JWT_VC_TYP
+  const mdoc = profile === 'mdoc'
+  const format: CredentialFormat = ldp ? 'ldp_vc' : pe ? 'jwt_vc_json' : mdoc ? MDOC_FORMAT : SD_JWT_VC_TYP
   // A type no other plan issues: format-not-offered asks for it as jwt_vc_json, which the wallet must not hold
   // (under plan all it holds VerifiableId in both formats); the ldp_vc plan's type is its own, so that under
-  // plan all the wallet's only credential of it is the ldp_vc.
-  const credentialType = ldp ? 'PermanentResidentCard' : pe ? 'VerifiableId' : 'PersonIdentificationData'
+  // plan all the wallet's only credential of it is the ldp_vc. An mdoc's type is its doctype: the mDL.
+  const credentialType = ldp
+    ? 'PermanentResidentCard'
+    : pe
+      ? 'VerifiableId'
+      : mdoc
+        ? MDL_DOCTYPE
+        : 'PersonIdentificationData'
   const v = pe ? 'OID4VP-draft20' : 'OID4VP-1.0'
   // The wallet needs the credential the verifier asks for: the plan issues it first (itself a judged case).
   const setup: WalletCase = {
     id: `${plan}:setup`,
     plan,
-    title: `The wallet receives the ${format} ${credentialType} the presentation cases ask for`,
+    title: mdoc
+      ? `The wallet receives the ${format} mDL (${credentialType}) the presentation cases ask for`
+      : `The wallet receives the ${format} ${credentialType} the presentation cases ask for`,
     flow: {
       kind: 'issuance',
       generation: pe ? 'draft15' : '1.0',
@@ -209,7 +315,9 @@ function presentationCases(plan: PlanName, profile: 'pe' | 'pe-ldp' | 'dcql'): W
     expect: 'accept',
     sources: ldp
       ? ['@OID4VCI-draft15-8.3', '@OID4VCI-1.0-A.1.2']
-      : [pe ? '@OID4VCI-draft15-8.3' : '@OID4VCI-1.0-8.3'],
+      : mdoc
+        ? ['@OID4VCI-1.0-8.3', '@OID4VCI-1.0-A.2']
+        : [pe ? '@OID4VCI-draft15-8.3' : '@OID4VCI-1.0-8.3'],
     passes: ACCEPT_ISSUANCE,
   }
   const base: PresentationFlow = {
@@ -249,6 +357,8 @@ function presentationCases(plan: PlanName, profile: 'pe' | 'pe-ldp' | 'dcql'): W
     passes: REFUSE_PRESENTATION,
   })
   const x509Dns = { clientIdPrefix: 'x509_san_dns' as const, responseMode: 'direct_post.jwt' as const }
+  // HAIP's variant of an mdoc request: x509_hash and an encrypted response
+  const x509HashJwt = { clientIdPrefix: 'x509_hash' as const, responseMode: 'direct_post.jwt' as const }
   const cases: WalletCase[] = [setup]
   // A positive case first: 'nonce-reused' replays the nonce of the last request a wallet answered.
   if (ldp) {
@@ -267,6 +377,23 @@ function presentationCases(plan: PlanName, profile: 'pe' | 'pe-ldp' | 'dcql'): W
         `@${v}-6.2`,
         '@PEX-2.0-8',
       ]),
+    )
+  } else if (mdoc) {
+    // OpenID4VP 1.0 Appendix B.2.6: the vp_token entry is a DeviceResponse; B.2.6.1: its SessionTranscript
+    // (OpenID4VPHandover) binds client_id, nonce, the response encryption key's thumbprint and response_uri.
+    cases.push(
+      positive(
+        'positive',
+        'The wallet answers a valid request with a DeviceResponse of the mDL (decentralized_identifier, direct_post)',
+        {},
+        [`@${v}-B.2.6`, `@${v}-B.2.6.1`, '@ISO18013-5-8.3.2.1.2.2', '@ISO18013-5-9.1.3.6'],
+      ),
+      positive(
+        'positive-x509-hash-jwt',
+        'The wallet answers a valid request with a DeviceResponse of the mDL (x509_hash, direct_post.jwt)',
+        x509HashJwt,
+        [`@${v}-B.2.6.1`, `@${v}-5.9.3`, `@${v}-8.3`, '@HAIP-5'],
+      ),
     )
   } else {
     cases.push(
@@ -301,7 +428,7 @@ function presentationCases(plan: PlanName, profile: 'pe' | 'pe-ldp' | 'dcql'): W
       "The wallet refuses a request object not signed by the client's key",
       "the request object's signature is made by a key that is not the client's",
       [`@${v}-5.9.3`, '@RFC9101-6.2'],
-      pe ? {} : x509Dns,
+      pe ? {} : mdoc ? x509HashJwt : x509Dns,
     ),
     negative(
       'client-id-mismatch',
@@ -328,7 +455,7 @@ function presentationCases(plan: PlanName, profile: 'pe' | 'pe-ldp' | 'dcql'): W
       ['@RFC9101-6.3', '@RFC7519-4.1.4'],
     ),
   )
-  if (!pe) {
+  if (!pe && !mdoc) {
     cases.push(
       negative(
         'response-uri-foreign-origin',
@@ -364,12 +491,29 @@ function presentationCases(plan: PlanName, profile: 'pe' | 'pe-ldp' | 'dcql'): W
         ? 'The wallet sends nothing for a presentation definition it cannot satisfy'
         : 'The wallet sends nothing for a DCQL query it cannot satisfy',
       'the query asks for a credential the wallet does not hold',
-      pe ? [`@${v}-6.4`, '@PEX-2.0-5'] : [`@${v}-6.4.2`, `@${v}-8.5`],
+      pe
+        ? [`@${v}-6.4`, '@PEX-2.0-5']
+        : mdoc
+          ? [`@${v}-6.4.2`, `@${v}-8.5`, `@${v}-B.2.3`]
+          : [`@${v}-6.4.2`, `@${v}-8.5`],
     ),
   )
+  // doctype-mismatch (faults/requests.ts): the mDL's own elements asked for under another doctype_value.
+  const doctypeMismatch = knownPresentationFault(DOCTYPE_MISMATCH)
+  if (mdoc && doctypeMismatch) {
+    cases.push(
+      negative(
+        doctypeMismatch,
+        'The wallet does not answer a query for another doctype with its mDL, although the elements match',
+        "the query asks for the mDL's elements under another doctype_value than the held mDL's",
+        [`@${v}-B.2.3`, `@${v}-6.4.2`, '@ISO18013-5-8.3.2.1.2.1'],
+      ),
+    )
+  }
   // format-not-offered narrows a definition to the Linked Data formats (faults/requests.ts): a fault for a
-  // held JWT credential only. The ldp_vc plan would need the opposite (a definition asking for jwt formats).
-  if (!ldp) {
+  // held JWT credential only. The ldp_vc plan would need the opposite (a definition asking for jwt formats);
+  // the mdoc plan has its own mismatch, doctype-mismatch.
+  if (!ldp && !mdoc) {
     cases.push(
       negative(
         'format-not-offered',
@@ -388,6 +532,8 @@ const PLANS: Record<PlanName, () => WalletCase[]> = {
   'presentation-pe': () => presentationCases('presentation-pe', 'pe'),
   'presentation-pe-ldp': () => presentationCases('presentation-pe-ldp', 'pe-ldp'),
   'presentation-dcql': () => presentationCases('presentation-dcql', 'dcql'),
+  'issuance-mdoc': () => issuanceCases('issuance-mdoc', '1.0', MDOC_FORMAT),
+  'presentation-mdoc': () => presentationCases('presentation-mdoc', 'mdoc'),
 }
 
 /** The cases of a plan (`all`: every plan, in PLAN_NAMES order). */

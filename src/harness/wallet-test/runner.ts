@@ -20,22 +20,37 @@ import {
 import { buildApp } from '../../service/app.ts'
 import { FaultRegistry, startForeignOrigin } from '../../service/faults/index.ts'
 import { certificateHost, type TlsCredentials, tlsLeaf, tlsWarnings } from '../../service/tls.ts'
+import { defaultNamespace, MDOC_FORMAT } from '../../shared/mdoc.ts'
 import {
   type CaseKey,
   ISSUANCE_TEMPLATE,
+  MDOC_ELEMENTS,
   VERIFICATION_TEMPLATE,
   verificationTemplate,
   walletTestConfig,
 } from './config.ts'
 import { type Evidence, judge, settled, type Verdict } from './judge.ts'
-import { type PlanChoice, type PresentationFlow, planCases, tenantOf, type WalletCase } from './plans.ts'
+import {
+  type IssuanceFlow,
+  type PlanChoice,
+  type PresentationFlow,
+  planCases,
+  tenantOf,
+  type WalletCase,
+} from './plans.ts'
 
-/** The content a case's relying party submits: the claims every presentation case asks for or may. */
-function sampleContent(credentialType: string) {
+/**
+ * The content a case's relying party submits: the claims every presentation case asks for or may. An mdoc's
+ * elements are grouped by namespace (docs/issuance.md "ISO mdoc"), here the doctype's own.
+ */
+function sampleContent({ format, credentialType }: Pick<IssuanceFlow, 'format' | 'credentialType'>) {
   return [
     {
       type: ['VerifiableCredential', credentialType],
-      credentialSubject: { familyName: 'Doe', givenName: 'Jane', dateOfBirth: '1990-01-01' },
+      credentialSubject:
+        format === MDOC_FORMAT
+          ? { [defaultNamespace(credentialType)]: { ...MDOC_ELEMENTS } }
+          : { familyName: 'Doe', givenName: 'Jane', dateOfBirth: '1990-01-01' },
     },
   ]
 }
@@ -48,7 +63,10 @@ export interface CaseContext {
   total: number
   /** the deep link, exactly as a QR code would carry it */
   link: string
-  /** PEM file of the CA x509 request objects chain to (the wallet's trust anchor) */
+  /**
+   * PEM file of the wallet's trust anchors: the CA x509 request objects chain to, and the IACA the mdocs'
+   * document signers are certified by (two certificates in one file)
+   */
   trustAnchorFile: string
   /** a wallet file the command may keep its state in for the whole run (VC_HARNESS_WALLET) */
   walletFile: string
@@ -144,7 +162,10 @@ export interface WalletTestOptions {
   caseTimeoutMs?: number
   /** after a command finished: how long late notifications and answers may still arrive; default 300 ms */
   settleMs?: number
-  /** where trust-anchor.pem is written (and kept, for vendors to configure); default a temporary folder */
+  /**
+   * where trust-anchor.pem (the verifier CA and the IACA) and iaca.pem (the IACA alone) are written (and kept,
+   * for vendors to configure); default a temporary folder
+   */
   workDir?: string
   onProgress?: (event: Progress) => void
   /**
@@ -192,11 +213,16 @@ export async function runWalletTest(options: WalletTestOptions): Promise<WalletT
   const publicHost = options.publicUrl
     ? new URL(options.publicUrl).hostname
     : (certificateName ?? (host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host))
-  const { config, keys, trustAnchorPem } = await walletTestConfig(cases, publicHost, options.publicUrl)
+  const { config, keys, trustAnchorPem, iacaPem } = await walletTestConfig(
+    cases,
+    publicHost,
+    options.publicUrl,
+  )
   const tmp = mkdtempSync(join(tmpdir(), 'vc-harness-wallet-test-'))
   const workDir = options.workDir ?? tmp
   const trustAnchorFile = join(workDir, 'trust-anchor.pem')
   writeFileSync(trustAnchorFile, trustAnchorPem)
+  writeFileSync(join(workDir, 'iaca.pem'), iacaPem)
   const walletFile = join(tmp, 'wallet.json')
 
   const faults = new FaultRegistry()
@@ -406,10 +432,7 @@ async function openFlow(
     )
     const { processId } = parseCredentialOfferUri(offer.credential_offer_uri)
     // Submitted before the wallet arrives: the credential endpoint answers at once.
-    ok(
-      await api.submitCredentials(token, processId, sampleContent(testCase.flow.credentialType)),
-      'submit content',
-    )
+    ok(await api.submitCredentials(token, processId, sampleContent(testCase.flow)), 'submit content')
     return { link: offer.credential_offer_uri, token }
   }
   const created = ok<SessionCreated | DcqlSessionCreated>(

@@ -28,6 +28,8 @@ export const PRESENTATION_FAULTS = [
   'query-unsatisfiable',
   /** the query asks for the held credential's claims in another format than it was issued in (§6.1) */
   'format-not-offered',
+  /** an mso_mdoc query asks for the held mDL's elements under another doctype_value (OpenID4VP 1.0 B.2.3) */
+  'doctype-mismatch',
 ] as const
 export type PresentationFault = (typeof PRESENTATION_FAULTS)[number]
 
@@ -41,6 +43,8 @@ export const ISSUANCE_FAULTS = [
   'credential-other-holder',
   /** an SD-JWT VC with a disclosure whose digest is not in the payload (RFC 9901 §7.1) */
   'sd-jwt-tampered-disclosure',
+  /** an mdoc whose element value no longer matches its digest in the MSO (ISO 18013-5 §9.3.1) */
+  'mdoc-digest-mismatch',
   /** the credential expired before it was handed out (exp / validUntil) */
   'credential-expired',
   /** the credential's status entry is revoked when it is handed out (Token Status List, Bitstring) */

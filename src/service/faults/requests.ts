@@ -12,8 +12,9 @@ import { type Fault, type FaultRegistry, isPresentationFault, type PresentationF
 // Two kinds. Faults in what the verifier asks (nonce-reused, response-uri-foreign-origin,
 // unknown-client-id-prefix, query-unsatisfiable, format-not-offered) are stored with the session: the
 // response is checked against the request as sent. Faults in how the request object is presented
-// (request-foreign-signature, client-id-mismatch, nonce-missing, request-expired) change only what is
-// signed (requestObjectFault): the session keeps the genuine client_id and nonce to check an answer against.
+// (request-foreign-signature, client-id-mismatch, nonce-missing, request-expired, doctype-mismatch) change
+// only what is signed (requestObjectFault): the session keeps the genuine client_id, nonce and query to check
+// an answer against, so a careless wallet's answer is still VERIFIED and really seen.
 
 /** A presentation definition input descriptor type / DCQL type_values entry no wallet holds. */
 export const UNOBTAINABLE_TYPE = 'VcHarnessUnobtainableCredential'
@@ -21,6 +22,19 @@ export const UNOBTAINABLE_TYPE = 'VcHarnessUnobtainableCredential'
 export const UNOBTAINABLE_VCT = 'https://vc-harness.invalid/unobtainable'
 /** A client identifier prefix OpenID4VP 1.0 §5.9.3 does not define. */
 export const UNKNOWN_PREFIX = 'vc_harness_unknown'
+/** A DCQL doctype_value no wallet holds (query-unsatisfiable for mso_mdoc). */
+export const UNOBTAINABLE_DOCTYPE = 'invalid.vc-harness.unobtainable.1'
+
+/**
+ * doctype-mismatch (OpenID4VP 1.0 Appendix B.2.3 meta.doctype_value, ISO/IEC 18013-5 §8.3.2.1.2.1): every
+ * mso_mdoc credential query of the signed request asks for its claims, [namespace, element] unchanged,
+ * under another doctype than the template's. A wallet holding an mDL must not answer with it: its claims
+ * match, its doctype does not. faults/index.ts lists it among PRESENTATION_FAULTS; this module compares a
+ * fault with it as a string, so that it compiles whether or not the list has it yet.
+ */
+export const DOCTYPE_MISMATCH = 'doctype-mismatch'
+/** The doctype doctype-mismatch asks under: ISO 7367's mobile vehicle registration certificate, not an mDL. */
+export const MISMATCHED_DOCTYPE = 'org.iso.7367.1.mVRC'
 
 /** Where a session's request comes from: its profile and, for dcql, its client identifier prefix. */
 export interface RequestKind {
@@ -43,6 +57,17 @@ export function presentationFault(
   const fault = registry?.fault(tenantId)
   if (!registry || !fault || !isPresentationFault(fault)) return undefined
   const unsigned = kind.profile === 'dcql' && kind.prefix === 'redirect_uri'
+  // doctype-mismatch changes the signed request's dcql_query: a DCQL request object it needs.
+  if ((fault as string) === DOCTYPE_MISMATCH) {
+    if (kind.profile !== 'dcql')
+      throw notApplicable(fault, 'doctype_value is a DCQL member (an mso_mdoc credential query)')
+    if (unsigned) {
+      throw notApplicable(
+        fault,
+        'the redirect_uri prefix sends an unsigned request by value (no request object)',
+      )
+    }
+  }
   switch (fault) {
     case 'request-foreign-signature':
     case 'client-id-mismatch':
@@ -129,7 +154,38 @@ export function requestObjectFault(
       break
     }
   }
+  // OpenID4VP 1.0 Appendix B.2.3: the wallet answers only with an mdoc of the doctype_value asked for.
+  if ((fault as string | undefined) === DOCTYPE_MISMATCH)
+    shown.dcql_query = mismatchedDoctype(claims.dcql_query)
   return { claims: shown, privateKey }
+}
+
+/**
+ * doctype-mismatch: the DCQL query with every mso_mdoc credential query's meta.doctype_value replaced by
+ * MISMATCHED_DOCTYPE, its claims kept. A 409 when the query has no mso_mdoc credential query.
+ */
+export function mismatchedDoctype(query: unknown): Record<string, unknown> {
+  type Credential = { format?: unknown; meta?: Record<string, unknown> } & Record<string, unknown>
+  const credentials =
+    typeof query === 'object' &&
+    query !== null &&
+    Array.isArray((query as { credentials?: unknown }).credentials)
+      ? (query as { credentials: Credential[] }).credentials
+      : []
+  if (!credentials.some((c) => formatNamed(String(c.format))?.typedBy === 'doctype')) {
+    throw notApplicable(
+      DOCTYPE_MISMATCH as PresentationFault,
+      'the DCQL query asks for no mso_mdoc credential (doctype_value is an mdoc query member)',
+    )
+  }
+  return {
+    ...(query as Record<string, unknown>),
+    credentials: credentials.map((c) =>
+      formatNamed(String(c.format))?.typedBy === 'doctype'
+        ? { ...c, meta: { ...c.meta, doctype_value: MISMATCHED_DOCTYPE } }
+        : c,
+    ),
+  }
 }
 
 /**
@@ -214,12 +270,17 @@ export function unsatisfiableDcqlQuery<Q extends { credentials: { format: string
     ...query,
     credentials: query.credentials.map((c) => ({
       ...c,
-      meta:
-        formatNamed(c.format)?.typedBy === 'vct'
-          ? { vct_values: [UNOBTAINABLE_VCT] }
-          : { type_values: [['VerifiableCredential', UNOBTAINABLE_TYPE]] },
+      meta: unobtainableMeta(formatNamed(c.format)?.typedBy),
     })),
   }
+}
+
+/** The meta of a credential query of a format typed by `typedBy` that no held credential matches. */
+function unobtainableMeta(typedBy: string | undefined) {
+  if (typedBy === 'vct') return { vct_values: [UNOBTAINABLE_VCT] }
+  // OpenID4VP 1.0 Appendix B.2.3: an mso_mdoc query's meta names one doctype_value
+  if (typedBy === 'doctype') return { doctype_value: UNOBTAINABLE_DOCTYPE }
+  return { type_values: [['VerifiableCredential', UNOBTAINABLE_TYPE]] }
 }
 
 /**

@@ -13,6 +13,7 @@ import type { FastifyInstance } from 'fastify'
 import { runIssuerTest, runVerifierTest } from '../../../src/harness/server-test/index.ts'
 import type { Deployment } from '../../../src/harness/server-test/relying-party.ts'
 import type { ServerTestRun } from '../../../src/harness/server-test/runner.ts'
+import { startTestIssuer } from '../../../src/harness/server-test/test-issuer.ts'
 import { buildApp } from '../../../src/service/app.ts'
 import { parseConfig } from '../../../src/service/config/index.ts'
 import { Wallet } from '../../../src/wallet/index.ts'
@@ -29,6 +30,12 @@ const admin = demo.apiKeys.find((x: { role: string }) => x.role === 'admin')
 let app: FastifyInstance
 let url = ''
 let deployment: Deployment
+/** the test issuer's data folder: its IACA, which the mdl-test-issuer template trusts, stays the same */
+const issuerDir = mkdtempSync(join(tmpdir(), 'vc-harness-test-issuer-'))
+const MDL_TEST_ISSUER_KEY = {
+  id: '7d2e4f61-3a5b-4c7d-9e8f-0a1b2c3d4e5f',
+  secret: 'server-test-mdl-secret-K8jH2gF5dS4a',
+}
 
 before(async () => {
   // The demo configuration, plus a template asking for a tx_code and an access token lifetime of one minute
@@ -60,6 +67,21 @@ before(async () => {
       requestUriMethod: 'post',
     },
   })
+  // and an mdoc check trusting the harness's test issuer's IACA (what --list-trust prints), whose mDL the
+  // verifier plan presents when run with a request command
+  const testIssuer = await startTestIssuer({ dataDir: issuerDir })
+  const iaca = testIssuer.trust.iacaPem
+  await testIssuer.close()
+  raw.tenants[0].verificationTemplates.push({
+    id: 'mdl-test-issuer',
+    name: "Driving licence check, the harness's test issuer",
+    profile: 'dcql',
+    credentialTypes: ['org.iso.18013.5.1.mDL'],
+    requestedFields: [{ path: '$.credentialSubject.family_name' }],
+    trustAnchors: [iaca],
+    dcql: { format: 'mso_mdoc', clientIdPrefix: 'decentralized_identifier', responseMode: 'direct_post' },
+  })
+  raw.tenants[0].apiKeys.push({ ...MDL_TEST_ISSUER_KEY, role: 'app', template: 'mdl-test-issuer' })
   app = await buildApp({ config: parseConfig(raw, 'the server test configuration'), publicUrl: () => url })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const address = app.server.address()
@@ -74,7 +96,10 @@ before(async () => {
     verificationTemplate: 'degree-check',
   }
 })
-after(() => app.close())
+after(async () => {
+  await app.close()
+  rmSync(issuerDir, { recursive: true, force: true })
+})
 
 /** id → outcome, for the whole run at once (a failure message then shows every difference). */
 function outcomes(run: ServerTestRun): Record<string, string> {
@@ -217,6 +242,50 @@ describe('verifier plan against our own service', { timeout: 240_000 }, () => {
       ],
     })
     expect(run, ['happy-flow', 'request-uri-twice', 'request-uri-post', 'kb-wrong-nonce'])
+  })
+
+  // ISO mdoc (OpenID4VP 1.0 Appendix B.2): the demo's mdl-check asks for an mDL with x509_hash and
+  // direct_post.jwt (HAIP); the wallet trusts the tenant's IACA (the mDL) and test CA (the request object).
+  const MDOC_CASES = [
+    'happy-flow',
+    'request-uri-twice',
+    'response-replayed',
+    'vp-token-wrong-id',
+    'plain-response',
+    'jwe-wrong-key',
+    'mdoc-happy-flow',
+    'mdoc-wrong-nonce',
+    'mdoc-wrong-client-id',
+    'mdoc-wrong-response-uri',
+    'mdoc-foreign-device-key',
+    'mdoc-tampered-element',
+  ]
+
+  test('ISO mdoc: an mDL in a DeviceResponse through the relying-party API, every mdoc case passes', async () => {
+    const anchor = async (what: string) => (await fetch(`${url}/oid4vci/demo/${what}`)).text()
+    const run = await runVerifierTest({
+      source: { deployment, verificationTemplate: 'mdl-check', issuanceTemplates: ['mdl'] },
+      trustAnchors: [await anchor('iaca'), await anchor('trust-anchor')],
+    })
+    expect(run, MDOC_CASES)
+    const reason = (id: string) => run.results.find((r) => r.id === `verifier:${id}`)?.verdict.reason ?? ''
+    assert.match(reason('mdoc-wrong-nonce'), /sessionBinding/)
+    assert.match(reason('mdoc-tampered-element'), /credentialProof/)
+  })
+
+  test("ISO mdoc through curl commands, the mDL from the harness's test issuer (its IACA trusted by the template)", async () => {
+    const env = { VC_HARNESS_TEMPLATE: 'mdl-test-issuer', ...prefixed(MDL_TEST_ISSUER_KEY) }
+    const run = await runVerifierTest({
+      source: {
+        requestCommand: script('request', env),
+        resultCommand: `${script('result', env)} {state} {session}`,
+      },
+      issuerDataDir: issuerDir,
+    })
+    expect(
+      run,
+      MDOC_CASES.filter((c) => !['plain-response', 'jwe-wrong-key'].includes(c)),
+    )
   })
 
   test('through curl commands and a wallet file received beforehand, judged by 4.7 over curl', async () => {

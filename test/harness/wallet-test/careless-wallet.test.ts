@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { inProcessDriver } from '../../../src/harness/wallet-test/drivers.ts'
 import { runWalletTest } from '../../../src/harness/wallet-test/runner.ts'
-import { walletOnce } from '../../fixtures/wallet-test.ts'
+import { p256WalletOnce } from './wallets.ts'
 
 // Issue 17's proof that the plans discriminate, second half (first half: test/harness/wallet-test/our-wallet.test.ts): the same
 // wallet with its checks switched off (trustEverything, test-only) fails every case with a fault. A file of
@@ -12,7 +12,7 @@ describe('wallet test plans discriminate', () => {
   test('a wallet that checks nothing fails every case with a fault and still completes the valid flows', async () => {
     const run = await runWalletTest({
       plan: 'all',
-      driver: inProcessDriver(walletOnce({ trustEverything: true }), 'careless wallet'),
+      driver: inProcessDriver(p256WalletOnce({ trustEverything: true }), 'careless wallet'),
       caseTimeoutMs: 20_000,
     })
     // Every case with a fault: the negative ones, and token-without-c-nonce, a positive case a careless

@@ -7,7 +7,7 @@ import { after, describe, test } from 'node:test'
 import { inProcessDriver } from '../../../src/harness/wallet-test/drivers.ts'
 import { planCases } from '../../../src/harness/wallet-test/plans.ts'
 import { runWalletTest, type WalletTestRun } from '../../../src/harness/wallet-test/runner.ts'
-import { walletOnce } from '../../fixtures/wallet-test.ts'
+import { p256WalletOnce } from './wallets.ts'
 
 // Issue 17's proof that the plans discriminate, first half: our own wallet passes every case of every plan
 // (the careless half: test/harness/wallet-test/careless-wallet.test.ts). Then the CLI as a wallet vendor's CI runs it, with
@@ -22,7 +22,7 @@ describe('wallet test plans discriminate', () => {
   test('our wallet behaves correctly in every case of every plan', async () => {
     const run = await runWalletTest({
       plan: 'all',
-      driver: inProcessDriver(walletOnce()),
+      driver: inProcessDriver(p256WalletOnce()),
       caseTimeoutMs: 20_000,
     })
     assert.deepEqual(failures(run), [])

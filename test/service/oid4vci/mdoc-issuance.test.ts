@@ -16,6 +16,7 @@ import {
   mdocCertificateProblems,
   parseCertificates,
 } from '../../../src/shared/x509.ts'
+import { verifyIssuerSignedIndependently } from '../../fixtures/independent-mdoc.ts'
 import { owfHolder, owfReceive } from '../../fixtures/owf-holder.ts'
 
 // ISO mdoc issuance (OpenID4VCI 1.0 Appendix A.2) by the reference service, received by the OWF
@@ -185,6 +186,9 @@ describe('mso_mdoc issuance (OpenID4VCI 1.0 Appendix A.2)', () => {
       now: Date.now(),
     })
     assert.ok(verified.ok, verified.ok ? '' : verified.reason)
+    // and by an implementation nobody here wrote (@auth0/mdl): issuerAuth, the chain, every digest
+    const independent = await verifyIssuerSignedIndependently(encoded, await iacaOf())
+    assert.deepEqual(independent.namespaces[NS], LICENCE[0]?.credentialSubject[NS])
   })
 })
 
