@@ -1,11 +1,14 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { delimiter } from 'node:path'
+import { createInterface } from 'node:readline/promises'
 import { parseArgs } from 'node:util'
 // Types only: the wallet stack (Veramo, oid4vci-client) is imported when a command runs, not for --help.
 import type {
+  AuthorizationOptions,
   HolderKeyType,
+  IssuanceFlow,
+  IssuanceMisbehaviour,
   IssuanceProtocol,
-  Misbehaviour,
   PresentationMisbehaviour,
   PresentationResult,
   PresentStep,
@@ -20,7 +23,14 @@ export const WALLET_USAGE = `Usage: vc-harness wallet <command> [options]
 Commands:
   receive <deep link>   receive a credential from an OpenID4VCI credential offer, given as the QR code
                         carries it (openid-credential-offer://?credential_offer_uri=…, any scheme, or
-                        ?credential_offer=<JSON>); prints what was received as JSON on stdout
+                        ?credential_offer=<JSON>); prints what was received as JSON on stdout. An offer with
+                        a pre-authorized code is redeemed with it; one with an authorization_code grant (or no
+                        grants) takes the authorization code flow as HAIP 1.0 profiles it: a pushed
+                        authorization request (PAR) with PKCE S256, the authorization endpoint, the token
+                        request, with a wallet attestation and DPoP, the token DPoP-bound (see --flow)
+  request               wallet-initiated issuance, no offer: --issuer <credential issuer URL> --configuration
+                        <credential_configuration_id>; the issuer metadata, its authorization server's, then
+                        the authorization code flow as for receive; prints what was received
   present <link>        answer an OpenID4VP authorization request, given as the QR code carries it, with
                         the held credentials; prints the outcome as JSON on stdout (also the verifier's
                         error answer, before exiting 1). OpenID4VP 1.0 (client_id with a prefix:
@@ -49,7 +59,27 @@ Options:
                         (mso_mdoc) is bound to an ES256 device key: receive it into a P-256 wallet
   --tx-code C           the transaction code the issuer showed out of band
   --protocol P          OpenID4VCI generation: auto (default: 1.0 when the issuer metadata has
-                        credential_metadata, else draft 15), 1.0 or draft15
+                        credential_metadata, else draft 15), 1.0 or draft15. The authorization code flow is
+                        always spoken on the 1.0 path
+  --issuer URL          request: the credential issuer identifier
+  --configuration ID    request: the credential_configuration_id of its metadata to ask for
+  --flow F              receive/open: pre-authorized_code (the default when the offer has one) or
+                        authorization_code (the default for an offer with an authorization_code grant only,
+                        or without grants; asked for, it takes that flow for an offer granting both)
+  --redirect-uri URI    authorization code flow: the wallet's redirect_uri; default
+                        https://wallet.vc-harness.invalid/callback
+  --client-id ID        authorization code flow: the client_id (and the attestation's sub); default
+                        vc-harness-wallet-<hash of the holder DID>
+  --wallet-provider-key FILE
+                        authorization code flow: sign the wallet attestation with this wallet provider's
+                        private JWK (JSON; EC P-256 or OKP Ed25519). Default: the built-in TEST provider,
+                        which only a deployment configured to trust it (walletProviders: ["test"]) accepts
+  --wallet-provider-issuer ID
+                        the attestation's iss with --wallet-provider-key; default the key's thumbprint URN
+  --interactive         authorization code flow: when the authorization endpoint shows a page instead of
+                        redirecting at once, print its URL on stderr and read the URL the browser was sent
+                        back to (the redirect_uri with code, state, iss) from stdin. Without it such a page
+                        fails the flow, naming the URL to open
   --trust-anchor FILE   a PEM certificate (CA or pinned leaf) an x5c chain may lead to (repeatable):
                         receive: an SD-JWT VC's issuer (e.g. the issuer's GET /oid4vci/<tenant>/trust-anchor)
                         or an mdoc's IACA root (issuerAuth x5chain; e.g. GET /oid4vci/<tenant>/iaca);
@@ -78,6 +108,26 @@ Options:
                         receive: wrong-nonce, replayed-nonce, bad-signature, wrong-aud, expired-iat,
                         replayed-code, wrong-tx-code, foreign-kid, missing-tx-code, jwk-with-private-key,
                         wrong-typ, alg-none; against a 1.0 issuer also legacy-proof, legacy-format-request.
+                        receive/request, authorization code flow (each changes one thing):
+                          pkce-verifier-mismatch  the token request's code_verifier is a fresh one, not
+                                                  the one whose S256 challenge went with the PAR
+                          code-replay             the code is redeemed a second time after success; the
+                                                  second answer is reported
+                          dpop-wrong-htu          the token request's DPoP proof names the token endpoint
+                                                  with /elsewhere appended as htu
+                          dpop-wrong-htm          the token request's DPoP proof says htm GET for the POST
+                          dpop-replayed-jti       the token request's DPoP proof reuses the jti of the
+                                                  PAR request's proof
+                          dpop-token-as-bearer    the credential request sends the DPoP-bound token as
+                                                  Authorization: Bearer (its DPoP proof still sent)
+                          attestation-untrusted-provider
+                                                  the wallet attestation is signed by a freshly generated
+                                                  wallet provider key (its own kid and iss)
+                          attestation-pop-wrong-aud
+                                                  the attestation PoP's aud is https://wrong-audience.invalid
+                          authorization-wrong-redirect-uri
+                                                  the token request's redirect_uri is the PAR's with
+                                                  /elsewhere appended
                         present: vp-wrong-nonce, vp-wrong-aud, vp-foreign-key, tampered-credential,
                         untrusted-issuer (JWT VPs and ldp_vp), expired-session, access-denied,
                         ldp-undefined-term (ldp_vp only: a property no context defines, added after
@@ -97,7 +147,7 @@ Environment (used when the option is absent, by every command, so a runner can s
   VC_HARNESS_WALLET         the wallet file (--wallet FILE)
   VC_HARNESS_TRUST_ANCHOR   PEM file(s) for --trust-anchor, several separated by "${delimiter}"
 
-Progress goes to stderr. Exit codes: receive/present: 0 received (or pending with --no-wait) / presented (or
+Progress goes to stderr. Exit codes: receive/request/present: 0 received (or pending with --no-wait) / presented (or
 declined with access-denied, answered 2xx), 1 the flow failed; open: 0 received and accepted (or pending
 with --no-wait) / presented, 1 refused (the wallet found a rule broken), declined (nothing held satisfies
 the query) or failed; all: 2 bad arguments.`
@@ -182,6 +232,8 @@ function progress(step: ReceiveStep, detail: unknown): void {
   const line: Record<ReceiveStep, () => string> = {
     offer: () => `offer: ${d.credential_issuer} offers ${JSON.stringify(d.credential_configuration_ids)}`,
     metadata: () => 'metadata: read',
+    authorization: () =>
+      `authorization: ${d.authorizationServer} authorized client ${d.clientId} (PAR request_uri ${d.requestUri}, ${d.via === 'user-step' ? 'after the user step' : 'redirected at once'}; iss ${d.iss ?? 'absent'})`,
     token: () => `token: ${d.token_type ?? 'access'} token, expires in ${d.expires_in ?? '?'} s`,
     credential: () =>
       d.retry
@@ -210,8 +262,87 @@ const RECEIVE_OPTIONS = {
   'ldp-proof-type': { type: 'string' },
   'http-timeout': { type: 'string' },
   'http-max-body': { type: 'string' },
+  flow: { type: 'string' },
+  'redirect-uri': { type: 'string' },
+  'client-id': { type: 'string' },
+  'wallet-provider-key': { type: 'string' },
+  'wallet-provider-issuer': { type: 'string' },
+  interactive: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const
+
+/** The options of `request`: receive's (but --tx-code and --flow), the issuer and the configuration. */
+const REQUEST_OPTIONS = (() => {
+  const { 'tx-code': _, flow: __, ...rest } = RECEIVE_OPTIONS
+  return { ...rest, issuer: { type: 'string' }, configuration: { type: 'string' } } as const
+})()
+
+/**
+ * The user step of --interactive (AuthorizationOptions.userStep): the URL to open on stderr, the URL the
+ * browser was sent back to from stdin.
+ */
+function promptUserStep(redirectUri: string): NonNullable<AuthorizationOptions['userStep']> {
+  return async (authorizationUrl) => {
+    console.error(
+      `authorization: a person has to authorize. Open\n  ${authorizationUrl}\nin a browser, finish there, then paste the URL the browser was sent to (it starts with ${redirectUri}):`,
+    )
+    const prompt = createInterface({ input: process.stdin, output: process.stderr })
+    try {
+      return (await prompt.question('> ')).trim()
+    } finally {
+      prompt.close()
+    }
+  }
+}
+
+/** --redirect-uri, --client-id, --wallet-provider-key/-issuer and --interactive as AuthorizationOptions. */
+function authorizationOptions(
+  values: {
+    'redirect-uri'?: string | undefined
+    'client-id'?: string | undefined
+    'wallet-provider-key'?: string | undefined
+    'wallet-provider-issuer'?: string | undefined
+    interactive?: boolean | undefined
+  },
+  fromJwk: (
+    jwk: Record<string, unknown>,
+    opts: { issuer?: string },
+  ) => AuthorizationOptions['walletProvider'],
+): AuthorizationOptions {
+  const redirectUri = values['redirect-uri']
+  if (redirectUri !== undefined && !URL.canParse(redirectUri))
+    throw usageError(`--redirect-uri: not a URL: ${redirectUri}`)
+  const keyFile = values['wallet-provider-key']
+  const issuer = values['wallet-provider-issuer']
+  if (issuer !== undefined && keyFile === undefined)
+    throw usageError('--wallet-provider-issuer names the iss of --wallet-provider-key: give the key too')
+  let walletProvider: AuthorizationOptions['walletProvider']
+  if (keyFile !== undefined) {
+    let jwk: unknown
+    try {
+      jwk = JSON.parse(readFileSync(keyFile, 'utf8'))
+    } catch (error) {
+      throw usageError(
+        `--wallet-provider-key: cannot read a JSON JWK from ${keyFile}: ${(error as Error).message}`,
+      )
+    }
+    if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk))
+      throw usageError(`--wallet-provider-key: ${keyFile} holds no JWK object`)
+    try {
+      walletProvider = fromJwk(jwk as Record<string, unknown>, issuer !== undefined ? { issuer } : {})
+    } catch (error) {
+      throw usageError(`--wallet-provider-key: ${(error as Error).message}`)
+    }
+  }
+  return {
+    ...(redirectUri !== undefined && { redirectUri }),
+    ...(values['client-id'] !== undefined && { clientId: values['client-id'] }),
+    ...(walletProvider && { walletProvider }),
+    ...(values.interactive && {
+      userStep: promptUserStep(redirectUri ?? 'https://wallet.vc-harness.invalid/callback'),
+    }),
+  }
+}
 
 /** --http-timeout (seconds) and --http-max-body (bytes) as WalletOptions.http; absent: the defaults. */
 function httpOptions(values: { 'http-timeout'?: string | undefined; 'http-max-body'?: string | undefined }) {
@@ -251,6 +382,14 @@ async function parseReceiveLike(argv: string[], needsOne: string) {
   })
   if (values.help) return undefined
   if (positionals.length !== 1) throw usageError(needsOne)
+  return parseIssuanceValues(values, positionals[0] as string)
+}
+
+/** What receive, open and request share: the wallet the options describe and how it takes part. */
+async function parseIssuanceValues(
+  values: ReturnType<typeof parseArgs<{ options: typeof RECEIVE_OPTIONS }>>['values'],
+  link: string,
+) {
   const keyType = values['key-type']
   const timeoutSeconds = values.timeout === undefined ? 600 : Number(values.timeout)
   if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0)
@@ -267,13 +406,26 @@ async function parseReceiveLike(argv: string[], needsOne: string) {
     throw usageError(`--protocol: expected one of ${w.ISSUANCE_PROTOCOLS.join(', ')}, got ${protocol}`)
   }
   const ldpProofType = ldpProofTypeOption(values['ldp-proof-type'], w.LD_PROOF_TYPES)
+  const flow = values.flow
+  if (flow !== undefined && !w.ISSUANCE_FLOWS.includes(flow as IssuanceFlow)) {
+    throw usageError(`--flow: expected one of ${w.ISSUANCE_FLOWS.join(', ')}, got ${flow}`)
+  }
+  const authorization = authorizationOptions(values, w.walletProviderFromJwk)
+  for (const m of values.misbehave ?? []) {
+    if (w.isAuthorizationMisbehaviour(m) && values.protocol === 'draft15') {
+      throw usageError(
+        `--misbehave: ${m} belongs to the authorization code flow, which is spoken on the 1.0 path only (not --protocol draft15)`,
+      )
+    }
+  }
   const file = walletFile(values.wallet)
   return {
     values,
-    link: positionals[0] as string,
+    link,
     w,
     file,
     share,
+    ...(flow !== undefined && { flow: flow as IssuanceFlow }),
     waitForDeferred: values['no-wait'] ? (false as const) : { timeoutMs: timeoutSeconds * 1000 },
     /** the wallet the options describe */
     create: () =>
@@ -283,6 +435,7 @@ async function parseReceiveLike(argv: string[], needsOne: string) {
         ...(protocol !== undefined && { protocol: protocol as IssuanceProtocol }),
         ...(trustAnchors.length > 0 && { trustAnchors }),
         ...(ldpProofType !== undefined && { ldpProofType }),
+        ...(Object.keys(authorization).length > 0 && { authorization }),
         http,
       }),
   }
@@ -306,20 +459,74 @@ async function receive(argv: string[]): Promise<void> {
     return
   }
   const { values, w } = parsed
-  for (const m of values.misbehave ?? []) {
-    if (!w.isMisbehaviour(m)) {
-      const flow = w.isPresentationMisbehaviour(m)
-        ? ' (a presentation misbehaviour: use it with present)'
-        : ''
-      throw usageError(`--misbehave: unknown ${m}${flow}; known: ${w.MISBEHAVIOURS.join(', ')}`)
-    }
-  }
+  checkIssuanceMisbehaviours(values.misbehave, w)
   try {
     const wallet = await parsed.create()
     console.error(`holder: ${wallet.did} (${wallet.keyType}, wallet ${wallet.location})`)
     const result = await wallet.receive(parsed.link, {
       ...(values['tx-code'] !== undefined && { txCode: values['tx-code'] }),
-      misbehave: (values.misbehave ?? []) as Misbehaviour[],
+      misbehave: (values.misbehave ?? []) as IssuanceMisbehaviour[],
+      waitForDeferred: parsed.waitForDeferred,
+      onStep: progress,
+      ...(parsed.share && { share: parsed.share }),
+      ...(parsed.flow && { flow: parsed.flow }),
+    })
+    console.log(JSON.stringify(await receiveOutput(wallet, result), null, 2))
+  } catch (error) {
+    if (
+      error instanceof w.WalletProtocolError ||
+      error instanceof w.WalletUsageError ||
+      error instanceof w.WalletFileError
+    ) {
+      throw plainError(error.message)
+    }
+    throw error
+  }
+}
+
+/** --misbehave of receive and request: an issuance misbehaviour of either flow. */
+function checkIssuanceMisbehaviours(
+  values: readonly string[] | undefined,
+  w: typeof import('../wallet/index.ts'),
+): void {
+  for (const m of values ?? []) {
+    if (!w.isMisbehaviour(m) && !w.isAuthorizationMisbehaviour(m)) {
+      const flow = w.isPresentationMisbehaviour(m)
+        ? ' (a presentation misbehaviour: use it with present)'
+        : ''
+      throw usageError(
+        `--misbehave: unknown ${m}${flow}; known: ${[...w.MISBEHAVIOURS, ...w.AUTHORIZATION_MISBEHAVIOURS].join(', ')}`,
+      )
+    }
+  }
+}
+
+/**
+ * `request --issuer URL --configuration ID`: wallet-initiated issuance (Wallet.request). Like receive: the
+ * credentials on stdout, a refusal as the error (exit code 1).
+ */
+async function request(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({ args: argv, options: REQUEST_OPTIONS, strict: true })
+  if (values.help) {
+    console.log(WALLET_USAGE)
+    return
+  }
+  if (positionals.length > 0) throw usageError('request takes no argument: give --issuer and --configuration')
+  const issuer = values.issuer
+  const configuration = values.configuration
+  if (issuer === undefined || configuration === undefined)
+    throw usageError(
+      'request needs --issuer <credential issuer URL> and --configuration <credential_configuration_id>',
+    )
+  if (!URL.canParse(issuer)) throw usageError(`--issuer: not a URL: ${issuer}`)
+  const parsed = await parseIssuanceValues(values, issuer)
+  const { w } = parsed
+  checkIssuanceMisbehaviours(values.misbehave, w)
+  try {
+    const wallet = await parsed.create()
+    console.error(`holder: ${wallet.did} (${wallet.keyType}, wallet ${wallet.location})`)
+    const result = await wallet.request(issuer, configuration, {
+      misbehave: (values.misbehave ?? []) as IssuanceMisbehaviour[],
       waitForDeferred: parsed.waitForDeferred,
       onStep: progress,
       ...(parsed.share && { share: parsed.share }),
@@ -499,7 +706,10 @@ async function open(argv: string[]): Promise<void> {
     throw error
   }
   for (const m of values.misbehave ?? []) {
-    const fits = kind === 'issuance' ? w.isMisbehaviour(m) : w.isPresentationMisbehaviour(m)
+    const fits =
+      kind === 'issuance'
+        ? w.isMisbehaviour(m) || w.isAuthorizationMisbehaviour(m)
+        : w.isPresentationMisbehaviour(m)
     if (!fits) {
       throw usageError(
         `--misbehave: ${m} is not ${kind === 'issuance' ? 'an issuance' : 'a presentation'} misbehaviour, and the link is ${kind === 'issuance' ? 'a credential offer' : 'an authorization request'}`,
@@ -518,9 +728,10 @@ async function open(argv: string[]): Promise<void> {
     console.error(`holder: ${wallet.did} (${wallet.keyType}, wallet ${wallet.location})`)
     const opened = await wallet.open(link, {
       ...(values['tx-code'] !== undefined && { txCode: values['tx-code'] }),
-      misbehave: (values.misbehave ?? []) as (Misbehaviour | PresentationMisbehaviour)[],
+      misbehave: (values.misbehave ?? []) as (IssuanceMisbehaviour | PresentationMisbehaviour)[],
       waitForDeferred: parsed.waitForDeferred,
       ...(parsed.share && { share: parsed.share }),
+      ...(parsed.flow && { flow: parsed.flow }),
       onStep: (step, detail) =>
         kind === 'issuance'
           ? progress(step as ReceiveStep, detail)
@@ -592,6 +803,7 @@ export async function wallet(argv: string[]): Promise<void> {
     return
   }
   if (command === 'receive') return receive(rest)
+  if (command === 'request') return request(rest)
   if (command === 'present') return present(rest)
   if (command === 'open') return open(rest)
   if (command === 'list') return list(rest)
@@ -599,7 +811,7 @@ export async function wallet(argv: string[]): Promise<void> {
   const { didYouMean } = await import('./suggest.ts')
   throw usageError(
     command === undefined
-      ? 'missing command (receive, present, open or list; see vc-harness wallet --help)'
-      : `unknown command "${command}".${didYouMean(command, ['receive', 'present', 'open', 'list'])} See vc-harness wallet --help.`,
+      ? 'missing command (receive, request, present, open or list; see vc-harness wallet --help)'
+      : `unknown command "${command}".${didYouMean(command, ['receive', 'request', 'present', 'open', 'list'])} See vc-harness wallet --help.`,
   )
 }

@@ -108,6 +108,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     metadata: built.metadata,
     statusLists: services.statusLists,
     issuerCertificates: built.issuerCertificates,
+    authorization: built.authorization,
+    dpop: built.dpop,
   })
   await app.register(verificationRoutes, { auth, verification, clock })
   await app.register(oid4vpRoutes, { oid4vp, ...(faults && { onResponse: noteExchange }) })

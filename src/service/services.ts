@@ -1,3 +1,4 @@
+import { testWalletProviderTrust } from '../shared/oauth/test-wallet-provider.ts'
 import { AuthService } from './auth/service.ts'
 import { AccessTokens } from './auth/tokens.ts'
 import type { ServiceConfig } from './config/index.ts'
@@ -10,9 +11,16 @@ import { TenantKeys } from './crypto/tenant-keys.ts'
 import { type ServiceEvent, ServiceEvents } from './events.ts'
 import { CredentialFaults } from './faults/credentials.ts'
 import type { FaultRegistry } from './faults/index.ts'
-import { FaultyIssuerMetadata, FaultyOfferGrants, FaultyTokenAnswers } from './faults/issuer.ts'
+import {
+  FaultyAuthorization,
+  FaultyIssuerMetadata,
+  FaultyOfferGrants,
+  FaultyTokenAnswers,
+} from './faults/issuer.ts'
 import { FaultyVerifier } from './faults/verifier.ts'
 import { IssuanceService } from './issuance/service.ts'
+import { type AuthorizationEndpoints, AuthorizationServer } from './oid4vci/authorization.ts'
+import { DpopGate } from './oid4vci/dpop.ts'
 import { PreAuthorizedGrants } from './oid4vci/grants.ts'
 import { IssuerMetadata } from './oid4vci/metadata.ts'
 import type { IssuerMetadataDocuments, Oid4vciEndpoints } from './oid4vci/routes.ts'
@@ -88,6 +96,9 @@ export interface BuiltServices {
   oid4vciEndpoints: Oid4vciEndpoints
   metadata: IssuerMetadataDocuments
   issuerCertificates: IssuerCertificates
+  /** The authorization code flow's endpoints (PAR, the user step) and the DPoP nonces answers carry. */
+  authorization: AuthorizationEndpoints
+  dpop: DpopGate
   /** Who the rate limits leave alone (rateLimits.exempt; loopback in test mode). */
   rateLimitExempt: (address: string) => boolean
   /** Stops what construction started (the shared event feed) and closes a store it opened. */
@@ -171,6 +182,7 @@ export async function buildServices(options: ServiceOptions): Promise<BuiltServi
     {
       preAuthorizedCode: key.deriveSecret('oid4vci pre-authorized code'),
       txCode: key.deriveSecret('oid4vci tx_code'),
+      issuerState: key.deriveSecret('oid4vci issuer_state'),
     },
     urls,
     config.oid4vci,
@@ -203,7 +215,35 @@ export async function buildServices(options: ServiceOptions): Promise<BuiltServi
   }
   const status = new StatusChecker(statusSource)
   const metrics = options.checkMetrics ? { metrics: options.checkMetrics } : {}
+  const dpop = new DpopGate({
+    store,
+    clock,
+    options: config.oid4vci,
+    nonceSecret: key.deriveSecret('oid4vci dpop nonce'),
+  })
+  // The wallet providers each tenant trusts (tenants[].walletProviders; the published test one on request).
+  const walletProviders = new Map(
+    config.tenants.map((t) => [
+      t.id,
+      [...(t.walletProviders ?? []), ...(t.testWalletProvider ? [testWalletProviderTrust] : [])],
+    ]),
+  )
+  const trustedProviders = (tenantId: string) => walletProviders.get(tenantId) ?? []
+  const authorization = new AuthorizationServer({
+    store,
+    clock,
+    urls,
+    options: config.oid4vci,
+    grants,
+    issuance,
+    dpop,
+    walletProviders: trustedProviders,
+  })
   const oid4vci = new Oid4vciService({
+    dpop,
+    authorization,
+    // Key attestations (OpenID4VCI 1.0 Appendix D) are the same providers' word as wallet attestations.
+    walletProviders: trustedProviders,
     store,
     clock,
     urls,
@@ -257,7 +297,7 @@ export async function buildServices(options: ServiceOptions): Promise<BuiltServi
     profiles,
     ...metrics,
   })
-  const metadata = new IssuerMetadata({ store, urls, tenantKeys })
+  const metadata = new IssuerMetadata({ store, urls, tenantKeys, batchSize: config.oid4vci.batchSize })
   return {
     services: {
       store,
@@ -282,6 +322,8 @@ export async function buildServices(options: ServiceOptions): Promise<BuiltServi
       }),
     },
     oid4vciEndpoints: faults ? new FaultyTokenAnswers(oid4vci, faults) : oid4vci,
+    authorization: faults ? new FaultyAuthorization(authorization, faults) : authorization,
+    dpop,
     metadata: faults ? new FaultyIssuerMetadata(metadata, faults) : metadata,
     issuerCertificates,
     rateLimitExempt,

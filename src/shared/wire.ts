@@ -4,6 +4,12 @@
 
 /** OpenID4VCI pre-authorized code grant type (OpenID4VCI §3.5, the offer's `grants` key and `grant_type`). */
 export const PRE_AUTHORIZED_GRANT = 'urn:ietf:params:oauth:grant-type:pre-authorized_code'
+/** RFC 6749 §4.1.3; OpenID4VCI 1.0 §4.1.1 names the offer's grant the same. */
+export const AUTHORIZATION_CODE_GRANT = 'authorization_code'
+/** RFC 9126 §2.2: the prefix of a pushed request's request_uri. */
+export const PAR_REQUEST_URI_PREFIX = 'urn:ietf:params:oauth:request_uri:'
+/** OpenID4VCI 1.0 §5.1.1: the authorization_details type of a credential. */
+export const OPENID_CREDENTIAL = 'openid_credential'
 
 /** JOSE `typ` of an OpenID4VCI key proof (OpenID4VCI Appendix F.1). */
 export const PROOF_TYP = 'openid4vci-proof+jwt'

@@ -7,6 +7,10 @@ import { HttpLimitError, type HttpLimitKind } from './http.ts'
 export type WalletStep =
   | 'offer'
   | 'metadata'
+  // authorization code flow: the pushed authorization request (RFC 9126), the authorization response (RFC 6749
+  // §4.1.2) and what led to it (the authorization endpoint, the user step)
+  | 'par'
+  | 'authorization'
   | 'token'
   | 'nonce'
   | 'credential'

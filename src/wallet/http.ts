@@ -50,6 +50,11 @@ export interface HttpRequest {
   json?: unknown
   form?: Record<string, string>
   bearer?: string
+  /**
+   * further request headers (lower-case names), set last: DPoP (RFC 9449 §4.1), `Authorization: DPoP …`
+   * (§7.1), OAuth-Client-Attestation and its PoP (draft-ietf-oauth-attestation-based-client-auth-07 §6.1)
+   */
+  headers?: Record<string, string>
   /** Accept header; default application/json */
   accept?: string
   /**
@@ -275,6 +280,7 @@ export async function httpRequest(url: string, req: HttpRequest, http: WalletHtt
     body = new URLSearchParams(req.form).toString()
   }
   if (req.bearer) headers.authorization = `Bearer ${req.bearer}`
+  for (const [name, value] of Object.entries(req.headers ?? {})) headers[name.toLowerCase()] = value
   const cap = http.maxBodyBytes
 
   const answer = await withDeadline(http, req.method, url, async (signal) => {

@@ -1,6 +1,12 @@
 // Public entry of the simulated wallet (see README.md in this folder).
 
 export { LD_PROOF_TYPES, type LdProofType } from '../formats/ldp-vc/suites.ts'
+export {
+  type AccessAuthorization,
+  bearerAuthorization,
+  DpopProver,
+  dpopAuthorization,
+} from './access-authorization.ts'
 export { createWalletAgent, KEY_TYPE_INFO, P256KeyDIDProvider, type WalletAgent } from './agent.ts'
 export { CredentialStatusError } from './credential-status.ts'
 export { type ParsedDeepLink, parseDeepLink } from './deep-link.ts'
@@ -23,11 +29,31 @@ export {
   type PendingCredentials,
   type RequestCredentialOptions,
   type Sleep,
+  type StartIssuanceOptions,
   type TokenResponse,
 } from './issuance.ts'
+export {
+  AuthorizationCodeFlow,
+  type AuthorizationGrant,
+  type AuthorizationOptions,
+  checkAuthorizationResponse,
+  chooseFlow,
+  DEFAULT_REDIRECT_URI,
+  defaultClientId,
+  type ExpectedAuthorizationResponse,
+  ISSUANCE_FLOWS,
+  type IssuanceFlow,
+  type UserStep,
+  walletProviderFromJwk,
+} from './issuance-authorization.ts'
 export { ISSUANCE_PROTOCOLS, type IssuanceProtocol, IssuerMismatchError } from './issuance-v1.ts'
 export { MdocReceiveError, verifyReceivedMdoc } from './mdoc-receive.ts'
 export {
+  AUTHORIZATION_MISBEHAVIOUR_HELP,
+  AUTHORIZATION_MISBEHAVIOURS,
+  type AuthorizationMisbehaviour,
+  type IssuanceMisbehaviour,
+  isAuthorizationMisbehaviour,
   isMisbehaviour,
   isPresentationMisbehaviour,
   MDOC_PRESENTATION_MISBEHAVIOURS,

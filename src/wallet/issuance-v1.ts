@@ -19,6 +19,7 @@ import {
 import type { EndpointMetadataResultV1_0_15 } from '@sphereon/oid4vci-common'
 import { isObject } from '../shared/json.ts'
 import { PROOF_TYP } from '../shared/wire.ts'
+import { type AccessAuthorization, accessOf } from './access-authorization.ts'
 import {
   protocolError,
   transportError,
@@ -26,7 +27,7 @@ import {
   type WalletStep,
   WalletUsageError,
 } from './errors.ts'
-import { boundedFetch, httpRequest, type WalletHttp } from './http.ts'
+import { boundedFetch, type HttpAnswer, httpRequest, type WalletHttp } from './http.ts'
 import type { Misbehaviour } from './misbehaviour.ts'
 import { buildTokenRequest, type JwtSigner, signProofJwt } from './proof.ts'
 import { tamperOf } from './tamper.ts'
@@ -178,10 +179,29 @@ export class V1Client {
   /**
    * A library client whose fetch records every answer; `signJwt` signs proofs (the only JWTs it makes). The
    * library's fetch is the wallet's (its `fetch` option, else the global fetch) within the wallet's deadline,
-   * body cap and no-redirect rule (boundedFetch, http.ts).
+   * body cap and no-redirect rule (boundedFetch, http.ts). With `auth`, every request carries the access token
+   * as `auth` says (the library's own `Authorization: Bearer` replaced: Bearer, or DPoP with a fresh proof),
+   * and an answer asking for a DPoP nonce is retried once (RFC 9449 §9) before the library sees it.
    */
-  private client(signJwt?: (signer: OwfSigner, jwt: { header: object; payload: object }) => Promise<string>) {
-    const base = boundedFetch(this.http)
+  private client(
+    signJwt?: (signer: OwfSigner, jwt: { header: object; payload: object }) => Promise<string>,
+    auth?: AccessAuthorization,
+  ) {
+    const bounded = boundedFetch(this.http)
+    const base = auth
+      ? async (input: string | URL | Request, init?: RequestInit) => {
+          const url = String(input instanceof Request ? input.url : input)
+          const method = (init?.method ?? 'GET').toUpperCase()
+          for (let attempt = 0; ; attempt++) {
+            const headers = new Headers(init?.headers)
+            headers.delete('authorization')
+            for (const [name, value] of Object.entries(auth.headers(method, url))) headers.set(name, value)
+            const response = await bounded(input, { ...init, headers })
+            const again = auth.retry(url, response.status, (name) => response.headers.get(name) ?? undefined)
+            if (!again || attempt > 0) return response
+          }
+        }
+      : bounded
     const recording = async (input: string | URL | Request, init?: RequestInit) => {
       let response: Response
       try {
@@ -256,9 +276,34 @@ export class V1Client {
     }
   }
 
-  /** The authorization server of the offer's pre-authorized grant (1.0 §4.1.1), else the first one. */
+  /**
+   * A request to a protected resource the library will not send: the access token as `auth` says (`withToken`
+   * false: no Authorization header, the token travels elsewhere), one retry when the answer asks for a DPoP
+   * nonce (RFC 9449 §9).
+   */
+  private async sendAuthorized(
+    step: WalletStep,
+    url: string,
+    req: Parameters<typeof httpRequest>[1],
+    auth: AccessAuthorization,
+    withToken: boolean,
+  ): Promise<HttpAnswer> {
+    for (let attempt = 0; ; attempt++) {
+      const headers = auth.headers(req.method, url, { withToken })
+      const answer = await this.send(step, url, { ...req, headers: { ...req.headers, ...headers } })
+      const again = auth.retry(url, answer.status, (name) => answer.headers[name.toLowerCase()])
+      if (!again || attempt > 0) return answer
+    }
+  }
+
+  /**
+   * The authorization server of the offer's grant (pre-authorized, else authorization code: 1.0 §4.1.1), else
+   * the first one.
+   */
   get tokenEndpoint(): string {
-    const grant = this.offer.grants?.['urn:ietf:params:oauth:grant-type:pre-authorized_code']
+    const grants = this.offer.grants
+    const grant =
+      grants?.['urn:ietf:params:oauth:grant-type:pre-authorized_code'] ?? grants?.authorization_code
     const servers = this.metadata.authorizationServers
     const server = servers.find((s) => s.issuer === grant?.authorization_server) ?? servers[0]
     if (!server?.token_endpoint)
@@ -300,12 +345,15 @@ export class V1Client {
     return grant?.['pre-authorized_code'] ?? ''
   }
 
-  /** 1.0 §7: POST nonce_endpoint, no body, no token. */
-  async nonce(): Promise<string> {
+  /**
+   * 1.0 §7: POST nonce_endpoint, no body; no token unless `access` is given (the authorization code flow sends
+   * its DPoP-bound token and a proof, so the issuer can hand out its DPoP nonce there too).
+   */
+  async nonce(access?: AccessAuthorization): Promise<string> {
     if (!this.metadata.credentialIssuer.nonce_endpoint) {
       throw new WalletUsageError('the issuer metadata has no nonce_endpoint')
     }
-    const client = this.client()
+    const client = this.client(undefined, access)
     const { c_nonce } = await this.call('nonce', () => client.requestNonce({ issuerMetadata: this.metadata }))
     return c_nonce
   }
@@ -350,22 +398,28 @@ export class V1Client {
    * singular `proof` instead; 'legacy-format-request' identifies the credential by `format` +
    * `credential_definition` (jwt_vc_json, draft 13) or `vct` (SD-JWT, draft 14); 'missing-proof' sends no
    * proof, 'unknown-configuration' and 'unknown-credential-identifier' name a credential the issuer does not
-   * have or did not grant, 'token-in-query' puts the access token into the URL: all as plain HTTP.
+   * have or did not grant, 'token-in-query' puts the access token into the URL: all as plain HTTP. With a
+   * `credentialIdentifier` (one the token response's authorization_details granted, §6.2) the request names it
+   * instead of the configuration (§8.2), as plain HTTP too: the library sends configuration ids only.
    */
   async credential(
-    accessToken: string,
+    access: AccessAuthorization | string,
     configurationId: string,
     proof: string,
     misbehave: readonly Misbehaviour[],
+    opts: { credentialIdentifier?: string | undefined } = {},
   ): Promise<WireAnswer> {
+    const auth = accessOf(access)
     // Shapes the library refuses to send (legacy requests, an unsigned proof) go out as plain HTTP.
     const tamper = tamperOf(misbehave)
-    if (tamper.acts('credential.plainHttp')) {
+    if (tamper.acts('credential.plainHttp') || opts.credentialIdentifier !== undefined) {
       const configuration =
         this.metadata.credentialIssuer.credential_configurations_supported[configurationId]
       const json = tamper.apply(
         'credential.request',
-        { credential_configuration_id: configurationId, proofs: { jwt: [proof] } },
+        opts.credentialIdentifier !== undefined
+          ? { credential_identifier: opts.credentialIdentifier, proofs: { jwt: [proof] } }
+          : { credential_configuration_id: configurationId, proofs: { jwt: [proof] } },
         {
           configuration: configuration as Record<string, unknown> | undefined,
           configurationId,
@@ -374,20 +428,22 @@ export class V1Client {
       )
       const { url, bearer } = tamper.apply('credential.auth', {
         url: this.metadata.credentialIssuer.credential_endpoint,
-        bearer: accessToken,
+        bearer: auth.accessToken,
       })
-      const answer = await this.send('credential', url, {
-        method: 'POST',
-        json,
-        ...(bearer !== undefined && { bearer }),
-      })
+      const answer = await this.sendAuthorized(
+        'credential',
+        url,
+        { method: 'POST', json },
+        auth,
+        bearer !== undefined,
+      )
       return { status: answer.status, body: answer.body, wwwAuthenticate: answer.headers['www-authenticate'] }
     }
-    const client = this.client()
+    const client = this.client(undefined, auth)
     const result = await this.call('credential', () =>
       client.retrieveCredentials({
         issuerMetadata: this.metadata,
-        accessToken,
+        accessToken: auth.accessToken,
         credentialConfigurationId: configurationId,
         proofs: { jwt: [proof] },
       }),
@@ -396,11 +452,16 @@ export class V1Client {
   }
 
   /** 1.0 §9.1: `{transaction_id}`; 200 with credentials, or 202 `{transaction_id, interval}` while pending. */
-  async deferred(accessToken: string, transactionId: string): Promise<WireAnswer> {
-    const client = this.client()
+  async deferred(access: AccessAuthorization | string, transactionId: string): Promise<WireAnswer> {
+    const auth = accessOf(access)
+    const client = this.client(undefined, auth)
     try {
       const result = await this.call('deferred', () =>
-        client.retrieveDeferredCredentials({ issuerMetadata: this.metadata, accessToken, transactionId }),
+        client.retrieveDeferredCredentials({
+          issuerMetadata: this.metadata,
+          accessToken: auth.accessToken,
+          transactionId,
+        }),
       )
       return { status: result.response.status, body: result.deferredCredentialResponse }
     } catch (error) {
@@ -414,16 +475,17 @@ export class V1Client {
 
   /** 1.0 §11.1: `{notification_id, event, event_description?}`; 204 expected. */
   async notify(
-    accessToken: string,
+    access: AccessAuthorization | string,
     notification: {
       notificationId: string
       event: 'credential_accepted' | 'credential_failure' | 'credential_deleted'
       eventDescription?: string
     },
   ): Promise<void> {
-    const client = this.client()
+    const auth = accessOf(access)
+    const client = this.client(undefined, auth)
     await this.call('notification', () =>
-      client.sendNotification({ issuerMetadata: this.metadata, accessToken, notification }),
+      client.sendNotification({ issuerMetadata: this.metadata, accessToken: auth.accessToken, notification }),
     )
   }
 }

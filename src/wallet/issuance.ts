@@ -26,6 +26,7 @@ import { formatNamed } from '../formats/registry.ts'
 import type { DiSigner } from '../shared/data-integrity.ts'
 import type { JwsAlg } from '../shared/did-key.ts'
 import { isObject } from '../shared/json.ts'
+import { type AccessAuthorization, bearerAuthorization } from './access-authorization.ts'
 import { parseDeepLink } from './deep-link.ts'
 import {
   protocolError,
@@ -36,6 +37,16 @@ import {
 } from './errors.ts'
 import { type HttpAnswer, type HttpRequest, httpRequest, type WalletHttp } from './http.ts'
 import {
+  AUTHORIZATION_CODE_GRANT,
+  AuthorizationCodeFlow,
+  type AuthorizationGrant,
+  type AuthorizationOptions,
+  chooseFlow,
+  type IssuanceFlow,
+  OPENID_CREDENTIAL,
+  type UserStep,
+} from './issuance-authorization.ts'
+import {
   chooseProtocol,
   type IssuanceProtocol,
   IssuerMismatchError,
@@ -44,7 +55,14 @@ import {
   type WireAnswer,
 } from './issuance-v1.ts'
 import { loadPex } from './lazy.ts'
-import { assertMisbehaviours, type Misbehaviour, V1_ONLY_MISBEHAVIOURS } from './misbehaviour.ts'
+import {
+  type AuthorizationMisbehaviour,
+  type IssuanceMisbehaviour,
+  type Misbehaviour,
+  splitIssuanceMisbehaviours,
+  TOKEN_MISBEHAVIOURS,
+  V1_ONLY_MISBEHAVIOURS,
+} from './misbehaviour.ts'
 import { unsafeDefinitionPath } from './presentation-select.ts'
 import { buildDiVpProof, buildJwtProof, buildTokenRequest, type JwtSigner } from './proof.ts'
 import { quietly } from './quiet.ts'
@@ -111,7 +129,8 @@ export type DeferredResult =
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>
 
 export interface RequestCredentialOptions {
-  misbehave?: readonly Misbehaviour[]
+  /** the authorization code flow's 'dpop-token-as-bearer' acts here too */
+  misbehave?: readonly IssuanceMisbehaviour[]
   /** prove with this nonce instead of the token's c_nonce or a fresh one from the nonce endpoint */
   nonce?: string | undefined
   /** default: `di_vp` when the offer carries a presentation_definition, else `jwt` */
@@ -130,6 +149,18 @@ export interface RequestCredentialOptions {
   configurationId?: string
 }
 
+/** How a session starts (IssuanceSession.start, startAt; Wallet.startIssuance). */
+export interface StartIssuanceOptions {
+  protocol?: IssuanceProtocol
+  /**
+   * which flow redeems the offer (OpenID4VCI 1.0 §4.1.1): default its pre-authorized code when it has one,
+   * else the authorization code flow; 'authorization_code' takes that flow for an offer granting both
+   */
+  flow?: IssuanceFlow
+  /** this session's authorization code flow options, over the wallet's (WalletOptions.authorization) */
+  authorization?: AuthorizationOptions
+}
+
 /** What a session needs from the wallet holding the key and the credentials. */
 export interface WalletContext {
   readonly did: string
@@ -140,6 +171,8 @@ export interface WalletContext {
   readonly http: WalletHttp
   /** the protocol to speak unless a session asks for another; default 'auto' */
   readonly protocol?: IssuanceProtocol | undefined
+  /** how the wallet takes part in the authorization code flow (redirect_uri, wallet provider, user step) */
+  readonly authorization?: AuthorizationOptions | undefined
   /**
    * WalletOptions.trustEverything: the test-only careless wallet (metadata of another issuer used anyway, a
    * proof without a nonce when the token brought none, credentials stored unverified)
@@ -195,9 +228,15 @@ export class IssuanceSession {
   readonly credentialIssuer: string
   /** the protocol this session speaks with the issuer */
   readonly protocol: '1.0' | 'draft15'
+  /** how the access token is obtained: the offer's pre-authorized code, or the authorization code flow */
+  readonly flow: IssuanceFlow
+  /** 'issuer': from a credential offer; 'wallet': wallet-initiated (startAt), no offer was made */
+  readonly initiatedBy: 'issuer' | 'wallet'
 
   private readonly wallet: WalletContext
   private readonly v1: V1Client | undefined
+  /** the authorization code flow (PAR, user step, DPoP token), when this session takes it */
+  private readonly authorizationFlow: AuthorizationCodeFlow | undefined
   private readonly offerRequest: CredentialOfferRequestWithBaseUrl
   private currentToken: TokenResponse | undefined
   private tokenNonceUsed = false
@@ -211,9 +250,14 @@ export class IssuanceSession {
     offerRequest: CredentialOfferRequestWithBaseUrl,
     endpoints: EndpointMetadataResultV1_0_15,
     v1?: V1Client,
+    authorizationFlow?: AuthorizationCodeFlow,
+    initiatedBy: 'issuer' | 'wallet' = 'issuer',
   ) {
     this.wallet = wallet
     this.v1 = v1
+    this.authorizationFlow = authorizationFlow
+    this.flow = authorizationFlow ? 'authorization_code' : 'pre-authorized_code'
+    this.initiatedBy = initiatedBy
     this.protocol = v1 ? '1.0' : 'draft15'
     this.deepLink = deepLink
     this.offerUri = parseDeepLink(deepLink).offerUri
@@ -227,11 +271,28 @@ export class IssuanceSession {
     this.txCodeSpec = offerRequest.txCode
   }
 
+  /**
+   * Wallet-initiated issuance (OpenID4VCI 1.0 §3.5, no offer): the authorization code flow for one
+   * configuration of the credential issuer's metadata. The session is built as for an offer of that
+   * configuration without grants (§4.1.1: the wallet takes the grant types from the metadata), so the same
+   * discovery and checks apply; `offer` is that synthesized offer, `initiatedBy` 'wallet'.
+   */
+  static startAt(
+    wallet: WalletContext,
+    credentialIssuer: string,
+    configurationId: string,
+    opts: StartIssuanceOptions = {},
+  ): Promise<IssuanceSession> {
+    const offer = { credential_issuer: credentialIssuer, credential_configuration_ids: [configurationId] }
+    const link = `openid-credential-offer://?credential_offer=${encodeURIComponent(JSON.stringify(offer))}`
+    return IssuanceSession.start(wallet, link, { ...opts, flow: 'authorization_code', initiatedBy: 'wallet' })
+  }
+
   /** Reads the offer (fetching `credential_offer_uri`) and the issuer and authorization server metadata. */
   static async start(
     wallet: WalletContext,
     deepLink: string,
-    opts: { protocol?: IssuanceProtocol } = {},
+    opts: StartIssuanceOptions & { initiatedBy?: 'issuer' | 'wallet' } = {},
   ): Promise<IssuanceSession> {
     const link = parseDeepLink(deepLink)
     // oid4vci-client's own fetch of credential_offer_uri runs the JSON through decodeJsonProperties, which
@@ -276,13 +337,14 @@ export class IssuanceSession {
         body: offer,
       })
     }
+    const flow = chooseFlow(opts.flow, offer.grants)
     const grant = offer.grants?.[PRE_AUTH_GRANT_LITERAL]
-    if (!grant?.[PRE_AUTH_CODE_LITERAL]) {
+    if (flow === 'pre-authorized_code' && !grant?.[PRE_AUTH_CODE_LITERAL]) {
       throw new WalletProtocolError({
         step: 'offer',
         status: 200,
         error: 'invalid_credential_offer',
-        errorDescription: 'the offer has no pre-authorized_code grant (the only flow this wallet speaks)',
+        errorDescription: 'the offer has no pre-authorized_code (OpenID4VCI 1.0 §4.1.1)',
         body: offer,
       })
     }
@@ -299,8 +361,15 @@ export class IssuanceSession {
       })
     }
 
+    const protocol = opts.protocol ?? wallet.protocol ?? 'auto'
+    if (flow === 'authorization_code' && protocol === 'draft15') {
+      throw new WalletUsageError(
+        'the authorization code flow is spoken on the OpenID4VCI 1.0 path only (PAR, DPoP, wallet attestation as HAIP 1.0 profiles them): use protocol 1.0 or auto',
+      )
+    }
     const v1 = await chooseProtocol(
-      opts.protocol ?? wallet.protocol ?? 'auto',
+      // the authorization code flow always takes the 1.0 path, whatever the metadata's generation
+      flow === 'authorization_code' ? '1.0' : protocol,
       (offerJson ?? offer) as Record<string, unknown>,
       wallet.http,
       { trustEverything: wallet.trustEverything === true },
@@ -313,11 +382,27 @@ export class IssuanceSession {
           step: 'metadata',
           status: 200,
           error: 'invalid_issuer_metadata',
-          errorDescription: `credential_configurations_supported lacks the offered ${missing.join(', ')}`,
+          errorDescription: `credential_configurations_supported lacks the ${opts.initiatedBy === 'wallet' ? 'requested' : 'offered'} ${missing.join(', ')}`,
           body: v1.metadata.credentialIssuer,
         })
       }
-      return new IssuanceSession(wallet, deepLink, offerRequest, v1Endpoints(v1), v1)
+      const authorizationFlow =
+        flow === 'authorization_code'
+          ? new AuthorizationCodeFlow(wallet, v1, {
+              configurationIds: offer.credential_configuration_ids as string[],
+              grant: offer.grants?.[AUTHORIZATION_CODE_GRANT] as Record<string, unknown> | undefined,
+              options: { ...wallet.authorization, ...opts.authorization },
+            })
+          : undefined
+      return new IssuanceSession(
+        wallet,
+        deepLink,
+        offerRequest,
+        v1Endpoints(v1),
+        v1,
+        authorizationFlow,
+        opts.initiatedBy ?? 'issuer',
+      )
     }
     const { endpoints, status, document } = await discoverDraft15(offer.credential_issuer, wallet.http)
     const metadata = endpoints.credentialIssuerMetadata
@@ -357,12 +442,77 @@ export class IssuanceSession {
     return this.issuerMetadata.credential_configurations_supported ?? {}
   }
 
+  /** The authorization code flow's grant (authorize()), when this session takes that flow. */
+  get authorizationGrant(): AuthorizationGrant | undefined {
+    return this.authorizationFlow?.authorizationGrant
+  }
+
+  /** The authorization code flow of this session (its server, client_id, DPoP prover), when it takes it. */
+  get authorization(): AuthorizationCodeFlow | undefined {
+    return this.authorizationFlow
+  }
+
+  /**
+   * The authorization code flow's authorization step (issuance-authorization.ts): pushed authorization
+   * request, the authorization endpoint (and the user step), the authorization response checked. token()
+   * calls it when no code was obtained yet.
+   */
+  async authorize(
+    opts: { misbehave?: readonly IssuanceMisbehaviour[]; userStep?: UserStep } = {},
+  ): Promise<AuthorizationGrant> {
+    const flow = this.authorizationFlow
+    if (!flow) {
+      throw new WalletUsageError(
+        "this session redeems the offer's pre-authorized code: it has no authorization step (flow authorization_code)",
+      )
+    }
+    const { authorization } = this.splitMisbehaviours(opts.misbehave)
+    return flow.authorize({ misbehave: authorization, ...(opts.userStep && { userStep: opts.userStep }) })
+  }
+
+  /**
+   * Misbehaviours of this session's flow: the authorization code flow's are refused in a pre-authorized
+   * session, and the pre-authorized token request's in an authorization code session (WalletUsageError, before
+   * anything is sent).
+   */
+  private splitMisbehaviours(values: readonly unknown[] | undefined): {
+    common: readonly Misbehaviour[]
+    authorization: readonly AuthorizationMisbehaviour[]
+  } {
+    const split = splitIssuanceMisbehaviours(values)
+    if (!this.authorizationFlow && split.authorization.length > 0) {
+      throw new WalletUsageError(
+        `misbehaviour ${split.authorization.join(', ')} belongs to the authorization code flow; this session redeems the offer's pre-authorized code`,
+      )
+    }
+    const tokenOnes = split.common.filter((m) => TOKEN_MISBEHAVIOURS.includes(m))
+    if (this.authorizationFlow && tokenOnes.length > 0) {
+      throw new WalletUsageError(
+        `misbehaviour ${tokenOnes.join(', ')} belongs to the pre-authorized code token request; this session takes the authorization code flow (its replay: code-replay)`,
+      )
+    }
+    return split
+  }
+
   /**
    * Redeems the pre-authorized code. Misbehaviours: 'wrong-tx-code', 'missing-tx-code', and 'replayed-code'
-   * (redeems twice, answers with the second answer).
+   * (redeems twice, answers with the second answer). In the authorization code flow: the code of authorize()
+   * (called first when there is none) with PKCE, attestation and DPoP; the token must be DPoP-bound.
    */
-  async token(opts: { txCode?: string; misbehave?: readonly Misbehaviour[] } = {}): Promise<TokenResponse> {
-    const misbehave = assertMisbehaviours(opts.misbehave)
+  async token(
+    opts: { txCode?: string; misbehave?: readonly IssuanceMisbehaviour[]; userStep?: UserStep } = {},
+  ): Promise<TokenResponse> {
+    const { common: misbehave, authorization } = this.splitMisbehaviours(opts.misbehave)
+    if (this.authorizationFlow) {
+      const flow = this.authorizationFlow
+      if (!flow.authorizationGrant) {
+        await flow.authorize({ misbehave: authorization, ...(opts.userStep && { userStep: opts.userStep }) })
+      }
+      const token = (await flow.token({ misbehave: authorization })) as unknown as TokenResponse
+      this.currentToken = token
+      this.tokenNonceUsed = false
+      return token
+    }
     const tamper = tamperOf(misbehave)
     const needsCode = this.txCodeSpec !== undefined
     // a misbehaviour that decides the transaction code itself needs none from the caller
@@ -455,9 +605,42 @@ export class IssuanceSession {
     return this.currentToken
   }
 
+  /**
+   * How the access token goes with a resource request: Bearer (pre-authorized), or DPoP-bound with a proof
+   * per request (authorization code flow; 'dpop-token-as-bearer' presents it as Bearer).
+   */
+  private access(
+    token: TokenResponse,
+    misbehave: readonly AuthorizationMisbehaviour[] = [],
+  ): AccessAuthorization {
+    return this.authorizationFlow
+      ? this.authorizationFlow.access(token.access_token, { misbehave })
+      : bearerAuthorization(token.access_token)
+  }
+
+  /**
+   * The credential_identifier the token response's authorization_details granted for a configuration (1.0
+   * §6.2): the credential request must then name it instead of the configuration (§8.2).
+   */
+  private credentialIdentifier(token: TokenResponse, configurationId: string): string | undefined {
+    const details = (token as unknown as Record<string, unknown>).authorization_details
+    if (!Array.isArray(details)) return undefined
+    for (const detail of details) {
+      if (!isObject(detail) || detail.type !== OPENID_CREDENTIAL) continue
+      if (detail.credential_configuration_id !== configurationId) continue
+      const ids = detail.credential_identifiers
+      if (Array.isArray(ids) && typeof ids[0] === 'string') return ids[0]
+    }
+    return undefined
+  }
+
   /** A fresh c_nonce from the nonce endpoint. */
   async nonce(): Promise<string> {
-    if (this.v1) return this.v1.nonce()
+    if (this.v1) {
+      return this.v1.nonce(
+        this.authorizationFlow && this.currentToken ? this.access(this.currentToken) : undefined,
+      )
+    }
     const endpoint = this.issuerMetadata.nonce_endpoint
     if (!endpoint) throw new WalletUsageError('the issuer metadata has no nonce_endpoint')
     // an HTTP POST to the nonce endpoint (OpenID4VCI §7.1), with the empty form body oid4vci-common's formPost sent
@@ -560,7 +743,7 @@ export class IssuanceSession {
 
   /** Requests the credential with a `jwt` or `di_vp` proof. 200: issued now; 202: deferred. */
   async requestCredential(opts: RequestCredentialOptions = {}): Promise<CredentialResult> {
-    const misbehave = assertMisbehaviours(opts.misbehave)
+    const { common: misbehave, authorization } = this.splitMisbehaviours(opts.misbehave)
     const token = this.requireToken()
     const v1Only = misbehave.filter((m) => V1_ONLY_MISBEHAVIOURS.includes(m))
     if (v1Only.length > 0 && !this.v1) {
@@ -568,7 +751,7 @@ export class IssuanceSession {
         `misbehaviour ${v1Only.join(', ')} sends a legacy shape to an OpenID4VCI 1.0 issuer; this session speaks draft 15`,
       )
     }
-    if (this.v1) return this.requestCredentialV1(this.v1, token, opts, misbehave)
+    if (this.v1) return this.requestCredentialV1(this.v1, token, opts, misbehave, authorization)
     const proofType = opts.proofType ?? (this.presentationDefinition ? 'di_vp' : 'jwt')
     if (proofType === 'jwt') this.assertHolderKey(opts.configurationId)
     const diSigner = proofType === 'di_vp' ? this.wallet.diSigner() : undefined
@@ -639,6 +822,7 @@ export class IssuanceSession {
     token: TokenResponse,
     opts: RequestCredentialOptions,
     misbehave: readonly Misbehaviour[],
+    authorization: readonly AuthorizationMisbehaviour[] = [],
   ): Promise<CredentialResult> {
     if (opts.proofType === 'di_vp' || this.presentationDefinition) {
       throw new WalletUsageError('the OpenID4VCI 1.0 path proves possession with a jwt proof only')
@@ -656,7 +840,9 @@ export class IssuanceSession {
         read: () => this.wallet.privateJwk(),
       }),
     })
-    const answer = await v1.credential(token.access_token, configurationId, proof, misbehave)
+    const answer = await v1.credential(this.access(token, authorization), configurationId, proof, misbehave, {
+      credentialIdentifier: this.credentialIdentifier(token, configurationId),
+    })
     if (answer.status < 200 || answer.status >= 300 || !isObject(answer.body)) {
       throw protocolError('credential', answer.status, answer.body, answer.wwwAuthenticate)
     }
@@ -762,7 +948,7 @@ export class IssuanceSession {
   async deferred(transactionId: string): Promise<DeferredResult> {
     const token = this.requireToken()
     const answer = this.v1
-      ? await this.v1.deferred(token.access_token, transactionId)
+      ? await this.v1.deferred(this.access(token), transactionId)
       : await send(
           'deferred',
           this.endpoint('deferred_credential_endpoint'),
@@ -846,7 +1032,7 @@ export class IssuanceSession {
     const notificationId = opts.notificationId ?? this.lastNotificationId
     if (!notificationId) throw new WalletUsageError('no notification_id to notify about')
     if (this.v1) {
-      return this.v1.notify(token.access_token, {
+      return this.v1.notify(this.access(token), {
         notificationId,
         event,
         ...(opts.description !== undefined && { eventDescription: opts.description }),

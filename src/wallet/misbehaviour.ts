@@ -74,6 +74,53 @@ export const JWT_ONLY_MISBEHAVIOURS: readonly Misbehaviour[] = [
 export const V1_ONLY_MISBEHAVIOURS: readonly Misbehaviour[] = ['legacy-proof', 'legacy-format-request']
 
 /**
+ * Misbehaviours of the authorization code flow (OpenID4VCI 1.0 §5, §6 as HAIP 1.0 profiles it: PAR, PKCE, DPoP,
+ * wallet attestation). A list of their own, not in MISBEHAVIOURS: they have nothing to act on in a
+ * pre-authorized code issuance (refused there with a WalletUsageError before anything is sent), and the
+ * pre-authorized ones' tables stay what they are. issuance-authorization.ts applies them
+ * (authorization-tamper.ts); AUTHORIZATION_MISBEHAVIOUR_HELP says what each one changes.
+ */
+export const AUTHORIZATION_MISBEHAVIOURS = [
+  'pkce-verifier-mismatch',
+  'code-replay',
+  'dpop-wrong-htu',
+  'dpop-wrong-htm',
+  'dpop-replayed-jti',
+  'dpop-token-as-bearer',
+  'attestation-untrusted-provider',
+  'attestation-pop-wrong-aud',
+  'authorization-wrong-redirect-uri',
+] as const
+
+export type AuthorizationMisbehaviour = (typeof AUTHORIZATION_MISBEHAVIOURS)[number]
+/** Any misbehaviour of an issuance: the pre-authorized ones and the authorization code flow's. */
+export type IssuanceMisbehaviour = Misbehaviour | AuthorizationMisbehaviour
+
+/** What each authorization code flow misbehaviour changes (everything else is correct): CLI and README text. */
+export const AUTHORIZATION_MISBEHAVIOUR_HELP: Readonly<Record<AuthorizationMisbehaviour, string>> = {
+  'pkce-verifier-mismatch':
+    'the token request carries a fresh code_verifier, not the one whose S256 challenge went with the pushed authorization request (RFC 7636 §4.5, §4.6)',
+  'code-replay':
+    'after a successful token request the authorization code is redeemed a second time (fresh DPoP proof and attestation PoP); the second answer is reported (RFC 6749 §4.1.2, §10.5)',
+  'dpop-wrong-htu':
+    "the token request's DPoP proof names the token endpoint with /elsewhere appended as htu (RFC 9449 §4.2, §4.3 step 9)",
+  'dpop-wrong-htm': "the token request's DPoP proof says htm GET for the POST (RFC 9449 §4.2, §4.3 step 8)",
+  'dpop-replayed-jti':
+    "the token request's DPoP proof carries the jti of the wallet's previous DPoP proof, the one sent to the same authorization server with the pushed authorization request (RFC 9449 §4.2, §11.1)",
+  'dpop-token-as-bearer':
+    'the credential request presents the DPoP-bound access token with Authorization: Bearer (its DPoP proof, with ath, still sent) (RFC 9449 §7.1, §7.2)',
+  'attestation-untrusted-provider':
+    'the wallet attestation is signed by a freshly generated wallet provider key (its own kid and iss), one no authorization server trusts (draft-ietf-oauth-attestation-based-client-auth-07 §5.1, §6.2)',
+  'attestation-pop-wrong-aud':
+    "the attestation PoP's aud is https://wrong-audience.invalid, not the authorization server's issuer identifier (draft-ietf-oauth-attestation-based-client-auth-07 §5.2)",
+  'authorization-wrong-redirect-uri':
+    'the token request names the redirect_uri of the pushed authorization request with /elsewhere appended (RFC 6749 §4.1.3)',
+}
+
+/** 'dpop-wrong-htu' and 'authorization-wrong-redirect-uri' append this path to the right URI: same origin, another URI. */
+export const WRONG_URI_SUFFIX = '/elsewhere'
+
+/**
  * Presentation misbehaviours that only mean something in an OpenID4VP 1.0 answer: the SD-JWT VC presentation
  * and its key-binding JWT (1.0 Appendix B.3.6), the encrypted response (§8.3), the DCQL vp_token (§8.1) and an
  * mdoc's DeviceResponse (Appendix B.2.6).
@@ -314,6 +361,30 @@ export function assertMisbehaviours(values: readonly unknown[] | undefined): rea
   }
   assertCompatible(list as readonly Misbehaviour[])
   return list as readonly Misbehaviour[]
+}
+
+export function isAuthorizationMisbehaviour(value: unknown): value is AuthorizationMisbehaviour {
+  return typeof value === 'string' && (AUTHORIZATION_MISBEHAVIOURS as readonly string[]).includes(value)
+}
+
+/**
+ * Checks issuance misbehaviours of either flow and splits them: `common` (checked by assertMisbehaviours) and
+ * `authorization` (the authorization code flow's). An unknown name is a TypeError listing both lists.
+ */
+export function splitIssuanceMisbehaviours(values: readonly unknown[] | undefined): {
+  common: readonly Misbehaviour[]
+  authorization: readonly AuthorizationMisbehaviour[]
+} {
+  const list = values ?? []
+  const authorization = list.filter(isAuthorizationMisbehaviour)
+  const rest = list.filter((m) => !isAuthorizationMisbehaviour(m))
+  const unknown = rest.find((m) => !isMisbehaviour(m) && !isPresentationMisbehaviour(m))
+  if (unknown !== undefined) {
+    throw new TypeError(
+      `unknown misbehaviour ${JSON.stringify(unknown)}; known: ${[...MISBEHAVIOURS, ...AUTHORIZATION_MISBEHAVIOURS].join(', ')}`,
+    )
+  }
+  return { common: assertMisbehaviours(rest), authorization }
 }
 
 /**

@@ -32,18 +32,23 @@ import {
   type IssuedCredentials,
   type NotificationEvent,
   type Sleep,
+  type StartIssuanceOptions,
   type WalletContext,
 } from './issuance.ts'
+import type { AuthorizationOptions, IssuanceFlow } from './issuance-authorization.ts'
 import type { IssuanceProtocol } from './issuance-v1.ts'
 import { loadX509 } from './lazy.ts'
 import { MdocReceiveError, parseReceivedMdoc, verifyReceivedMdoc } from './mdoc-receive.ts'
 import {
-  assertMisbehaviours,
+  type AuthorizationMisbehaviour,
   assertPresentationMisbehaviours,
+  type IssuanceMisbehaviour,
+  isAuthorizationMisbehaviour,
   isMisbehaviour,
   isPresentationMisbehaviour,
   type Misbehaviour,
   type PresentationMisbehaviour,
+  splitIssuanceMisbehaviours,
   V1_ONLY_MISBEHAVIOURS,
   V1_ONLY_PRESENTATION_MISBEHAVIOURS,
 } from './misbehaviour.ts'
@@ -121,11 +126,20 @@ export interface WalletOptions {
    * anyway under every credential query id / input descriptor.
    */
   trustEverything?: boolean
+  /**
+   * The authorization code flow (OpenID4VCI 1.0 §5 as HAIP 1.0 profiles it): the redirect_uri (default
+   * https://wallet.vc-harness.invalid/callback), the wallet provider that signs the wallet attestation (default
+   * the built-in TEST provider), the client_id, and the user step for an authorization endpoint that shows a
+   * page (issuance-authorization.ts). Not saved in the wallet file.
+   */
+  authorization?: AuthorizationOptions
 }
 
 export type ReceiveStep =
   | 'offer'
   | 'metadata'
+  // the authorization code flow: PAR, the authorization endpoint and the checked authorization response
+  | 'authorization'
   | 'token'
   | 'credential'
   | 'deferred'
@@ -134,12 +148,20 @@ export type ReceiveStep =
 
 export interface ReceiveOptions {
   txCode?: string
-  misbehave?: readonly Misbehaviour[]
+  /** misbehaviours of either flow (the authorization code flow's: AUTHORIZATION_MISBEHAVIOURS) */
+  misbehave?: readonly IssuanceMisbehaviour[]
   /** poll the deferred endpoint when the credential is not issued at once; default false. true: up to 10 min */
   waitForDeferred?: boolean | { timeoutMs: number }
   onStep?: (step: ReceiveStep, detail?: unknown) => void
   /** this issuance only: overrides the wallet's `protocol` */
   protocol?: IssuanceProtocol
+  /**
+   * which flow redeems the offer: default the pre-authorized code when the offer has one, else the
+   * authorization code flow; 'authorization_code' takes that flow for an offer granting both
+   */
+  flow?: IssuanceFlow
+  /** this issuance only: authorization code flow options over the wallet's (e.g. a userStep) */
+  authorization?: AuthorizationOptions
   /** how the deferred poll waits the announced interval; default a real timer (tests pass a fake) */
   sleep?: Sleep
   /**
@@ -189,11 +211,15 @@ export interface OpenOptions {
   /** issuance: the transaction code the issuer showed out of band */
   txCode?: string
   /** issuance or presentation misbehaviours; one of the other flow's is a WalletUsageError */
-  misbehave?: readonly (Misbehaviour | PresentationMisbehaviour)[]
+  misbehave?: readonly (Misbehaviour | AuthorizationMisbehaviour | PresentationMisbehaviour)[]
   /** issuance: poll the deferred endpoint (default false; true: up to 10 min) */
   waitForDeferred?: boolean | { timeoutMs: number }
   /** issuance: overrides the wallet's `protocol` */
   protocol?: IssuanceProtocol
+  /** issuance: which flow redeems the offer (ReceiveOptions.flow) */
+  flow?: IssuanceFlow
+  /** issuance: authorization code flow options over the wallet's */
+  authorization?: AuthorizationOptions
   sleep?: Sleep
   /** issuance: what may be shared with an issuer that asks for a presentation (ReceiveOptions.share) */
   share?: SharePolicy
@@ -240,6 +266,15 @@ function isNonceRefusal(error: unknown): error is WalletProtocolError {
   return (
     error instanceof WalletProtocolError && error.step === 'credential' && error.error === 'invalid_nonce'
   )
+}
+
+/** What of ReceiveOptions starts the session. */
+function startOptions(opts: ReceiveOptions): StartIssuanceOptions {
+  return {
+    ...(opts.protocol && { protocol: opts.protocol }),
+    ...(opts.flow && { flow: opts.flow }),
+    ...(opts.authorization && { authorization: opts.authorization }),
+  }
 }
 
 function asStringArray(value: unknown): string[] {
@@ -315,6 +350,8 @@ export class Wallet implements WalletContext, PresentationContext {
   readonly trustEverything: boolean
   /** WalletOptions.ldpProofType: the proof type of every ldp_vp, checked against the key type */
   readonly ldpProofType: LdProofType | undefined
+  /** WalletOptions.authorization: how the wallet takes part in the authorization code flow */
+  readonly authorization: AuthorizationOptions
 
   private readonly handle: AgentHandle
   private readonly holder: HolderKey
@@ -333,6 +370,7 @@ export class Wallet implements WalletContext, PresentationContext {
     trustAnchors: readonly string[] = [],
     trustEverything = false,
     ldpProofType?: LdProofType,
+    authorization: AuthorizationOptions = {},
   ) {
     this.handle = handle
     this.agent = handle.agent
@@ -349,6 +387,7 @@ export class Wallet implements WalletContext, PresentationContext {
     this.trustAnchors = trustAnchors
     this.trustEverything = trustEverything
     this.ldpProofType = ldpProofType
+    this.authorization = authorization
   }
 
   /** A new wallet, or the one kept in `file`. */
@@ -413,6 +452,7 @@ export class Wallet implements WalletContext, PresentationContext {
       trustAnchors,
       opts.trustEverything === true,
       ldpProofType,
+      opts.authorization,
     )
   }
 
@@ -422,19 +462,54 @@ export class Wallet implements WalletContext, PresentationContext {
   }
 
   /** Starts an issuance from a deep link: reads the offer and the issuer metadata. */
-  startIssuance(deepLink: string, opts: { protocol?: IssuanceProtocol } = {}): Promise<IssuanceSession> {
+  startIssuance(deepLink: string, opts: StartIssuanceOptions = {}): Promise<IssuanceSession> {
     return IssuanceSession.start(this, deepLink, opts)
   }
 
   /**
-   * The whole pre-authorized flow: offer, metadata, token, credential request (jwt proof, or di_vp when the
-   * offer asks for a presentation), deferred polling when asked, verification, storage, and a
-   * credential_accepted notification.
+   * Starts a wallet-initiated issuance (no offer): the authorization code flow for `configurationId` of the
+   * credential issuer's metadata (IssuanceSession.startAt).
+   */
+  startIssuanceAt(
+    credentialIssuer: string,
+    configurationId: string,
+    opts: Omit<StartIssuanceOptions, 'flow'> = {},
+  ): Promise<IssuanceSession> {
+    return IssuanceSession.startAt(this, credentialIssuer, configurationId, opts)
+  }
+
+  /**
+   * The whole issuance of an offer: offer, metadata, the access token (the pre-authorized code; or the
+   * authorization code flow: PAR, the authorization endpoint, the token request with PKCE, wallet attestation
+   * and DPoP), credential request (jwt proof, or di_vp when the offer asks for a presentation), deferred
+   * polling when asked, verification, storage, and a credential_accepted notification.
    */
   async receive(deepLink: string, opts: ReceiveOptions = {}): Promise<ReceiveResult> {
+    splitIssuanceMisbehaviours(opts.misbehave) // an unknown name is a TypeError before anything is fetched
+    const session = await this.startIssuance(deepLink, startOptions(opts))
+    return this.complete(session, opts)
+  }
+
+  /**
+   * Wallet-initiated issuance in one call (OpenID4VCI 1.0 §3.5, no offer): the credential issuer's metadata,
+   * its authorization server's, then the authorization code flow for `configurationId` and the rest as
+   * receive does.
+   */
+  async request(
+    credentialIssuer: string,
+    configurationId: string,
+    opts: Omit<ReceiveOptions, 'flow' | 'txCode'> = {},
+  ): Promise<ReceiveResult> {
+    splitIssuanceMisbehaviours(opts.misbehave)
+    const session = await this.startIssuanceAt(credentialIssuer, configurationId, startOptions(opts))
+    return this.complete(session, opts)
+  }
+
+  /** receive and request after the session started: token, credential, deferred, verify, store, notify. */
+  private async complete(session: IssuanceSession, opts: ReceiveOptions): Promise<ReceiveResult> {
     const step = opts.onStep ?? (() => {})
-    const misbehave = assertMisbehaviours(opts.misbehave)
-    const session = await this.startIssuance(deepLink, opts.protocol ? { protocol: opts.protocol } : {})
+    const all = opts.misbehave ?? []
+    const misbehave = splitIssuanceMisbehaviours(all).common
     const v1Only = misbehave.filter((m) => V1_ONLY_MISBEHAVIOURS.includes(m))
     if (v1Only.length > 0 && session.protocol !== '1.0') {
       // refused before the single-use code is redeemed
@@ -454,19 +529,29 @@ export class Wallet implements WalletContext, PresentationContext {
       // a WalletUsageError for a holder key the configuration's jwt proof (an mdoc's device key: ES256) refuses
       session.assertHolderKey()
     }
+    if (session.flow === 'authorization_code') {
+      const grant = await session.authorize({ misbehave: all })
+      step('authorization', {
+        authorizationServer: grant.authorizationServer,
+        clientId: session.authorization?.clientId,
+        requestUri: grant.requestUri,
+        via: grant.via,
+        iss: grant.iss,
+      })
+    }
     const token = await session.token({
       ...(opts.txCode !== undefined && { txCode: opts.txCode }),
-      misbehave,
+      misbehave: all,
     })
     step('token', { token_type: token.token_type, expires_in: token.expires_in })
     let result: CredentialResult
     try {
-      result = await session.requestCredential({ misbehave, ...(present && { present }) })
+      result = await session.requestCredential({ misbehave: all, ...(present && { present }) })
     } catch (error) {
       // OpenID4VCI 1.0 §8.3.1.2 / draft 15 §8.3.1: invalid_nonce asks for a proof with a fresh nonce — the
       // one the error carries (draft 15's c_nonce), else one from the nonce endpoint. Retried once, and only
       // for an honest request (a misbehaving one is meant to get the refusal); the careless wallet gives up.
-      if (!isNonceRefusal(error) || misbehave.length > 0 || this.trustEverything) throw error
+      if (!isNonceRefusal(error) || all.length > 0 || this.trustEverything) throw error
       const body = error.body
       const cNonce = isObject(body) && typeof body.c_nonce === 'string' ? body.c_nonce : undefined
       step('credential', { status: error.status, error: error.error, retry: cNonce ? 'c_nonce' : 'nonce' })
@@ -603,7 +688,7 @@ export class Wallet implements WalletContext, PresentationContext {
     const kind = linkKind(link)
     const misbehave = opts.misbehave ?? []
     if (kind === 'issuance') {
-      const wrong = misbehave.filter((m) => !isMisbehaviour(m))
+      const wrong = misbehave.filter((m) => !isMisbehaviour(m) && !isAuthorizationMisbehaviour(m))
       if (wrong.length > 0) {
         throw new WalletUsageError(
           `misbehaviour ${wrong.join(', ')} is not an issuance misbehaviour, and this link is a credential offer`,
@@ -611,9 +696,11 @@ export class Wallet implements WalletContext, PresentationContext {
       }
       const result = await this.receive(link, {
         ...(opts.txCode !== undefined && { txCode: opts.txCode }),
-        misbehave: misbehave as Misbehaviour[],
+        misbehave: misbehave as IssuanceMisbehaviour[],
         ...(opts.waitForDeferred !== undefined && { waitForDeferred: opts.waitForDeferred }),
         ...(opts.protocol && { protocol: opts.protocol }),
+        ...(opts.flow && { flow: opts.flow }),
+        ...(opts.authorization && { authorization: opts.authorization }),
         ...(opts.sleep && { sleep: opts.sleep }),
         ...(opts.onStep && { onStep: opts.onStep }),
         ...(opts.share && { share: opts.share }),

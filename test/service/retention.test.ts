@@ -724,6 +724,7 @@ function grantOf(processId: string, at: number): GrantRecord {
     redeemedAt: null,
     notificationId: null,
     notificationEvent: null,
+    tokenJkt: null,
   }
 }
 

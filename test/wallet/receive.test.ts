@@ -740,13 +740,13 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
       status: 400,
       error: 'unknown_credential_identifier',
       description:
-        /^this credential_identifier was not granted: this issuer grants no authorization_details; send credential_configuration_id$/,
+        /^this credential_identifier was not granted: only a token response with authorization_details grants one; send credential_configuration_id$/,
     },
     'token-in-query': {
       step: 'credential',
       status: 401,
       error: 'invalid_token',
-      description: /^an access token is required \(Authorization: Bearer …\)$/,
+      description: /^an access token is required \(Authorization: Bearer … or DPoP …\)$/,
     },
   }
 

@@ -79,6 +79,11 @@ function issuanceTemplate(testCase: WalletCase) {
     credentialType: flow.credentialType,
     format: flow.format,
     display: { name: `${DISPLAY_NAMES[flow.credentialType] ?? flow.credentialType} (wallet test)` },
+    // HAIP (plan issuance-haip): only the authorization_code grant, the user step approved at once; DPoP and
+    // wallet attestation required (the tenant trusts the test wallet provider, below).
+    ...(flow.grant === 'authorization_code'
+      ? { grants: ['authorization_code'], authorization: { userStep: 'auto' }, signingAlg: 'ES256' }
+      : {}),
     // ldp_vc: signed with the proof type section 2.8 lists first for an Ed25519 key, by the tenant's EdDSA key
     ...(flow.format === 'ldp_vc' ? { proofType: 'Ed25519Signature2018', signingAlg: 'EdDSA' } : {}),
     // mso_mdoc (OpenID4VCI 1.0 Appendix A.2): the doctype is the credential type, the MSO signed with ES256
@@ -154,6 +159,11 @@ export async function walletTestConfig(
         },
       ],
       issuanceTemplates: c.flow.kind === 'issuance' ? [issuanceTemplate(c)] : [],
+      // The wallet under test attests itself with vc-harness's published test wallet provider, or with its own
+      // provider's keys configured here (docs/wallet-testing.md).
+      ...(c.flow.kind === 'issuance' && c.flow.grant === 'authorization_code'
+        ? { testWalletProvider: true }
+        : {}),
       // A presentation case's template is created over the portal before its flow (runner.ts): it must
       // trust the issuer of the plan's setup case, whose DID exists only once that case has issued.
     }

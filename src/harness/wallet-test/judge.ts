@@ -48,6 +48,17 @@ const exitText = (code: number | null | undefined) =>
       ? 'the wallet command did not finish in time'
       : `the wallet command exited ${code}`
 
+/**
+ * Faults after which the wallet must not redeem anything: metadata it must not use (OpenID4VCI 1.0 §12.2.2),
+ * an authorization response it must discard (RFC 9207 §2.4, RFC 6749 §4.1.2).
+ */
+const STOP_BEFORE_TOKEN: ReadonlySet<string> = new Set([
+  'metadata-issuer-mismatch',
+  'authorization-response-without-iss',
+  'authorization-response-wrong-iss',
+  'authorization-response-wrong-state',
+])
+
 function judgeIssuance(c: WalletCase, e: Evidence, observed: string[]): Verdict {
   const x = e.exchanges
   const fetchedOffer = x.some((r) => r.endpoint === 'offer' && r.status === 200)
@@ -116,6 +127,12 @@ function judgeIssuance(c: WalletCase, e: Evidence, observed: string[]): Verdict 
     return verdict(
       false,
       `${c.rule}, yet the wallet redeemed the pre-authorized code (OpenID4VCI 1.0 §12.2.2: the metadata MUST NOT be used)`,
+    )
+  }
+  if (c.fault && STOP_BEFORE_TOKEN.has(c.fault) && x.some((r) => r.endpoint === 'token')) {
+    return verdict(
+      false,
+      `${c.rule}, yet the wallet sent the code to the token endpoint (the response MUST be discarded)`,
     )
   }
   if (acceptedEvent) return verdict(false, `${c.rule}, yet the wallet notified credential_accepted`)
@@ -206,5 +223,7 @@ export function judge(c: WalletCase, e: Evidence): Verdict {
 export function settled(c: WalletCase, exchanges: readonly Exchange[]): boolean {
   if (c.flow.kind === 'presentation') return exchanges.some((r) => r.endpoint === 'response')
   if (exchanges.some((r) => r.endpoint === 'notification' && r.status < 300)) return true
-  return c.fault === 'metadata-issuer-mismatch' && exchanges.some((r) => r.endpoint === 'token')
+  return (
+    c.fault !== undefined && STOP_BEFORE_TOKEN.has(c.fault) && exchanges.some((r) => r.endpoint === 'token')
+  )
 }

@@ -16,6 +16,7 @@ export const PLAN_NAMES = [
   'issuance-draft15',
   'issuance-1.0',
   'issuance-mdoc',
+  'issuance-haip',
   'presentation-pe',
   'presentation-pe-ldp',
   'presentation-dcql',
@@ -30,6 +31,8 @@ export const PLAN_TITLES: Record<PlanName, string> = {
   'issuance-draft15': 'OpenID4VCI, draft 15 issuer metadata, jwt_vc_json',
   'issuance-1.0': 'OpenID4VCI 1.0 Final, SD-JWT VC (dc+sd-jwt)',
   'issuance-mdoc': 'OpenID4VCI 1.0 Final, ISO mdoc (mso_mdoc): an mDL under an IACA',
+  'issuance-haip':
+    'OpenID4VCI 1.0 Final as HAIP 1.0 profiles it: authorization code with PAR, PKCE, DPoP and wallet attestation, SD-JWT VC',
   'presentation-pe': 'OpenID4VP draft 20 with Presentation Exchange, jwt_vc_json',
   'presentation-pe-ldp':
     'OpenID4VP draft 20 with Presentation Exchange, ldp_vc in an ldp_vp (Linked Data proofs)',
@@ -47,6 +50,12 @@ export interface IssuanceFlow {
   format: CredentialFormat
   /** the credential type offered (the presentation plans ask for the one their setup case issues) */
   credentialType: string
+  /**
+   * authorization_code: the offer carries only that grant (with an issuer_state); the wallet authorizes with
+   * PAR, PKCE, DPoP and wallet attestation (HAIP 1.0 §4), the user step approved at once. Default: the
+   * pre-authorized code.
+   */
+  grant?: 'pre-authorized_code' | 'authorization_code'
 }
 
 export interface PresentationFlow {
@@ -526,7 +535,87 @@ function presentationCases(plan: PlanName, profile: 'pe' | 'pe-ldp' | 'dcql' | '
   return cases
 }
 
+/**
+ * The HAIP issuance plan (the OpenID Foundation's HAIP wallet modules for issuance): an SD-JWT VC offered
+ * with only the authorization_code grant. The wallet meets a faulty authorization response (RFC 9207 iss
+ * missing or another issuer's, another state) and metadata that does not require PAR; DPoP nonces are
+ * required throughout (the positive case proves the wallet retries with the server's nonce).
+ */
+function haipIssuanceCases(): WalletCase[] {
+  const plan: PlanName = 'issuance-haip'
+  const flow: IssuanceFlow = {
+    kind: 'issuance',
+    generation: '1.0',
+    format: SD_JWT_VC_TYP,
+    credentialType: 'VerifiableId',
+    grant: 'authorization_code',
+  }
+  const STOPS =
+    'passes when the wallet does not redeem the code at the token endpoint (the response MUST be discarded); fails when it asks for a token with it'
+  const negative = (fault: IssuanceFault, title: string, rule: string, sources: string[]): WalletCase => ({
+    id: `${plan}:${fault}`,
+    plan,
+    title,
+    flow,
+    fault,
+    expect: 'refuse',
+    sources,
+    rule,
+    passes: STOPS,
+  })
+  return [
+    {
+      id: `${plan}:positive`,
+      plan,
+      title:
+        'The wallet obtains and keeps an SD-JWT VC through PAR, PKCE, a DPoP-bound token (retrying with the server nonce) and wallet attestation',
+      flow,
+      expect: 'accept',
+      sources: [
+        '@HAIP-1.0-4.1',
+        '@RFC9126-2',
+        '@RFC7636-4.3',
+        '@RFC9449-8',
+        '@OAuth-Attestation-6.1',
+        '@OID4VCI-1.0-5.1',
+      ],
+      passes: ACCEPT_ISSUANCE,
+    },
+    {
+      id: `${plan}:par-not-required`,
+      plan,
+      title:
+        'The wallet completes issuance when the metadata does not require PAR (HAIP wallets push anyway)',
+      flow,
+      fault: 'par-not-required',
+      expect: 'accept',
+      sources: ['@HAIP-1.0-4.1', '@RFC9126-5'],
+      rule: 'the authorization server metadata says require_pushed_authorization_requests: false',
+      passes: ACCEPT_ISSUANCE,
+    },
+    negative(
+      'authorization-response-without-iss',
+      'The wallet discards an authorization response without iss when the metadata announces it',
+      'the authorization response carries code and state but no iss, though authorization_response_iss_parameter_supported is true',
+      ['@RFC9207-2.4', '@HAIP-1.0-4.1'],
+    ),
+    negative(
+      'authorization-response-wrong-iss',
+      "The wallet discards an authorization response whose iss is another issuer's (mix-up)",
+      "the authorization response's iss is not the authorization server's issuer identifier",
+      ['@RFC9207-2.4', '@RFC9700-4.4'],
+    ),
+    negative(
+      'authorization-response-wrong-state',
+      'The wallet discards an authorization response whose state is not the one it sent',
+      "the authorization response's state differs from the authorization request's",
+      ['@RFC6749-4.1.2', '@RFC6749-10.12'],
+    ),
+  ]
+}
+
 const PLANS: Record<PlanName, () => WalletCase[]> = {
+  'issuance-haip': haipIssuanceCases,
   'issuance-draft15': () => issuanceCases('issuance-draft15', 'draft15', 'jwt_vc_json'),
   'issuance-1.0': () => issuanceCases('issuance-1.0', '1.0', SD_JWT_VC_TYP),
   'presentation-pe': () => presentationCases('presentation-pe', 'pe'),

@@ -190,7 +190,18 @@ export function issuanceTemplateProblem(template: {
   format?: string
   proofType?: string
   doctype?: string
+  keyAttestation?: object
+  requiredPresentation?: object
 }): { field: string; message: string } | undefined {
+  // A required presentation is the key proof (di_vp), and a di_vp proof carries no key attestation
+  // (OpenID4VCI 1.0 Appendix F.2 defines none): the two settings cannot both be met.
+  if (template.keyAttestation !== undefined && template.requiredPresentation !== undefined) {
+    return {
+      field: 'keyAttestation',
+      message:
+        'cannot be combined with requiredPresentation: its di_vp key proof carries no key attestation (OpenID4VCI 1.0 Appendix F)',
+    }
+  }
   const ldProblem = ldProofProblem(template)
   if (ldProblem) return ldProblem
   const mdocProblem = mdocTemplateProblem(template)

@@ -67,6 +67,119 @@ const CredentialTypeName = Type.String({
     'Credential type name: the last element of the credential `type` array (for mso_mdoc, the doctype).',
 })
 
+/** The OpenID4VCI grants an offer over 4.2 may carry (OpenID4VCI 1.0 §4.1.1). */
+export const OFFER_GRANTS = ['pre-authorized_code', 'authorization_code'] as const
+
+/** How a template's authorization code flow runs (OpenID4VCI 1.0 §5; HAIP 1.0 §4). */
+export const AuthorizationOptions = Type.Object(
+  {
+    userStep: Type.Optional(
+      Type.Enum(['auto', 'page'], {
+        description:
+          'The user step at the authorization endpoint. page: a page where a person (or a browser test) approves or declines; auto: approved at once, no page (test mode, for CI). Default: page.',
+      }),
+    ),
+    walletInitiated: Type.Optional(
+      Type.Boolean({
+        description:
+          'Whether a wallet may start from the issuer metadata with no offer: its authorization then opens a PENDING process for this template, as 4.2 would (createdByKey "wallet-initiated"). Default: true.',
+      }),
+    ),
+    credentials: Type.Optional(
+      Type.Array(Type.Object({}, { additionalProperties: true }), {
+        minItems: 1,
+        maxItems: 10,
+        description:
+          'Wallet-initiated only: the credentials (a 4.4 body) submitted when the person authorizes, so the credential request is answered at once. Without: the process waits for an administrator to submit (attended issuance; the wallet polls the deferred endpoint).',
+      }),
+    ),
+    dpop: Type.Optional(
+      Type.Enum(['required', 'optional'], {
+        description:
+          'DPoP (RFC 9449) at the token endpoint: required (HAIP 1.0 §4.3) or optional. A DPoP-bound access token is always checked as such. Default: required.',
+      }),
+    ),
+    clientAttestation: Type.Optional(
+      Type.Enum(['required', 'optional'], {
+        description:
+          'Wallet attestation (OAuth 2.0 Attestation-Based Client Authentication) at PAR and token: required (HAIP 1.0 §4.3) or optional (checked when sent). The tenant lists the wallet providers it trusts (tenants[].walletProviders). Default: required.',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'The authorization code flow with PAR, PKCE (S256) and DPoP (docs/issuance.md, "Authorization code"). Enabled by this object or by grants naming authorization_code.',
+  },
+)
+export type AuthorizationOptions = Static<typeof AuthorizationOptions>
+
+/** A wallet provider whose wallet attestations a tenant accepts: its keys or its certificate anchors. */
+export const WalletProvider = Type.Object(
+  {
+    name: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' }),
+    jwks: Type.Optional(
+      Type.Array(Type.Object({ kty: Type.String() }, { additionalProperties: true }), {
+        minItems: 1,
+        maxItems: 20,
+        description:
+          'Public JWKs the provider signs wallet attestations with (matched by kid when both name one).',
+      }),
+    ),
+    certificates: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 16384 }), {
+        minItems: 1,
+        maxItems: 10,
+        description: "PEM certificates an attestation's x5c chain must end in.",
+      }),
+    ),
+    issuer: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 512,
+        description: "When set, the attestations' iss must be this.",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+/** The key attestation a template asks for (OpenID4VCI 1.0 Appendix D; HAIP 1.0 §4: jwt and attestation proofs). */
+export const KeyAttestationOptions = Type.Object(
+  {
+    required: Type.Optional(
+      Type.Boolean({
+        description:
+          'Whether every key proof must come with a key attestation (metadata key_attestations_required): in the key_attestation header of a jwt proof, or as the attestation proof type. false: key attestations are checked when sent, and the attestation proof type is offered. Default: true.',
+      }),
+    ),
+    keyStorage: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 512 }), {
+        minItems: 1,
+        maxItems: 20,
+        uniqueItems: true,
+        description:
+          'Accepted key_storage values (Appendix D.2, e.g. iso_18045_high, iso_18045_moderate): the attestation must assert one. Default: any.',
+      }),
+    ),
+    userAuthentication: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 512 }), {
+        minItems: 1,
+        maxItems: 20,
+        uniqueItems: true,
+        description:
+          'Accepted user_authentication values (Appendix D.2): the attestation must assert one. Default: any.',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Key attestation (OpenID4VCI 1.0 Appendix D) of the keys credentials are bound to, signed by a wallet provider the tenant trusts (tenants[].walletProviders, testWalletProvider); docs/issuance.md, "Key attestation". Without it, a key_attestation header is not evaluated and the attestation proof type is not offered. Default: none.',
+  },
+)
+export type KeyAttestationOptions = Static<typeof KeyAttestationOptions>
+
 export const TxCodeOptions = Type.Object(
   {
     length: Type.Optional(
@@ -231,6 +344,16 @@ export const IssuanceTemplate = Type.Object(
       ),
     ),
     txCode: Type.Optional(TxCodeOptions),
+    grants: Type.Optional(
+      Type.Array(Type.Enum(OFFER_GRANTS), {
+        minItems: 1,
+        uniqueItems: true,
+        description:
+          'The grants an offer (4.2) carries: pre-authorized_code (OpenID4VCI 1.0 §4.1.1, the code in the offer) and/or authorization_code (with an issuer_state; the wallet authorizes with PAR, PKCE and DPoP, see authorization). Default: ["pre-authorized_code"].',
+      }),
+    ),
+    authorization: Type.Optional(AuthorizationOptions),
+    keyAttestation: Type.Optional(KeyAttestationOptions),
     requiredPresentation: Type.Optional(RequiredPresentation),
     display: Type.Optional(CredentialDisplay),
     validityDays: Type.Optional(
@@ -566,6 +689,19 @@ export const ConfigTenant = Type.Object(
     id: TenantId,
     verifierCertificate: Type.Optional(VerifierCertificate),
     mdocIaca: Type.Optional(MdocIaca),
+    walletProviders: Type.Optional(
+      Type.Array(WalletProvider, {
+        maxItems: 20,
+        description:
+          'The wallet providers whose wallet attestations this tenant accepts at PAR and token (draft-ietf-oauth-attestation-based-client-auth). Default: none.',
+      }),
+    ),
+    testWalletProvider: Type.Optional(
+      Type.Boolean({
+        description:
+          "Accept attestations of vc-harness's built-in TEST wallet provider, whose private key is published (src/shared/oauth/test-wallet-provider.ts): for tests and the demo only, as anyone can sign with it. Default: false.",
+      }),
+    ),
     apiKeys: Type.Optional(Type.Array(ConfigApiKey, { default: [] })),
     issuanceTemplates: Type.Optional(Type.Array(IssuanceTemplate, { default: [] })),
     verificationTemplates: Type.Optional(Type.Array(VerificationTemplate, { default: [] })),
@@ -593,6 +729,31 @@ export const Oid4vciOptions = Type.Object(
     cNonceLifetimeSeconds: seconds(10, 3600, 300, 'Lifetime of a c_nonce.'),
     proofMaxAgeSeconds: seconds(10, 3600, 300, 'Oldest `iat` accepted in a proof.'),
     deferredIntervalSeconds: seconds(1, 3600, 5, 'Polling interval announced with a transaction_id.'),
+    pushedRequestLifetimeSeconds: seconds(
+      10,
+      600,
+      60,
+      'Lifetime of a pushed authorization request_uri (RFC 9126 §2.2); it is also single use.',
+    ),
+    authorizationCodeLifetimeSeconds: seconds(
+      10,
+      600,
+      60,
+      'Lifetime of an authorization code (RFC 6749 §4.1.2: short lived, single use).',
+    ),
+    dpopProofMaxAgeSeconds: seconds(
+      10,
+      600,
+      120,
+      'How far from now the iat of a DPoP proof may be (RFC 9449 §11.1).',
+    ),
+    dpopNonces: Type.Optional(
+      Type.Boolean({
+        default: true,
+        description:
+          'Require a server-provided nonce in DPoP proofs (RFC 9449 §8, §9): a proof without a current one is answered use_dpop_nonce with a DPoP-Nonce header. Default: true.',
+      }),
+    ),
     txCodeMaxAttempts: Type.Optional(
       Type.Integer({
         minimum: 1,
@@ -600,6 +761,16 @@ export const Oid4vciOptions = Type.Object(
         default: 5,
         description: 'Wrong tx_code tries after which the pre-authorized code is burnt. Default: 5.',
       }),
+    ),
+    batchSize: Type.Optional(
+      Type.Integer(
+        withDefault(10, {
+          minimum: 1,
+          maximum: 100,
+          description:
+            "Most keys one credential request may ask credentials for (OpenID4VCI 1.0 §8.2 `proofs`, the attested_keys of an attestation proof), each bound to a credential of its own with its own status entry: the issuer metadata's batch_credential_issuance.batch_size (§12.2.4). 1: no batch issuance, and the metadata leaves batch_credential_issuance out.",
+        }),
+      ),
     ),
   },
   { additionalProperties: false, default: {}, description: 'Wallet-facing OpenID4VCI settings.' },

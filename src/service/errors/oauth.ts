@@ -8,7 +8,18 @@ import { JsonLimitError } from '../util/json-limits.ts'
 
 export const OAUTH_ERRORS = {
   invalid_request: 400,
+  /** RFC 9101 §7 / RFC 9126 §4: a request_uri that is unknown, expired or used. */
+  invalid_request_uri: 400,
   invalid_grant: 400,
+  /** RFC 6749 §4.1.2.1. */
+  unsupported_response_type: 400,
+  access_denied: 400,
+  invalid_scope: 400,
+  /** RFC 9396 §5 (OpenID4VCI 1.0 §5.1.1). */
+  invalid_authorization_details: 400,
+  /** RFC 9449 §5 and §7.1 (401 at a protected resource: the error's status given with it). */
+  invalid_dpop_proof: 400,
+  use_dpop_nonce: 400,
   unsupported_grant_type: 400,
   invalid_client: 401,
   invalid_token: 401,
@@ -42,12 +53,17 @@ export class OAuthError extends Error {
   constructor(
     readonly error: OAuthErrorCode,
     description: string,
-    readonly extra: { headers?: Record<string, string>; body?: Record<string, unknown> } = {},
+    readonly extra: {
+      headers?: Record<string, string>
+      body?: Record<string, unknown>
+      status?: number
+    } = {},
   ) {
     const bounded = clip(description, ECHO_LIMITS.maxDescription)
     super(`${error}: ${bounded}`)
     this.description = bounded
-    this.status = OAUTH_ERRORS[error]
+    // A protected resource answers a DPoP error 401 with its challenge (RFC 9449 §7.1), a server 400 (§5).
+    this.status = extra.status ?? OAUTH_ERRORS[error]
   }
 
   toBody(): Record<string, unknown> {

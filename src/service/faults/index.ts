@@ -51,6 +51,14 @@ export const ISSUANCE_FAULTS = [
   'credential-revoked',
   /** draft 15: the token answer carries no c_nonce though proofs need one (draft 15 §6.2, §7) */
   'token-without-c-nonce',
+  /** the authorization response has no iss though the metadata announces it (RFC 9207 §2.4) */
+  'authorization-response-without-iss',
+  /** the authorization response's iss is another issuer's (RFC 9207 §2.4: mix-up attack) */
+  'authorization-response-wrong-iss',
+  /** the authorization response's state is not the one the wallet sent (RFC 6749 §4.1.2, §10.12) */
+  'authorization-response-wrong-state',
+  /** the metadata does not require PAR; a HAIP wallet pushes its request anyway (HAIP 1.0 §4.2) */
+  'par-not-required',
 ] as const
 export type IssuanceFault = (typeof ISSUANCE_FAULTS)[number]
 
@@ -75,6 +83,8 @@ export type Endpoint =
   | 'offer'
   | 'issuer-metadata'
   | 'authorization-server-metadata'
+  | 'par'
+  | 'authorize'
   | 'token'
   | 'nonce'
   | 'credential'

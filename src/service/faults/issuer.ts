@@ -1,4 +1,5 @@
 import type { OfferGrants } from '../issuance/service.ts'
+import type { AuthorizationEndpoints, ClientHeaders } from '../oid4vci/authorization.ts'
 import type { IssuerMetadataDocuments, Oid4vciEndpoints } from '../oid4vci/routes.ts'
 import type { ProcessRecord, TemplateRecord } from '../store/index.ts'
 import { issuanceFaultProblem } from './credentials.ts'
@@ -40,8 +41,52 @@ export class FaultyIssuerMetadata implements IssuerMetadataDocuments {
     }
   }
 
-  authorizationServer(tenantId: string) {
-    return this.inner.authorizationServer(tenantId)
+  async authorizationServer(tenantId: string) {
+    const genuine = await this.inner.authorizationServer(tenantId)
+    // par-not-required: the metadata says PAR is optional (HAIP 1.0 §4.2: the wallet pushes anyway).
+    if (
+      this.registry.is(tenantId, 'par-not-required') &&
+      'require_pushed_authorization_requests' in genuine
+    ) {
+      return { ...genuine, require_pushed_authorization_requests: false }
+    }
+    return genuine
+  }
+}
+
+/**
+ * The authorization response as a tenant's fault has it (the OpenID Foundation's HAIP wallet modules: an
+ * authorization response without iss, with another issuer's, with another state). The code stays genuine,
+ * so a wallet that does not check goes on to the token endpoint, which the judge sees.
+ */
+export class FaultyAuthorization implements AuthorizationEndpoints {
+  constructor(
+    private readonly inner: AuthorizationEndpoints,
+    private readonly registry: FaultRegistry,
+  ) {}
+
+  par: AuthorizationEndpoints['par'] = (...args) => this.inner.par(...args)
+
+  private altered(tenantId: string, redirect: string): string {
+    const fault = this.registry.fault(tenantId)
+    const url = new URL(redirect)
+    if (fault === 'authorization-response-without-iss') url.searchParams.delete('iss')
+    else if (fault === 'authorization-response-wrong-iss')
+      url.searchParams.set('iss', `${url.searchParams.get('iss')}/other`)
+    else if (fault === 'authorization-response-wrong-state')
+      url.searchParams.set('state', `${url.searchParams.get('state') ?? ''}-other`)
+    else return redirect
+    return url.toString()
+  }
+
+  async authorize(tenantId: string, query: Record<string, unknown>) {
+    const answer = await this.inner.authorize(tenantId, query)
+    return 'redirect' in answer ? { redirect: this.altered(tenantId, answer.redirect) } : answer
+  }
+
+  async decide(tenantId: string, form: Record<string, unknown>) {
+    const answer = await this.inner.decide(tenantId, form)
+    return { redirect: this.altered(tenantId, answer.redirect) }
   }
 }
 
@@ -58,8 +103,8 @@ export class FaultyTokenAnswers implements Oid4vciEndpoints {
   deferred: Oid4vciEndpoints['deferred'] = (...args) => this.inner.deferred(...args)
   notification: Oid4vciEndpoints['notification'] = (...args) => this.inner.notification(...args)
 
-  async token(tenantId: string, form: Record<string, unknown>) {
-    const answer = await this.inner.token(tenantId, form)
+  async token(tenantId: string, form: Record<string, unknown>, headers?: ClientHeaders) {
+    const answer = await this.inner.token(tenantId, form, headers)
     if (!this.registry.is(tenantId, 'token-without-c-nonce')) return answer
     // token-without-c-nonce (draft 15 §6.2: a token answer of an issuer that wants proofs carries c_nonce):
     // left out; the nonce endpoint stays announced and the credential endpoint still wants a nonce.

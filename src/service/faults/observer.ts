@@ -15,6 +15,8 @@ const ENDPOINTS: Readonly<Record<string, Endpoint>> = {
   '/.well-known/openid-credential-issuer/oid4vci/:tenant': 'issuer-metadata',
   '/oid4vci/:tenant/.well-known/oauth-authorization-server': 'authorization-server-metadata',
   '/.well-known/oauth-authorization-server/oid4vci/:tenant': 'authorization-server-metadata',
+  '/oid4vci/:tenant/par': 'par',
+  '/oid4vci/:tenant/authorize': 'authorize',
   '/oid4vci/:tenant/token': 'token',
   '/oid4vci/:tenant/nonce': 'nonce',
   '/oid4vci/:tenant/credential': 'credential',

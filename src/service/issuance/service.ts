@@ -97,6 +97,9 @@ export interface ListOptions {
  * asked before anything is written, so it may refuse the offer with an AppError (the wallet test plans'
  * faulty issuer does, for a template its tenant's rule cannot apply to).
  */
+/** The createdByKey of a process a wallet opened itself (no API key created it). */
+export const WALLET_INITIATED = 'wallet-initiated'
+
 export interface OfferGrants {
   newGrant(
     process: ProcessRecord,
@@ -193,6 +196,56 @@ export class IssuanceService {
       process,
       ...(txCode === undefined ? {} : { txCode }),
     }
+  }
+
+  /**
+   * The content a wallet-initiated authorization submits at once (the template's `authorization.credentials`,
+   * validated as a 4.4 body), or null: the process then waits for an administrator (attended issuance).
+   * Prepared before the transaction that opens the process (it loads the signing key).
+   */
+  async walletInitiatedContent(template: TemplateRecord<'issuance'>): Promise<PreparedCredential[] | null> {
+    const body = template.body.authorization?.credentials
+    if (!body) return null
+    const key = await this.signingKey(template)
+    return prepareCredentials(body, template.body, { issuerDid: key.did, holderDid: null })
+  }
+
+  /**
+   * Opens a PENDING process for a wallet that started from the issuer metadata and was authorized (the
+   * authorization code flow, OpenID4VCI 1.0 §3.3.3 wallet-initiated): as 4.2 would open it, in the caller's
+   * transaction, with `submitted` content when the template supplies some. Announce it with `opened` once
+   * the transaction committed.
+   */
+  async openForWalletIn(
+    repos: Repositories,
+    template: TemplateRecord<'issuance'>,
+    submitted: PreparedCredential[] | null,
+    now: number,
+  ): Promise<ProcessRecord> {
+    const process: ProcessRecord = {
+      id: randomUUID(),
+      tenantId: template.tenantId,
+      templateId: template.id,
+      type: PROCESS_TYPE,
+      status: 'PENDING',
+      data: null,
+      validator: null,
+      submitted,
+      rejectedReason: null,
+      createdByKey: WALLET_INITIATED,
+      createdAt: now,
+      updatedAt: now,
+    }
+    const { grant } = this.deps.grants.newGrant(process, template, now)
+    await repos.processes.create(process)
+    await repos.grants.create(grant)
+    return process
+  }
+
+  /** The steps of a process openForWalletIn opened, announced after its commit (webhooks, streams). */
+  opened(process: ProcessRecord) {
+    this.emit(process, 'offer_created')
+    if (process.submitted) this.emit(process, 'submitted')
   }
 
   /**
@@ -417,19 +470,21 @@ export class IssuanceService {
   }
 
   /**
-   * Further instances of an ISSUED process's credentials for `holderDid`, inside the caller's transaction
-   * (OpenID4VCI 1.0 §14.3: the wallet asks again with the same access token). The content the relying party
-   * submitted is signed anew for the holder, each credential with a new `urn:uuid` id and its own status
-   * entry, recorded as an instance of its original (a status change of the original reaches it) under
-   * `notificationId`. The process row does not change, no webhook is queued (the relying party was told
-   * once, when the process was issued) and the process data keeps showing the originals. Refused, with
-   * nothing written, while an original is revoked or suspended: a new instance would bypass that status.
+   * Further instances of an ISSUED process's credentials for each of `holderDids`, inside the caller's
+   * transaction (OpenID4VCI 1.0 §14.3: the wallet asks again with the same access token; §8.2: a batch
+   * request's further keys). The content the relying party submitted is signed anew for each holder, each
+   * credential with a new `urn:uuid` id and its own status entry (so the copies are unlinkable), recorded as
+   * an instance of its original (a status change of the original reaches it) under `notificationId`. The
+   * process row does not change, no webhook is queued (the relying party was told once, when the process was
+   * issued) and the process data keeps showing the originals. Refused, with nothing written, while an
+   * original is revoked or suspended: a new instance would bypass that status. The credentials come in the
+   * order of `holderDids`, each holder's in the order of the content.
    */
   async issueFurtherIn(
     repos: Repositories,
     process: ProcessRecord,
     template: TemplateRecord<'issuance'>,
-    holderDid: string,
+    holderDids: readonly string[],
     key: SigningKey,
     notificationId: string,
   ): Promise<{ ok: true; credentials: IssuedCredential[] } | { ok: false; reason: string }> {
@@ -450,13 +505,15 @@ export class IssuanceService {
     }
     const now = this.clock.now()
     const credentials: IssuedCredential[] = []
-    for (const original of content) {
-      const instance: PreparedCredential = { ...original, id: `urn:uuid:${randomUUID()}` }
-      credentials.push(await this.allocateAndSign(repos, process, template, instance, holderDid, key, now))
-      await repos.issuedCredentials.markFurtherInstance(instance.id, {
-        instanceOf: original.id,
-        notificationId,
-      })
+    for (const holderDid of holderDids) {
+      for (const original of content) {
+        const instance: PreparedCredential = { ...original, id: `urn:uuid:${randomUUID()}` }
+        credentials.push(await this.allocateAndSign(repos, process, template, instance, holderDid, key, now))
+        await repos.issuedCredentials.markFurtherInstance(instance.id, {
+          instanceOf: original.id,
+          notificationId,
+        })
+      }
     }
     return { ok: true, credentials }
   }

@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomInt } from 'node:crypto'
+import { createHash, createHmac, randomBytes, randomInt, timingSafeEqual } from 'node:crypto'
 import type { Oid4vciOptions, ResolvedIssuanceTemplate } from '../config/schema.ts'
 import type { OfferGrants } from '../issuance/service.ts'
 import type { GrantRecord, ProcessRecord, TemplateRecord } from '../store/index.ts'
@@ -16,7 +16,19 @@ const TEXT_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789'
 export interface CodeSecrets {
   preAuthorizedCode: Buffer
   txCode: Buffer
+  /** MACs the issuer_state of an authorization code offer (OpenID4VCI 1.0 §4.1.1). */
+  issuerState: Buffer
 }
+
+/** Whether a template's offers carry the pre-authorized code grant (its default) or only the authorization code. */
+export const offersPreAuthorizedCode = (template: TemplateRecord<'issuance'>) =>
+  (template.body.grants ?? ['pre-authorized_code']).includes('pre-authorized_code')
+/** Whether a template's offers carry the authorization_code grant. */
+export const offersAuthorizationCode = (template: TemplateRecord<'issuance'>) =>
+  template.body.grants?.includes('authorization_code') === true
+/** Whether a template takes the authorization code flow at all (issuer- or wallet-initiated). */
+export const authorizationCodeEnabled = (template: TemplateRecord<'issuance'>) =>
+  offersAuthorizationCode(template) || template.body.authorization !== undefined
 
 export class PreAuthorizedGrants implements OfferGrants {
   constructor(
@@ -30,6 +42,36 @@ export class PreAuthorizedGrants implements OfferGrants {
     return createHmac('sha256', this.secrets.preAuthorizedCode).update(processId).digest('base64url')
   }
 
+  /**
+   * The issuer_state of a process's authorization_code grant (OpenID4VCI 1.0 §4.1.1): its id and a MAC, so
+   * the pushed authorization request names the process and nobody can name another one.
+   */
+  issuerState(processId: string): string {
+    return `${processId}.${this.stateMac(processId)}`
+  }
+
+  /** The process an issuer_state names, or undefined when it is not one this service made. */
+  processOfIssuerState(issuerState: string): string | undefined {
+    const dot = issuerState.lastIndexOf('.')
+    if (dot <= 0) return undefined
+    const processId = issuerState.slice(0, dot)
+    const given = Buffer.from(issuerState.slice(dot + 1))
+    const expected = Buffer.from(this.stateMac(processId))
+    return given.length === expected.length && timingSafeEqual(given, expected) ? processId : undefined
+  }
+
+  /**
+   * The credential identifier a token response's authorization_details grants (OpenID4VCI 1.0 §6.2): the
+   * configuration and a MAC of the process, so the credential endpoint recognises it without storing it.
+   */
+  credentialIdentifier(processId: string, configurationId: string): string {
+    return `${configurationId}.${this.stateMac(`credential_identifier\u0000${processId}`)}`
+  }
+
+  private stateMac(processId: string) {
+    return createHmac('sha256', this.secrets.issuerState).update(processId).digest('base64url').slice(0, 22)
+  }
+
   txCodeHash(processId: string, txCode: string): string {
     return createHmac('sha256', this.secrets.txCode).update(`${processId}\u0000${txCode}`).digest('base64url')
   }
@@ -41,11 +83,16 @@ export class PreAuthorizedGrants implements OfferGrants {
   }
 
   newGrant(process: ProcessRecord, template: TemplateRecord<'issuance'>, now: number) {
-    const txCode = template.body.txCode ? PreAuthorizedGrants.newTxCode(template.body.txCode) : undefined
+    const preAuthorized = offersPreAuthorizedCode(template)
+    const txCode =
+      template.body.txCode && preAuthorized ? PreAuthorizedGrants.newTxCode(template.body.txCode) : undefined
     const grant: GrantRecord = {
       processId: process.id,
       tenantId: process.tenantId,
-      codeHash: sha256(this.preAuthorizedCode(process.id)),
+      // An offer without the pre-authorized grant names no code: the row's code is one nobody can know.
+      codeHash: sha256(
+        preAuthorized ? this.preAuthorizedCode(process.id) : randomBytes(32).toString('base64url'),
+      ),
       codeExpiresAt: now + this.options.preAuthorizedCodeLifetimeSeconds * 1000,
       txCodeHash: txCode === undefined ? null : this.txCodeHash(process.id, txCode),
       txFailures: 0,
@@ -58,6 +105,7 @@ export class PreAuthorizedGrants implements OfferGrants {
       redeemedAt: null,
       notificationId: null,
       notificationEvent: null,
+      tokenJkt: null,
     }
     return txCode === undefined ? { grant } : { grant, txCode }
   }

@@ -1,12 +1,16 @@
 import { issuedFormat } from '../../formats/registry.ts'
 import { JWS_ALGS } from '../../shared/did-key.ts'
-import { PRE_AUTHORIZED_GRANT } from '../../shared/wire.ts'
+import { ATTEST_JWT_CLIENT_AUTH, ATTESTATION_ALGS } from '../../shared/oauth/client-attestation.ts'
+import { DPOP_ALGS } from '../../shared/oauth/dpop.ts'
+import { ATTESTATION_PROOF_TYPE } from '../../shared/oauth/key-attestation.ts'
+import { AUTHORIZATION_CODE_GRANT, OPENID_CREDENTIAL, PRE_AUTHORIZED_GRANT } from '../../shared/wire.ts'
 import { DEFAULT_LOCALE, type ResolvedIssuanceTemplate } from '../config/schema.ts'
 import type { TenantKeys } from '../crypto/tenant-keys.ts'
 import { OAuthError } from '../errors/oauth.ts'
 import { namingOf } from '../issuance/credentials.ts'
 import type { Store, TemplateRecord } from '../store/index.ts'
 import type { PublicUrls } from '../util/urls.ts'
+import { authorizationCodeEnabled } from './grants.ts'
 
 // What a wallet reads before it asks for anything: the credential issuer's metadata, the authorization
 // server's, and the presentation a template requires. Built from the tenant's issuance templates.
@@ -60,6 +64,8 @@ export class IssuerMetadata {
       store: Store
       urls: PublicUrls
       tenantKeys: TenantKeys
+      /** oid4vci.batchSize: batch_credential_issuance.batch_size (1.0 §12.2.4); 1 announces none. */
+      batchSize: number
     },
   ) {}
 
@@ -98,20 +104,47 @@ export class IssuerMetadata {
         : {}),
     }))
     const diVp = { proof_signing_alg_values_supported: DI_CRYPTOSUITES }
+    const algorithms = [...(issuance.proofAlgorithms ?? JWS_ALGS)]
+    // §12.2.4 key_attestations_required (Appendix D), present only when the template requires one; the
+    // attestation proof type (Appendix F.3) is offered whenever the template evaluates key attestations, its
+    // algorithms those a wallet provider's signature is checked with here.
+    const keyAttestation = body.keyAttestation
+    const required =
+      keyAttestation && keyAttestation.required !== false
+        ? {
+            key_attestations_required: {
+              ...(keyAttestation.keyStorage ? { key_storage: keyAttestation.keyStorage } : {}),
+              ...(keyAttestation.userAuthentication
+                ? { user_authentication: keyAttestation.userAuthentication }
+                : {}),
+            },
+          }
+        : undefined
     const jwtProofs = {
-      jwt: { proof_signing_alg_values_supported: [...(issuance.proofAlgorithms ?? JWS_ALGS)] },
+      jwt: { proof_signing_alg_values_supported: algorithms, ...required },
+      ...(keyAttestation
+        ? {
+            [ATTESTATION_PROOF_TYPE]: {
+              proof_signing_alg_values_supported: algorithms.filter((alg) => ATTESTATION_ALGS.includes(alg)),
+              ...required,
+            },
+          }
+        : {}),
     }
     return {
       format: body.format,
       scope: template.id,
       cryptographic_binding_methods_supported: [...issuance.bindingMethods],
       credential_signing_alg_values_supported: issuance.signingAlgValues(body),
-      // A template that requires a presentation takes it as the key proof (di_vp), so a jwt proof cannot do.
+      // A template that requires a presentation takes it as the key proof (di_vp), so a jwt proof cannot do;
+      // one that requires a key attestation cannot take a di_vp proof, which carries none.
       proof_types_supported: !issuance.dataIntegrityProofs
         ? jwtProofs
         : body.requiredPresentation
           ? { di_vp: diVp, ldp_vp: diVp }
-          : { ...jwtProofs, di_vp: diVp, ldp_vp: diVp },
+          : required
+            ? jwtProofs
+            : { ...jwtProofs, di_vp: diVp, ldp_vp: diVp },
       ...issuance.describe(naming),
       credential_metadata: { display, ...(claims.length > 0 ? { claims } : {}) },
       display,
@@ -129,6 +162,8 @@ export class IssuerMetadata {
       nonce_endpoint: `${issuer}/nonce`,
       deferred_credential_endpoint: `${issuer}/deferred_credential`,
       notification_endpoint: `${issuer}/notification`,
+      // §12.2.4: "It MUST be 2 or greater"; a service that binds one key per request announces none.
+      ...(this.deps.batchSize >= 2 ? { batch_credential_issuance: { batch_size: this.deps.batchSize } } : {}),
       display: [{ name: `vc-harness issuer (${tenantId})`, locale: 'en' }],
       credential_configurations_supported: Object.fromEntries(
         templates.map((t) => [t.id, this.configuration(t)]),
@@ -137,16 +172,41 @@ export class IssuerMetadata {
     }
   }
 
-  /** OAuth authorization server metadata (RFC 8414 §2): the issuer is its own authorization server. */
+  /**
+   * OAuth authorization server metadata (RFC 8414 §2): the issuer is its own authorization server. A tenant
+   * with templates of the authorization code flow announces it as HAIP 1.0 §4 profiles it: PAR required
+   * (RFC 9126 §5), PKCE S256 (RFC 7636), iss in the response (RFC 9207 §3), DPoP (RFC 9449 §5.1), wallet
+   * attestation (attest_jwt_client_auth, draft-ietf-oauth-attestation-based-client-auth-07 §10.1).
+   */
   async authorizationServer(tenantId: string) {
     await requireIssuer(this.deps.store, tenantId)
     const issuer = this.deps.urls.credentialIssuer(tenantId)
-    return {
+    const preAuthorized = {
       issuer,
       token_endpoint: `${issuer}/token`,
       grant_types_supported: [PRE_AUTHORIZED_GRANT],
       token_endpoint_auth_methods_supported: ['none'],
       'pre-authorized_grant_anonymous_access_supported': true,
+    }
+    const templates = await this.deps.store.templates.list(tenantId, 'issuance')
+    const scopes = templates.filter(authorizationCodeEnabled).map((t) => t.id)
+    if (scopes.length === 0) return preAuthorized
+    return {
+      ...preAuthorized,
+      authorization_endpoint: `${issuer}/authorize`,
+      pushed_authorization_request_endpoint: `${issuer}/par`,
+      require_pushed_authorization_requests: true,
+      response_types_supported: ['code'],
+      response_modes_supported: ['query'],
+      grant_types_supported: [PRE_AUTHORIZED_GRANT, AUTHORIZATION_CODE_GRANT],
+      code_challenge_methods_supported: ['S256'],
+      authorization_response_iss_parameter_supported: true,
+      dpop_signing_alg_values_supported: [...DPOP_ALGS],
+      token_endpoint_auth_methods_supported: ['none', ATTEST_JWT_CLIENT_AUTH],
+      client_attestation_signing_alg_values_supported: [...ATTESTATION_ALGS],
+      client_attestation_pop_signing_alg_values_supported: [...ATTESTATION_ALGS],
+      authorization_details_types_supported: [OPENID_CREDENTIAL],
+      scopes_supported: scopes,
     }
   }
 }

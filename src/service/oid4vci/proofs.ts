@@ -1,4 +1,4 @@
-import { createPublicKey, type JsonWebKey as NodeJwk } from 'node:crypto'
+import { createPublicKey, type KeyObject, type JsonWebKey as NodeJwk } from 'node:crypto'
 import { ldpVp } from '../../formats/data-integrity/verify.ts'
 import { jwtVcJson } from '../../formats/jwt-vc/verify.ts'
 import type { ProvenHolder } from '../../formats/types.ts'
@@ -12,6 +12,13 @@ import {
 } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { decodeJws, JwsError, verifyJws } from '../../shared/jws.ts'
+import type { WalletProviderTrust } from '../../shared/oauth/client-attestation.ts'
+import {
+  KEY_ATTESTATION_HEADER,
+  KeyAttestationError,
+  type VerifiedKeyAttestation,
+  verifyKeyAttestation,
+} from '../../shared/oauth/key-attestation.ts'
 import { PROOF_TYP } from '../../shared/wire.ts'
 import { type CheckMetrics, checkPresentation } from '../credentials/pipeline.ts'
 import { presentationExchange } from '../credentials/presentation-exchange.ts'
@@ -35,6 +42,19 @@ export interface HolderProof {
   proofEntry: Record<string, unknown>
   /** Shared credentials as the validator shows them (decoded, with their JWT in `proof`). */
   shared: Record<string, unknown>[]
+  /**
+   * The other keys the proof's key attestation vouches for (Appendix F.1, F.3: "SHOULD issue a Credential for
+   * each cryptographic public key specified in the attested_keys"), in its order, `holder` left out.
+   */
+  attested?: DidKey[]
+}
+
+/** What a template asks of key attestations (its `keyAttestation`), with the wallet providers its tenant trusts. */
+export interface KeyAttestationPolicy {
+  required: boolean
+  keyStorage?: readonly string[] | undefined
+  userAuthentication?: readonly string[] | undefined
+  trust: readonly WalletProviderTrust[]
 }
 
 export interface ProofContext {
@@ -52,6 +72,12 @@ export interface ProofContext {
   acceptJwk?: boolean
   /** The configuration's proof_signing_alg_values_supported (an mdoc's: ES256); default every JWS_ALGS. */
   algorithms?: readonly JwsAlg[]
+  /**
+   * Set when the template asks for key attestations (Appendix D): a key_attestation header is then checked
+   * (and required when `required`). Without, the header is not evaluated: the metadata announced nothing
+   * (Appendix D: the issuer "MUST communicate the need to evaluate key attestations through its metadata").
+   */
+  keyAttestation?: KeyAttestationPolicy | undefined
 }
 
 const invalid = (description: string) => new OAuthError('invalid_proof', description)
@@ -76,8 +102,72 @@ function resolveKid(kid: unknown, field: string): DidKey {
   }
 }
 
-/** Appendix F.1: the `jwt` proof type. */
-export function verifyJwtProof(jwt: unknown, ctx: ProofContext): HolderProof {
+/** The holder an attested JWK is: its did:key, if the configuration can bind to its key type. */
+function holderOfAttested(
+  jwk: Record<string, unknown>,
+  publicKey: KeyObject,
+  index: number,
+  ctx: ProofContext,
+) {
+  let holder: DidKey
+  try {
+    holder = didKeyFromPublicKey(publicKey)
+  } catch {
+    throw invalid(
+      `attested_keys[${index}] is not an EdDSA, ES256 or ES256K key: no credential can be bound to it (OpenID4VCI 1.0 Appendix D.1)`,
+    )
+  }
+  const algorithms = ctx.algorithms ?? JWS_ALGS
+  if (!algorithms.includes(holder.alg)) {
+    throw invalid(
+      `attested_keys[${index}] is a ${holder.alg} key; this credential configuration binds ${algorithms.join(', ')} keys only`,
+    )
+  }
+  // The JWK's own kid (if any) is kept out: the did:key names the key the way the rest of the service does.
+  return { holder, kid: typeof jwk.kid === 'string' ? jwk.kid : undefined }
+}
+
+/** A key attestation checked against the template's policy; its errors are `invalid_proof` naming the clause. */
+async function checkedKeyAttestation(
+  jwt: unknown,
+  use: 'jwt' | 'attestation',
+  policy: KeyAttestationPolicy,
+  ctx: ProofContext,
+): Promise<VerifiedKeyAttestation> {
+  if (typeof jwt === 'string')
+    checkCarriedJson(jwt, use === 'jwt' ? 'the key_attestation header' : 'proofs.attestation')
+  try {
+    return await verifyKeyAttestation(jwt, {
+      trust: policy.trust,
+      now: ctx.now,
+      use,
+      algorithms: ctx.algorithms ?? JWS_ALGS,
+      ...(policy.keyStorage ? { keyStorage: policy.keyStorage } : {}),
+      ...(policy.userAuthentication ? { userAuthentication: policy.userAuthentication } : {}),
+      ...(use === 'attestation' ? { maxAgeSeconds: ctx.maxAgeSeconds } : {}),
+    })
+  } catch (error) {
+    if (error instanceof KeyAttestationError) throw invalid(error.message)
+    throw error
+  }
+}
+
+/** What the validator's proof entry says of a key attestation (the relying party sees who vouched, and for what). */
+const attestationSummary = (verified: VerifiedKeyAttestation) => ({
+  provider: verified.provider,
+  attestedKeys: verified.attestedKeys.length,
+  ...(verified.keyStorage ? { key_storage: verified.keyStorage } : {}),
+  ...(verified.userAuthentication ? { user_authentication: verified.userAuthentication } : {}),
+})
+
+/**
+ * Appendix F.1: the `jwt` proof type. With the template's key attestation policy, its `key_attestation`
+ * header (Appendix D) is checked: signed by a trusted wallet provider, the proof's key among its
+ * `attested_keys` (D.1: "the JWT used as a proof is signed by a key contained in the attestation"), named by
+ * `kid` (a did:key key id, or the `kid` of an attested JWK as in F.1's example) or by `jwk`; its `nonce`, if
+ * any, the proof's (F.1: "the nonce claim in the key attestation MUST be set to a server-provided c_nonce").
+ */
+export async function verifyJwtProof(jwt: unknown, ctx: ProofContext): Promise<HolderProof> {
   if (ctx.presentationDefinition) {
     throw invalid('this credential requires a di_vp proof carrying the credentials the offer asks for')
   }
@@ -113,10 +203,36 @@ export function verifyJwtProof(jwt: unknown, ctx: ProofContext): HolderProof {
   if (jwk !== undefined && header.kid !== undefined) {
     throw invalid('proof JWT header must name its key with exactly one of kid and jwk, not both')
   }
+  const policy = ctx.keyAttestation
+  const carried = header[KEY_ATTESTATION_HEADER]
+  if (policy?.required && carried === undefined) {
+    throw invalid(
+      "this credential configuration requires a key attestation (key_attestations_required): send it in the jwt proof's key_attestation header, or use the attestation proof type (OpenID4VCI 1.0 Appendix F.1, F.3)",
+    )
+  }
+  // Not evaluated where the template asks for none (see ProofContext.keyAttestation).
+  const attestation =
+    policy && carried !== undefined ? await checkedKeyAttestation(carried, 'jwt', policy, ctx) : undefined
+  const attested = attestation?.attestedKeys.map((key, i) => holderOfAttested(key.jwk, key.publicKey, i, ctx))
   // A bare jwk is the holder key itself; its did:key is the same key, named the way the rest of the
-  // service (grants, webhooks, holder binding) names holders.
+  // service (grants, webhooks, holder binding) names holders. A kid that is no DID names an attested key.
   const keyMember = jwk === undefined ? 'kid' : 'jwk'
-  const holder = jwk === undefined ? resolveKid(header.kid, 'proof JWT header kid') : holderOfJwk(jwk)
+  let holder: DidKey
+  if (jwk !== undefined) holder = holderOfJwk(jwk)
+  else if (attested && typeof header.kid === 'string' && !header.kid.startsWith('did:')) {
+    const named = attested.filter((a) => a.kid === header.kid)
+    if (named.length !== 1) {
+      throw invalid(
+        `proof JWT header kid ${JSON.stringify(header.kid)} names ${named.length === 0 ? 'no' : 'more than one'} key of the key attestation's attested_keys (OpenID4VCI 1.0 Appendix D.1)`,
+      )
+    }
+    holder = (named[0] as { holder: DidKey }).holder
+  } else holder = resolveKid(header.kid, 'proof JWT header kid')
+  if (attested && !attested.some((a) => a.holder.did === holder.did)) {
+    throw invalid(
+      "the proof JWT's key is not among the key attestation's attested_keys: the proof must be signed by an attested key (OpenID4VCI 1.0 Appendix D.1)",
+    )
+  }
   let payload: Record<string, unknown>
   try {
     payload = verifyJws(jwt, holder.publicKey, { algorithms: JWS_ALGS }).payload
@@ -136,6 +252,11 @@ export function verifyJwtProof(jwt: unknown, ctx: ProofContext): HolderProof {
   if (typeof payload.nonce !== 'string' || payload.nonce.length === 0) {
     throw new OAuthError('invalid_nonce', 'proof JWT has no nonce; fetch one from the nonce endpoint')
   }
+  if (attestation?.nonce !== undefined && attestation.nonce !== payload.nonce) {
+    throw invalid(
+      "the key attestation's nonce is not the proof JWT's: both must carry the c_nonce this request uses (OpenID4VCI 1.0 Appendix F.1)",
+    )
+  }
   return {
     holder,
     nonce: payload.nonce,
@@ -145,8 +266,56 @@ export function verifyJwtProof(jwt: unknown, ctx: ProofContext): HolderProof {
       creator: holder.kid,
       proofPurpose: 'authentication',
       jwt,
+      ...(attestation ? { keyAttestation: attestationSummary(attestation) } : {}),
     },
     shared: [],
+    ...(attested ? { attested: attested.map((a) => a.holder).filter((key) => key.did !== holder.did) } : {}),
+  }
+}
+
+/**
+ * Appendix F.3: the `attestation` proof type, a key attestation itself (no proof of possession): signed by
+ * a trusted wallet provider, its `nonce` a c_nonce of this issuer (used up by the caller), its `iat` within
+ * the proof window (F.4). Every attested key is a holder (F.3: "SHOULD issue a Credential for each
+ * cryptographic public key specified in the attested_keys"), the first one the process's.
+ */
+export async function verifyAttestationProof(jwt: unknown, ctx: ProofContext): Promise<HolderProof> {
+  const policy = ctx.keyAttestation
+  if (!policy) {
+    throw invalid(
+      'proof type "attestation" is not offered for this credential configuration (its proof_types_supported has none)',
+    )
+  }
+  if (ctx.presentationDefinition) {
+    throw invalid('this credential requires a di_vp proof carrying the credentials the offer asks for')
+  }
+  const attestation = await checkedKeyAttestation(jwt, 'attestation', policy, ctx)
+  const holders = attestation.attestedKeys.map(
+    (key, i) => holderOfAttested(key.jwk, key.publicKey, i, ctx).holder,
+  )
+  const seen = new Set<string>()
+  for (const [i, key] of holders.entries()) {
+    if (seen.has(key.did)) {
+      throw invalid(
+        `attested_keys[${i}] repeats an earlier key: each key is bound to one credential (OpenID4VCI 1.0 §8.3)`,
+      )
+    }
+    seen.add(key.did)
+  }
+  const [holder, ...others] = holders as [DidKey, ...DidKey[]]
+  return {
+    holder,
+    nonce: attestation.nonce as string,
+    proofEntry: {
+      type: 'KeyAttestation',
+      created: new Date(attestation.iat * 1000).toISOString(),
+      creator: holder.kid,
+      proofPurpose: 'authentication',
+      jwt,
+      keyAttestation: attestationSummary(attestation),
+    },
+    shared: [],
+    attested: others,
   }
 }
 

@@ -11,22 +11,27 @@ import type { PublicUrls } from '../util/urls.ts'
 
 const invalid = (description: string) => new OAuthError('invalid_credential_request', description)
 
-/** The configuration id a request names or describes; `granted` is the one its access token grants. */
+/**
+ * The configuration id a request names or describes; `granted` is the one its access token grants, and
+ * `identifier` the credential_identifier a token response's authorization_details granted it (§6.2; only an
+ * authorization code flow with authorization_details gives one out).
+ */
 export function requestedConfiguration(
   body: Record<string, unknown>,
   granted: TemplateRecord<'issuance'>,
   urls: PublicUrls,
+  identifier?: string,
 ): string {
   if (body.credential_identifier !== undefined) {
-    // OpenID4VCI 1.0 §8.2: the two are exclusive; §8.3.1.2: an identifier the token did not grant is unknown
-    // (this issuer's tokens grant none: no authorization_details).
+    // OpenID4VCI 1.0 §8.2: the two are exclusive; §8.3.1.2: an identifier the token did not grant is unknown.
     if (body.credential_configuration_id !== undefined)
       throw invalid(
         'send credential_identifier or credential_configuration_id, not both (OpenID4VCI 1.0 §8.2)',
       )
+    if (identifier !== undefined && body.credential_identifier === identifier) return granted.id
     throw new OAuthError(
       'unknown_credential_identifier',
-      'this credential_identifier was not granted: this issuer grants no authorization_details; send credential_configuration_id',
+      'this credential_identifier was not granted: only a token response with authorization_details grants one; send credential_configuration_id',
     )
   }
   if (body.credential_configuration_id !== undefined) {

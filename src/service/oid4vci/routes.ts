@@ -1,5 +1,6 @@
 import formbody from '@fastify/formbody'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { ATTESTATION_HEADER, ATTESTATION_POP_HEADER } from '../../shared/oauth/client-attestation.ts'
 import {
   FORM_MEDIA_TYPE,
   JWT_MEDIA_TYPE,
@@ -10,8 +11,12 @@ import type { IssuerCertificates } from '../crypto/issuer-certificates.ts'
 import { installOAuthErrors, isForm, OAuthError } from '../errors/oauth.ts'
 import type { StatusLists } from '../status/service.ts'
 import type { Static, TSchema } from '../util/typebox.ts'
+import type { AuthorizationAnswer, AuthorizationEndpoints, ClientHeaders } from './authorization.ts'
+import type { DpopGate } from './dpop.ts'
 import {
   authorizationServerMetadataSchema,
+  authorizeDecisionSchema,
+  authorizeSchema,
   credentialSchema,
   deferredSchema,
   iacaSchema,
@@ -19,6 +24,7 @@ import {
   nonceSchema,
   notificationSchema,
   offerSchema,
+  parSchema,
   statusListSchema,
   tokenSchema,
   tokenStatusListSchema,
@@ -35,7 +41,11 @@ export type Oid4vciEndpoints = Pick<
   'offer' | 'nonce' | 'credential' | 'deferred' | 'notification'
 > & {
   /** OpenID4VCI §6.2 (draft 15: with c_nonce and c_nonce_expires_in). */
-  token(tenantId: string, form: Record<string, unknown>): Promise<Answer<typeof tokenSchema>>
+  token(
+    tenantId: string,
+    form: Record<string, unknown>,
+    headers?: ClientHeaders,
+  ): Promise<Answer<typeof tokenSchema>>
 }
 
 /** The documents a wallet reads before it asks for anything (metadata.ts); app.ts may wrap them too. */
@@ -49,6 +59,48 @@ export interface Oid4vciRouteOptions {
   metadata: IssuerMetadataDocuments
   statusLists: StatusLists
   issuerCertificates: IssuerCertificates
+  authorization: AuthorizationEndpoints
+  dpop: DpopGate
+}
+
+/** The headers a wallet authenticates with (RFC 9449 DPoP; attestation-based client authentication §6.1). */
+const clientHeaders = (headers: Record<string, string | string[] | undefined>): ClientHeaders => ({
+  dpop: headers.dpop,
+  attestation: headers[ATTESTATION_HEADER],
+  attestationPop: headers[ATTESTATION_POP_HEADER],
+})
+
+/**
+ * The user step page's CSP: nothing but its own inline style; the form posts here, and CSP form-action also
+ * governs the redirect that answers it, so the wallet's redirect_uri (its origin, or its scheme for an app
+ * link such as eudi-openid4vci://) is allowed too.
+ */
+function pageSecurityPolicy(redirectUri: string) {
+  const target = new URL(redirectUri)
+  const source = target.protocol === 'http:' || target.protocol === 'https:' ? target.origin : target.protocol
+  return `default-src 'none'; style-src 'unsafe-inline'; form-action 'self' ${source}; frame-ancestors 'none'`
+}
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+
+/** The user step's page: what is asked, by whom, and two buttons (ids approve / decline for browser tests). */
+function authorizationPage(page: Extract<AuthorizationAnswer, { page: unknown }>['page']) {
+  const field = (name: string, value: string) =>
+    `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Authorize issuance</title>
+<style>body{font:16px system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem}button{font-size:1rem;padding:.5rem 1.2rem;margin-right:.5rem}</style>
+</head><body>
+<h1>Authorize issuance</h1>
+<p>The wallet <strong id="client">${escapeHtml(page.clientId)}</strong> asks for the credential
+<strong id="credential">${escapeHtml(page.credential)}</strong> from ${escapeHtml(page.issuer)}.</p>
+<form method="post" action="authorize">
+${field('request_uri', page.requestUri)}${field('client_id', page.clientId)}
+<button id="approve" name="decision" value="approve" type="submit">Approve</button>
+<button id="decline" name="decision" value="decline" type="submit">Decline</button>
+</form>
+</body></html>`
 }
 
 /**
@@ -57,10 +109,57 @@ export interface Oid4vciRouteOptions {
  */
 export const oid4vciRoutes: FastifyPluginAsyncTypebox<Oid4vciRouteOptions> = async (
   app,
-  { oid4vci, metadata, statusLists, issuerCertificates },
+  { oid4vci, metadata, statusLists, issuerCertificates, authorization, dpop },
 ) => {
   await app.register(formbody, { bodyLimit: 16 * 1024 })
   installOAuthErrors(app)
+  // RFC 9449 §8.2 / §9: a fresh DPoP-Nonce on every answer to a request that carried a DPoP proof.
+  const withDpopNonce = (
+    reply: { header(name: string, value: string): unknown },
+    tenantId: string,
+    given: unknown,
+  ) => {
+    if (given !== undefined) reply.header('DPoP-Nonce', dpop.newNonce(tenantId))
+  }
+  const requireForm = async (request: { headers: Record<string, unknown> }) => {
+    if (!isForm(request.headers['content-type'] as string | undefined)) {
+      throw new OAuthError('invalid_request', `the request must be ${FORM_MEDIA_TYPE}`)
+    }
+  }
+
+  app.post(
+    '/oid4vci/:tenant/par',
+    { schema: parSchema, preValidation: requireForm },
+    async (request, reply) => {
+      const answer = await authorization.par(
+        request.params.tenant,
+        request.body,
+        clientHeaders(request.headers),
+      )
+      withDpopNonce(reply, request.params.tenant, request.headers.dpop)
+      return reply.code(201).header('Cache-Control', 'no-store').type('application/json').send(answer)
+    },
+  )
+
+  app.get('/oid4vci/:tenant/authorize', { schema: authorizeSchema }, async (request, reply) => {
+    const answer = await authorization.authorize(request.params.tenant, request.query)
+    if ('redirect' in answer) return reply.header('Cache-Control', 'no-store').redirect(answer.redirect, 302)
+    return reply
+      .header('Cache-Control', 'no-store')
+      .header('Content-Security-Policy', pageSecurityPolicy(answer.page.redirectUri))
+      .header('X-Frame-Options', 'DENY')
+      .type('text/html; charset=utf-8')
+      .send(authorizationPage(answer.page))
+  })
+
+  app.post(
+    '/oid4vci/:tenant/authorize',
+    { schema: authorizeDecisionSchema, preValidation: requireForm },
+    async (request, reply) => {
+      const answer = await authorization.decide(request.params.tenant, request.body)
+      return reply.header('Cache-Control', 'no-store').redirect(answer.redirect, 303)
+    },
+  )
 
   // Both well-known forms: appended to the issuer id (what oid4vci-client asks for) and RFC 8615's.
   for (const path of [
@@ -110,35 +209,58 @@ export const oid4vciRoutes: FastifyPluginAsyncTypebox<Oid4vciRouteOptions> = asy
         }
       },
     },
-    async (request, reply) =>
-      reply
+    async (request, reply) => {
+      const answer = await oid4vci.token(request.params.tenant, request.body, clientHeaders(request.headers))
+      withDpopNonce(reply, request.params.tenant, request.headers.dpop)
+      return reply
         .header('Pragma', 'no-cache')
+        .header('Cache-Control', 'no-store')
         .type('application/json')
-        .send(await oid4vci.token(request.params.tenant, request.body)),
+        .send(answer)
+    },
   )
 
-  app.post('/oid4vci/:tenant/nonce', { schema: nonceSchema }, async (request, reply) =>
-    reply.type('application/json').send(await oid4vci.nonce(request.params.tenant)),
-  )
+  app.post('/oid4vci/:tenant/nonce', { schema: nonceSchema }, async (request, reply) => {
+    const answer = await oid4vci.nonce(request.params.tenant)
+    withDpopNonce(reply, request.params.tenant, request.headers.dpop)
+    return reply.type('application/json').send(answer)
+  })
 
   app.post('/oid4vci/:tenant/credential', { schema: credentialSchema }, async (request, reply) => {
+    const { tenant } = request.params
     const result = await oid4vci.credential(
-      request.params.tenant,
+      tenant,
       request.headers.authorization,
       request.body,
+      clientHeaders(request.headers),
     )
+    withDpopNonce(reply, tenant, request.headers.dpop)
     if (result.status === 202) return reply.code(202).type('application/json').send(result.body)
     return reply.type('application/json').send(result.body)
   })
 
   app.post('/oid4vci/:tenant/deferred_credential', { schema: deferredSchema }, async (request, reply) => {
-    const result = await oid4vci.deferred(request.params.tenant, request.headers.authorization, request.body)
+    const { tenant } = request.params
+    const result = await oid4vci.deferred(
+      tenant,
+      request.headers.authorization,
+      request.body,
+      clientHeaders(request.headers),
+    )
+    withDpopNonce(reply, tenant, request.headers.dpop)
     if (result.status === 202) return reply.code(202).type('application/json').send(result.body)
     return reply.type('application/json').send(result.body)
   })
 
   app.post('/oid4vci/:tenant/notification', { schema: notificationSchema }, async (request, reply) => {
-    await oid4vci.notification(request.params.tenant, request.headers.authorization, request.body)
+    const { tenant } = request.params
+    await oid4vci.notification(
+      tenant,
+      request.headers.authorization,
+      request.body,
+      clientHeaders(request.headers),
+    )
+    withDpopNonce(reply, tenant, request.headers.dpop)
     return reply.code(204).send(null)
   })
 

@@ -216,3 +216,51 @@ export const tokenStatusListSchema = {
     ...errors(404),
   },
 }
+
+export const parSchema = {
+  tags,
+  summary: 'Pushed authorization request (RFC 9126; form-encoded)',
+  description:
+    'The authorization code flow starts here (required: RFC 9126 §5, HAIP 1.0 §4.2): response_type=code, client_id, redirect_uri, PKCE S256, authorization_details of type openid_credential (or scope), issuer_state from an offer; wallet attestation in the OAuth-Client-Attestation(-PoP) headers; an optional DPoP proof binds the code to its key.',
+  params: TenantParams,
+  body: Open(
+    {
+      response_type: Field('code'),
+      client_id: Field('The wallet (the attestation names it in sub).'),
+      redirect_uri: Field('Where the authorization response goes.'),
+      code_challenge: Field('RFC 7636 S256 challenge.'),
+      code_challenge_method: Field('S256'),
+      authorization_details: Field('JSON: [{"type":"openid_credential","credential_configuration_id":"…"}].'),
+      scope: Field('Or the credential configuration’s scope.'),
+      issuer_state: Field('From the offer’s authorization_code grant.'),
+      state: Field('Echoed in the authorization response.'),
+    },
+    'application/x-www-form-urlencoded.',
+  ),
+  response: {
+    201: Open({ request_uri: Type.String(), expires_in: Type.Integer() }),
+    ...errors(400, 401, 404),
+  },
+}
+
+export const authorizeSchema = {
+  tags,
+  summary: 'Authorization endpoint (the user step)',
+  description:
+    'With the request_uri of a pushed request: a template in test mode (authorization.userStep auto) answers the authorization response at once (302 to redirect_uri with code, state, iss); otherwise a page asks a person to approve or decline.',
+  params: TenantParams,
+  querystring: Open({ client_id: Field('As pushed.'), request_uri: Field('From the pushed request.') }),
+  response: { 200: Type.String({ description: 'The user step (text/html).' }), ...errors(400, 404) },
+}
+
+export const authorizeDecisionSchema = {
+  tags,
+  summary: 'The user step’s answer (form-encoded)',
+  params: TenantParams,
+  body: Open({
+    client_id: Field('As pushed.'),
+    request_uri: Field('From the pushed request.'),
+    decision: Field('approve or decline'),
+  }),
+  response: { ...errors(400, 404) },
+}

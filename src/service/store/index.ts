@@ -111,10 +111,20 @@ export interface GrantRepository {
   withProcess(
     key: { processId: string } | { codeHash: string } | { tokenHash: string },
   ): Promise<{ grant: GrantRecord; process: ProcessRecord } | undefined>
+  /** Ends the access token's life at once (a replayed authorization code, RFC 6749 §4.1.2). */
+  revokeToken(processId: string): Promise<void>
   /** Counts a wrong tx_code; at `maxAttempts` the code is burnt. Returns the new state. */
   recordTxFailure(processId: string, maxAttempts: number): Promise<{ failures: number; burnt: boolean }>
-  /** live → used, binding the access token. False when the code was no longer live. */
-  consumeCode(processId: string, tokenHash: string, tokenExpiresAt: number): Promise<boolean>
+  /**
+   * live → used, binding the access token (to a DPoP key when `tokenJkt` is given, RFC 9449 §6). False when
+   * the code was no longer live.
+   */
+  consumeCode(
+    processId: string,
+    tokenHash: string,
+    tokenExpiresAt: number,
+    tokenJkt?: string | null,
+  ): Promise<boolean>
   /**
    * The token endpoint's common case in one statement: the code of `codeHash` of the tenant, live and
    * unexpired at `now`, asking no tx_code, of a PENDING process → used, binding the access token. False
@@ -126,11 +136,22 @@ export interface GrantRepository {
     now: number
     tokenHash: string
     tokenExpiresAt: number
+    /** The DPoP key the access token is bound to (RFC 9449 §6); none: a Bearer token. */
+    tokenJkt?: string | null
   }): Promise<boolean>
-  /** Records the (single) credential request. False when one was already recorded. */
+  /**
+   * Records the (single) credential request. False when one was already recorded. `batchHolders`: the further
+   * keys of a batch request (§8.2), kept for the deferred download.
+   */
   recordCredentialRequest(
     processId: string,
-    request: { holderDid: string; at: number; transactionId: string | null; notificationId: string | null },
+    request: {
+      holderDid: string
+      at: number
+      transactionId: string | null
+      notificationId: string | null
+      batchHolders?: readonly string[]
+    },
   ): Promise<boolean>
   /**
    * Marks the deferred transaction redeemed and sets the notification id of the credential it hands out;
@@ -141,7 +162,8 @@ export interface GrantRepository {
    * The deferred endpoint's successful download in one statement: markRedeemed (at `now`) for the grant of
    * a live access token (unexpired at `now`, of the tenant) whose transaction is `transactionId`, not yet
    * redeemed, of an ISSUED process; answers the grant as changed and its process. Undefined (nothing
-   * changed) when any of that does not hold: the caller reads the grant and names what is wrong.
+   * changed) when any of that does not hold, or for a batch request (its further credentials are issued
+   * with the redemption, in one transaction): the caller reads the grant and names what is wrong.
    */
   markRedeemedByToken(redemption: {
     tokenHash: string
@@ -149,6 +171,8 @@ export interface GrantRepository {
     transactionId: string
     now: number
     notificationId: string
+    /** The DPoP key the request proved (the token must be bound to it); none: a Bearer token. */
+    tokenJkt?: string | null
   }): Promise<{ grant: GrantRecord; process: ProcessRecord } | undefined>
   /**
    * recordNotification for the grant of a live access token (unexpired at `now`, of the tenant) whose
@@ -160,9 +184,61 @@ export interface GrantRepository {
     notificationId: string
     event: string
     now: number
+    /** As for markRedeemedByToken. */
+    tokenJkt?: string | null
   }): Promise<boolean>
   /** Records the wallet's notification event; false when one was already recorded. */
   recordNotification(processId: string, event: string): Promise<boolean>
+}
+
+/** Where an authorization code flow is (store/authorization.ts): each step only from the one before. */
+export type AuthorizationStage = 'pushed' | 'authorized' | 'denied' | 'redeemed'
+
+/** One authorization code flow, from its pushed request (RFC 9126) to its code's redemption (RFC 6749 §4.1.3). */
+export interface AuthorizationRecord {
+  /** SHA-256 of the request_uri's reference: the request_uri itself is not kept. */
+  id: string
+  tenantId: string
+  /** The credential configuration authorized (the issuance template). */
+  templateId: string
+  /** The issuance process: the offer's (issuer-initiated), or created at the user step (wallet-initiated). */
+  processId: string | null
+  clientId: string
+  redirectUri: string
+  state: string | null
+  /** RFC 7636 S256 challenge. */
+  codeChallenge: string
+  /** RFC 9449 §10: the DPoP key the code is bound to when the pushed request carried a proof. */
+  dpopJkt: string | null
+  /** The attested client instance key (wallet attestation cnf.jwk thumbprint): the token request's must match. */
+  instanceJkt: string | null
+  /** The authorization_details granted (OpenID4VCI 1.0 §5.1.1), echoed in the token response. */
+  details: Record<string, unknown>[] | null
+  scope: string | null
+  stage: AuthorizationStage
+  /** The request_uri's expiry while pushed; the code's once authorized. */
+  expiresAt: number
+  /** SHA-256 of the authorization code, once authorized. */
+  codeHash: string | null
+  createdAt: number
+}
+
+/** Every step one conditional UPDATE: a request_uri and a code are each used once however requests race. */
+export interface AuthorizationRepository {
+  create(authorization: AuthorizationRecord): Promise<void>
+  get(id: string): Promise<AuthorizationRecord | undefined>
+  byCode(codeHash: string): Promise<AuthorizationRecord | undefined>
+  /** pushed → authorized (unexpired at `now`), with the code and the process; false when it was not pushed. */
+  authorize(
+    id: string,
+    to: { codeHash: string; expiresAt: number; processId: string; now: number },
+  ): Promise<boolean>
+  /** pushed → denied (the person declined); false when it was not pushed. */
+  deny(id: string, now: number): Promise<boolean>
+  /** authorized → redeemed while the code is unexpired at `now`; false for a replay or an expired code. */
+  redeem(id: string, now: number): Promise<boolean>
+  /** The retention purge: up to `limit` rows expired before `before`. */
+  deleteExpired(before: number, limit: number): Promise<number>
 }
 
 /** Used c_nonces (oid4vci/nonces.ts: issuing one writes nothing), each kept until it expires. */
@@ -336,6 +412,8 @@ export interface PurgeCounts {
   webhookEvents: number
   /** Used c_nonces past their expiry. */
   nonces: number
+  /** Authorization code flows (pushed requests and codes) past their expiry. */
+  authorizations: number
 }
 
 /** Counts of a purge that deleted nothing (a fresh object: purges add to it). */
@@ -346,6 +424,7 @@ export const noPurgeCounts = (): PurgeCounts => ({
   sessions: 0,
   webhookEvents: 0,
   nonces: 0,
+  authorizations: 0,
 })
 
 /**
@@ -367,6 +446,7 @@ export interface Repositories {
   issuerKeys: IssuerKeyRepository
   issuerCertificates: IssuerCertificateRepository
   grants: GrantRepository
+  authorizations: AuthorizationRepository
   nonces: NonceRepository
   statusLists: StatusListRepository
   issuedCredentials: IssuedCredentialRepository

@@ -67,6 +67,10 @@ export interface GrantsTable {
   redeemed_at: number | null
   notification_id: string | null
   notification_event: string | null
+  /** RFC 9449 §6: the DPoP key thumbprint the access token is bound to; null for a Bearer token. */
+  token_jkt: string | null
+  /** Migration 0013: a batch request's further holder DIDs (OpenID4VCI 1.0 §8.2), a JSON array; else null. */
+  batch_holders: string | null
 }
 export interface NoncesTable {
   value: string
@@ -374,10 +378,12 @@ const toGrant = (r: Selectable<GrantsTable>): GrantRecord => ({
   redeemedAt: r.redeemed_at,
   notificationId: r.notification_id,
   notificationEvent: r.notification_event,
+  tokenJkt: r.token_jkt,
+  batchHolders: parse<string[]>(r.batch_holders),
 })
 
 const GRANT_COLUMNS =
-  'process_id, tenant_id, code_hash, code_expires_at, tx_code_hash, tx_failures, code_state, token_hash, token_expires_at, holder_did, credential_requested_at, transaction_id, redeemed_at, notification_id, notification_event'
+  'process_id, tenant_id, code_hash, code_expires_at, tx_code_hash, tx_failures, code_state, token_hash, token_expires_at, holder_did, credential_requested_at, transaction_id, redeemed_at, notification_id, notification_event, token_jkt, batch_holders'
 const grantBy = (column: string) =>
   prepared(`SELECT ${GRANT_COLUMNS} FROM oid4vci_grants WHERE ${column} = ?`, true)
 const GRANT_BY = {
@@ -390,7 +396,7 @@ const withProcessBy = (column: string) =>
   prepared(
     `SELECT g.process_id, g.tenant_id, g.code_hash, g.code_expires_at, g.tx_code_hash, g.tx_failures,
        g.code_state, g.token_hash, g.token_expires_at, g.holder_did, g.credential_requested_at,
-       g.transaction_id, g.redeemed_at, g.notification_id, g.notification_event,
+       g.transaction_id, g.redeemed_at, g.notification_id, g.notification_event, g.token_jkt, g.batch_holders,
        p.template_id, p.type, p.status, p.data, p.validator, p.submitted, p.rejected_reason,
        p.created_by_key, p.created_at, p.updated_at
      FROM oid4vci_grants g JOIN issuance_processes p ON p.id = g.process_id WHERE g.${column} = ?`,
@@ -402,29 +408,31 @@ const WITH_PROCESS_BY = {
   tokenHash: withProcessBy('token_hash'),
 }
 const GRANT_INSERT = prepared(
-  `INSERT INTO oid4vci_grants (${GRANT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  `INSERT INTO oid4vci_grants (${GRANT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 )
-const CONSUME_CODE =
-  prepared(`UPDATE oid4vci_grants SET code_state = 'used', token_hash = ?, token_expires_at = ?
+const CONSUME_CODE = prepared(`UPDATE oid4vci_grants
+  SET code_state = 'used', token_hash = ?, token_expires_at = ?, token_jkt = ?
   WHERE process_id = ? AND code_state = 'live'`)
 // The token endpoint's common case in one statement (issue 20): every check of the read-and-judge path the
 // row can answer, in the WHERE. The code is found by its hash, as the read finds it (a unique index).
-const CONSUME_CODE_BY_HASH =
-  prepared(`UPDATE oid4vci_grants SET code_state = 'used', token_hash = ?, token_expires_at = ?
+const CONSUME_CODE_BY_HASH = prepared(`UPDATE oid4vci_grants
+  SET code_state = 'used', token_hash = ?, token_expires_at = ?, token_jkt = ?
   WHERE code_hash = ? AND tenant_id = ? AND code_state = 'live' AND code_expires_at > ? AND tx_code_hash IS NULL
     AND EXISTS (SELECT 1 FROM issuance_processes p WHERE p.id = oid4vci_grants.process_id AND p.status = 'PENDING')`)
 const RECORD_CREDENTIAL_REQUEST = prepared(`UPDATE oid4vci_grants
-  SET holder_did = ?, credential_requested_at = ?, transaction_id = ?, notification_id = ?
+  SET holder_did = ?, credential_requested_at = ?, transaction_id = ?, notification_id = ?, batch_holders = ?
   WHERE process_id = ? AND credential_requested_at IS NULL`)
 const MARK_REDEEMED = prepared(`UPDATE oid4vci_grants SET redeemed_at = ?, notification_id = ?
   WHERE process_id = ? AND redeemed_at IS NULL`)
 // The deferred endpoint's successful download in one statement (issue 20): the grant's columns and its
 // process's (scalar subqueries: SQLite's RETURNING names only the changed table, PostgreSQL's allows them too).
+// Not a batch request's: its further credentials are issued with the redemption, in one transaction.
 const processColumn = (column: string) =>
   `(SELECT p.${column} FROM issuance_processes p WHERE p.id = oid4vci_grants.process_id) AS ${column}`
 const MARK_REDEEMED_BY_TOKEN = prepared(
   `UPDATE oid4vci_grants SET redeemed_at = ?, notification_id = ?
   WHERE token_hash = ? AND tenant_id = ? AND token_expires_at > ? AND transaction_id = ? AND redeemed_at IS NULL
+    AND COALESCE(token_jkt, '') = ? AND batch_holders IS NULL
     AND EXISTS (SELECT 1 FROM issuance_processes p WHERE p.id = oid4vci_grants.process_id AND p.status = 'ISSUED')
   RETURNING ${GRANT_COLUMNS}, ${PROCESS_COLUMNS.split(', ')
     .filter((c) => c !== 'id' && c !== 'tenant_id')
@@ -437,7 +445,7 @@ const RECORD_NOTIFICATION = prepared(`UPDATE oid4vci_grants SET notification_eve
 
 const RECORD_NOTIFICATION_BY_TOKEN = prepared(`UPDATE oid4vci_grants SET notification_event = ?
   WHERE token_hash = ? AND tenant_id = ? AND token_expires_at > ? AND notification_id = ?
-    AND notification_event IS NULL`)
+    AND notification_event IS NULL AND COALESCE(token_jkt, '') = ?`)
 
 type GrantWithProcessRow = Selectable<GrantsTable> & Omit<Selectable<ProcessesTable>, 'id' | 'tenant_id'>
 
@@ -461,6 +469,8 @@ export class SqlGrants implements GrantRepository {
         g.redeemedAt,
         g.notificationId,
         g.notificationEvent,
+        g.tokenJkt,
+        json(g.batchHolders?.length ? g.batchHolders : null),
       ]),
       `grant of process "${g.processId}"`,
     )
@@ -477,6 +487,14 @@ export class SqlGrants implements GrantRepository {
     const [name, value] = grantKey(key)
     const row = await first<GrantWithProcessRow>(this.db, WITH_PROCESS_BY[name], [value])
     return row && { grant: toGrant(row), process: toProcess({ ...row, id: row.process_id }) }
+  }
+  async revokeToken(processId: string) {
+    await this.db
+      .updateTable('oid4vci_grants')
+      .set({ token_expires_at: 0 })
+      .where('process_id', '=', processId)
+      .where('token_hash', 'is not', null)
+      .execute()
   }
   async recordTxFailure(processId: string, maxAttempts: number) {
     // One statement: concurrent wrong guesses each count, and the burn cannot be skipped.
@@ -499,8 +517,13 @@ export class SqlGrants implements GrantRepository {
       ? { failures: row.tx_failures, burnt: row.code_state === 'burnt' }
       : { failures: maxAttempts, burnt: true }
   }
-  async consumeCode(processId: string, tokenHash: string, tokenExpiresAt: number) {
-    return (await run(this.db, CONSUME_CODE, [tokenHash, tokenExpiresAt, processId])) > 0
+  async consumeCode(
+    processId: string,
+    tokenHash: string,
+    tokenExpiresAt: number,
+    tokenJkt: string | null = null,
+  ) {
+    return (await run(this.db, CONSUME_CODE, [tokenHash, tokenExpiresAt, tokenJkt, processId])) > 0
   }
   async consumeCodeByHash(r: {
     codeHash: string
@@ -508,23 +531,38 @@ export class SqlGrants implements GrantRepository {
     now: number
     tokenHash: string
     tokenExpiresAt: number
+    tokenJkt?: string | null
   }) {
     const { codeHash, tenantId, now, tokenHash, tokenExpiresAt } = r
     return (
-      (await run(this.db, CONSUME_CODE_BY_HASH, [tokenHash, tokenExpiresAt, codeHash, tenantId, now])) > 0
+      (await run(this.db, CONSUME_CODE_BY_HASH, [
+        tokenHash,
+        tokenExpiresAt,
+        r.tokenJkt ?? null,
+        codeHash,
+        tenantId,
+        now,
+      ])) > 0
     )
   }
   async recordCredentialRequest(
     processId: string,
-    request: { holderDid: string; at: number; transactionId: string | null; notificationId: string | null },
+    request: {
+      holderDid: string
+      at: number
+      transactionId: string | null
+      notificationId: string | null
+      batchHolders?: readonly string[]
+    },
   ) {
-    const { holderDid, at, transactionId, notificationId } = request
+    const { holderDid, at, transactionId, notificationId, batchHolders } = request
     return (
       (await run(this.db, RECORD_CREDENTIAL_REQUEST, [
         holderDid,
         at,
         transactionId,
         notificationId,
+        json(batchHolders?.length ? batchHolders : null),
         processId,
       ])) > 0
     )
@@ -538,6 +576,7 @@ export class SqlGrants implements GrantRepository {
     transactionId: string
     now: number
     notificationId: string
+    tokenJkt?: string | null
   }) {
     const { tokenHash, tenantId, transactionId, now, notificationId } = r
     const row = await first<GrantWithProcessRow>(this.db, MARK_REDEEMED_BY_TOKEN, [
@@ -547,6 +586,7 @@ export class SqlGrants implements GrantRepository {
       tenantId,
       now,
       transactionId,
+      r.tokenJkt ?? '',
     ])
     return row && { grant: toGrant(row), process: toProcess({ ...row, id: row.process_id }) }
   }
@@ -556,11 +596,19 @@ export class SqlGrants implements GrantRepository {
     notificationId: string
     event: string
     now: number
+    tokenJkt?: string | null
   }) {
     const { tokenHash, tenantId, notificationId, event, now } = n
+    const jkt = n.tokenJkt ?? ''
     return (
-      (await run(this.db, RECORD_NOTIFICATION_BY_TOKEN, [event, tokenHash, tenantId, now, notificationId])) >
-      0
+      (await run(this.db, RECORD_NOTIFICATION_BY_TOKEN, [
+        event,
+        tokenHash,
+        tenantId,
+        now,
+        notificationId,
+        jkt,
+      ])) > 0
     )
   }
   async recordNotification(processId: string, event: string) {

@@ -416,4 +416,39 @@ export const migrations: Record<string, Migration> = {
         .execute()
     },
   },
+  // The authorization code flow (issue 36; OpenID4VCI 1.0 §5, RFC 9126 PAR, RFC 7636 PKCE): one row per
+  // flow from the pushed request to the code's redemption, found by the request_uri's hash or the code's.
+  // The grant's access token may be DPoP-bound (RFC 9449 §6): token_jkt, null for a Bearer token.
+  // A batch credential request (OpenID4VCI 1.0 §8.2) keeps its further holders for the deferred download:
+  // batch_holders, a JSON array of DIDs, null for a request of one key.
+  '0013_authorization_code': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('oauth_authorizations')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('tenant_id', 'text', (c) => c.notNull().references('tenants.id'))
+        .addColumn('template_id', 'text', (c) => c.notNull())
+        .addColumn('process_id', 'text')
+        .addColumn('client_id', 'text', (c) => c.notNull())
+        .addColumn('redirect_uri', 'text', (c) => c.notNull())
+        .addColumn('state', 'text')
+        .addColumn('code_challenge', 'text', (c) => c.notNull())
+        .addColumn('dpop_jkt', 'text')
+        .addColumn('instance_jkt', 'text')
+        .addColumn('details', 'text')
+        .addColumn('scope', 'text')
+        .addColumn('stage', 'text', (c) => c.notNull())
+        .addColumn('expires_at', 'integer', (c) => c.notNull())
+        .addColumn('code_hash', 'text', (c) => c.unique())
+        .addColumn('created_at', 'integer', (c) => c.notNull())
+        .execute()
+      await db.schema
+        .createIndex('oauth_authorizations_by_expiry')
+        .on('oauth_authorizations')
+        .column('expires_at')
+        .execute()
+      await db.schema.alterTable('oid4vci_grants').addColumn('token_jkt', 'text').execute()
+      await db.schema.alterTable('oid4vci_grants').addColumn('batch_holders', 'text').execute()
+    },
+  },
 }

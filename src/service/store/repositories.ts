@@ -1,4 +1,5 @@
 import type { Insertable, Selectable } from 'kysely'
+import { type AuthorizationSchema, SqlAuthorizations } from './authorization.ts'
 import { insertOrConflict } from './conflicts.ts'
 import type { ExclusiveCache } from './exclusive-cache.ts'
 import type {
@@ -284,6 +285,7 @@ export function repositories(
   // The protocol repositories see only their own tables (a narrower view of the same connection).
   const protocol = db as unknown as Kysely<IssuanceProtocolSchema>
   const nonces = new SqlNonces(protocol)
+  const authorizations = new SqlAuthorizations(db as unknown as Kysely<AuthorizationSchema>)
   return {
     tenants: new SqlTenants(db),
     apiKeys: new SqlApiKeys(db, caches.apiKeys),
@@ -298,11 +300,17 @@ export function repositories(
     issuerKeys: new SqlIssuerKeys(protocol, secrets),
     issuerCertificates: new SqlIssuerCertificates(protocol, secrets),
     grants: new SqlGrants(protocol),
+    authorizations,
     nonces,
     statusLists: new SqlStatusLists(protocol, caches.listVersions),
     issuedCredentials: new SqlIssuedCredentials(protocol),
     sessions: new SqlSessions(db as unknown as Kysely<VerificationSchema>, secrets),
     webhooks: new SqlWebhooks(db as unknown as Kysely<WebhooksSchema>),
-    retention: new SqlRetention(db as unknown as Kysely<RetentionSchema>, nonces, postgres !== undefined),
+    retention: new SqlRetention(
+      db as unknown as Kysely<RetentionSchema>,
+      nonces,
+      postgres !== undefined,
+      authorizations,
+    ),
   }
 }

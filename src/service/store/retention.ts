@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely'
 import {
+  type AuthorizationRepository,
   type NonceRepository,
   noPurgeCounts,
   type PurgeCounts,
@@ -24,6 +25,7 @@ import { sql } from './kysely.ts'
 //                          whether or not their process or session still exists
 //   webhook_attempts       an event's delivery log: deleted with the event
 //   nonces                 used c_nonces, dead once expired: deleted NONCE_GRACE_MS after the expiry
+//   oauth_authorizations   authorization code flows, dead once the request_uri or code expired: likewise
 //   tenants, api_keys, templates, service_keys, issuer_keys, issuer_cas, mdoc_iacas, issuer_certificates,
 //   webhook_endpoints      configuration and keys: never
 //   status_lists           never: credentials in wallets point at them and verifiers keep fetching them
@@ -82,6 +84,7 @@ export class SqlRetention implements RetentionRepository {
     private readonly nonces: NonceRepository,
     /** The same store on PostgreSQL (issue 21): its JSON list function has another name. */
     private readonly postgres = false,
+    private readonly authorizations?: AuthorizationRepository,
   ) {}
 
   /** PostgreSQL: the rows a batch chooses stay as chosen until it commits (SQLite: its write lock). */
@@ -123,6 +126,10 @@ export class SqlRetention implements RetentionRepository {
     }
     if (left > 0) {
       counts.nonces = await this.nonces.deleteExpired(now - NONCE_GRACE_MS, left)
+      left -= counts.nonces
+    }
+    if (left > 0 && this.authorizations) {
+      counts.authorizations = await this.authorizations.deleteExpired(now - NONCE_GRACE_MS, left)
     }
     return counts
   }

@@ -178,6 +178,14 @@ export interface GrantRecord {
   redeemedAt: number | null
   notificationId: string | null
   notificationEvent: string | null
+  /** RFC 9449 §6: the DPoP key (JWK thumbprint) the access token is bound to; null for a Bearer token. */
+  tokenJkt: string | null
+  /**
+   * Read only (set by `recordCredentialRequest`): the further holders of a batch credential request (OpenID4VCI
+   * 1.0 §8.2, several keys; `holderDid` is the first), whose credentials the deferred download hands out with
+   * the first one's. Null or absent when the first request named one key.
+   */
+  batchHolders?: readonly string[] | null
 }
 
 export type CredentialStatus = 'active' | 'revoked' | 'suspended'

@@ -42,7 +42,7 @@ describe('configuration file', () => {
     assert.equal(config.listMaxPageSize, 200)
     assert.equal(config.publicUrl, undefined)
     const roles = config.tenants[0]?.apiKeys.map((k) => k.role).sort()
-    assert.deepEqual(roles, ['admin', 'app', 'app', 'app', 'app', 'app', 'app', 'operator'])
+    assert.deepEqual(roles, ['admin', 'app', 'app', 'app', 'app', 'app', 'app', 'app', 'operator'])
   })
 
   test('a minimal file gets empty template lists', () => {

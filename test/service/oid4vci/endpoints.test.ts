@@ -220,6 +220,7 @@ describe('issuer and authorization server metadata', () => {
       'gated-trusted',
       'mdl',
       'pid',
+      'pid-haip',
       'pid-sd-jwt',
       'pin',
       'pin-text',
@@ -283,7 +284,8 @@ describe('issuer and authorization server metadata', () => {
     const meta = appended.json()
     assert.equal(meta.issuer, ISSUER)
     assert.equal(meta.token_endpoint, `${ISSUER}/token`)
-    assert.deepEqual(meta.grant_types_supported, [PRE_AUTH])
+    // The demo's pid-haip template takes the authorization code flow (docs/issuance.md).
+    assert.deepEqual(meta.grant_types_supported, [PRE_AUTH, 'authorization_code'])
     assert.equal(meta['pre-authorized_grant_anonymous_access_supported'], true)
   })
 
@@ -350,10 +352,17 @@ describe('token endpoint', () => {
   test('another grant_type → unsupported_grant_type; no grant_type → invalid_request', async () => {
     const { code } = await newOffer(t.app, 'degree')
     expectOAuth(
-      await token({ grant_type: 'authorization_code', code: 'x', 'pre-authorized_code': code }),
+      await token({ grant_type: 'client_credentials', 'pre-authorized_code': code }),
       400,
       'unsupported_grant_type',
-      /authorization_code.*not supported/,
+      /client_credentials.*not supported/,
+    )
+    // The demo's pid-haip template takes the authorization code grant: an unknown code is invalid_grant.
+    expectOAuth(
+      await token({ grant_type: 'authorization_code', code: 'x', 'pre-authorized_code': code }),
+      400,
+      'invalid_grant',
+      /authorization code is unknown/,
     )
     expectOAuth(await token({ 'pre-authorized_code': code }), 400, 'invalid_request', /grant_type/)
     assert.equal((await grant(code)).statusCode, 200, 'the code was not consumed by the failures')
@@ -947,7 +956,9 @@ describe('credential endpoint: holders, proofs, outcomes and the validator', () 
 
   const send = (accessToken: string, body: unknown) => walletPost(t.app, 'credential', accessToken, body)
 
-  test('proofs {jwt: [a, b]} by one holder → accepted', async () => {
+  // OpenID4VCI 1.0 §8.3: "Each key provided by the Wallet is used to bind to, at most, one Credential": a batch
+  // names distinct keys (test/service/oid4vci/batch.test.ts issues one); the same key twice is refused.
+  test('proofs {jwt: [a, b]} by one holder → invalid_proof (a batch needs distinct keys); nothing bound', async () => {
     const holder = newHolder()
     const g = await grantFor(t.app, 'degree')
     const a = proofJwt(holder, t.clock, g.cNonce)
@@ -956,7 +967,15 @@ describe('credential endpoint: holders, proofs, outcomes and the validator', () 
       credential_configuration_id: 'degree',
       proofs: { jwt: [a, b] },
     })
-    assert.equal(response.statusCode, 202, response.body)
+    expectOAuth(
+      response,
+      400,
+      'invalid_proof',
+      /proofs\[1\] proves the same key as proofs\[0\].*distinct keys/,
+    )
+    await assertUntouched(t, g.rp, g.processId)
+    const single = await send(g.accessToken, jwtRequest('degree', a))
+    assert.equal(single.statusCode, 202, single.body)
     const process = await readProcess(t.app, g.rp, g.processId)
     assert.equal(
       (process.validator?.verifiablePresentation as { holder: string } | undefined)?.holder,
@@ -964,15 +983,15 @@ describe('credential endpoint: holders, proofs, outcomes and the validator', () 
     )
   })
 
-  test('proofs by two holders → invalid_proof; nothing bound, nonce unconsumed', async () => {
+  test('proofs by two holders with different nonces, or one not verifying → invalid_proof; nothing bound, nonce unconsumed', async () => {
     const g = await grantFor(t.app, 'degree')
     const one = newHolder()
     const two = newHolder()
     const response = await send(g.accessToken, {
       credential_configuration_id: 'degree',
-      proofs: { jwt: [proofJwt(one, t.clock, g.cNonce), proofJwt(two, t.clock, g.cNonce)] },
+      proofs: { jwt: [proofJwt(one, t.clock, g.cNonce), proofJwt(two, t.clock, await nonceOf(t.app))] },
     })
-    expectOAuth(response, 400, 'invalid_proof', /same holder/)
+    expectOAuth(response, 400, 'invalid_proof', /same c_nonce/)
     await assertUntouched(t, g.rp, g.processId)
     const bad = proofJwt(two, t.clock, g.cNonce, { header: { kid: one.kid } })
     expectOAuth(
