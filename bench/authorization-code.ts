@@ -161,7 +161,7 @@ class Flows {
     }
   }
 
-  private async credential(w: Wallet, token: string, dpop: boolean) {
+  private async credential(w: Wallet, token: string, dpop: boolean, configurationId: string) {
     const { c_nonce } = (await json(await fetch(`${this.issuer}/nonce`, { method: 'POST' }), 'nonce')) as {
       c_nonce: string
     }
@@ -174,10 +174,7 @@ class Flows {
     const init = {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `${dpop ? 'DPoP' : 'Bearer'} ${token}` },
-      body: JSON.stringify({
-        credential_configuration_id: dpop ? 'bench-code' : 'bench-pre',
-        proofs: { jwt: [proof] },
-      }),
+      body: JSON.stringify({ credential_configuration_id: configurationId, proofs: { jwt: [proof] } }),
     }
     const answer = await json(
       dpop ? await this.withDpop(w, url, init, token) : await fetch(url, init),
@@ -199,30 +196,7 @@ class Flows {
     }
     const token = await json(dpop ? await this.withDpop(w, url, init) : await fetch(url, init), 'token')
     if (token.token_type !== (dpop ? 'DPoP' : 'Bearer')) throw new Error(`token_type ${token.token_type}`)
-    // The pre-authorized template's credential endpoint takes the DPoP-bound token the same way.
-    const { c_nonce } = (await json(await fetch(`${this.issuer}/nonce`, { method: 'POST' }), 'nonce')) as {
-      c_nonce: string
-    }
-    const proof = signJws(
-      { typ: 'openid4vci-proof+jwt', alg: 'ES256', jwk: w.holder.publicJwk },
-      { aud: this.issuer, iat: Math.floor(Date.now() / 1000), nonce: c_nonce },
-      w.holder.privateKey,
-    )
-    const credentialUrl = `${this.issuer}/credential`
-    const credentialInit = {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        authorization: `${dpop ? 'DPoP' : 'Bearer'} ${token.access_token}`,
-      },
-      body: JSON.stringify({ credential_configuration_id: 'bench-pre', proofs: { jwt: [proof] } }),
-    }
-    await json(
-      dpop
-        ? await this.withDpop(w, credentialUrl, credentialInit, token.access_token as string)
-        : await fetch(credentialUrl, credentialInit),
-      'credential',
-    )
+    await this.credential(w, token.access_token as string, dpop, 'bench-pre')
   }
 
   async authorizationCode() {
@@ -274,7 +248,7 @@ class Flows {
       }),
       'token',
     )
-    await this.credential(w, token.access_token as string, true)
+    await this.credential(w, token.access_token as string, true, 'bench-code')
   }
 }
 

@@ -4,11 +4,8 @@
 // through the wallet's userStep callback; and each misbehaviour refused by the service with the error and
 // the clause it names (the issuer-test side of issue 36: what a misbehaving wallet meets here).
 import assert from 'node:assert/strict'
-import { readFileSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
-import { ok, RelyingPartyClient } from '../../src/client/index.ts'
-import { DEMO_CONFIG_PATH, parseConfig } from '../../src/service/config/index.ts'
-import { type RunningServer, startServer } from '../../src/service/server.ts'
+import { ok, type RelyingPartyClient } from '../../src/client/index.ts'
 import {
   AUTHORIZATION_MISBEHAVIOURS,
   type AuthorizationMisbehaviour,
@@ -17,30 +14,14 @@ import {
   WalletProtocolError,
   type WalletStep,
 } from '../../src/wallet/index.ts'
+import {
+  DEGREE,
+  offerFor,
+  startIssuer,
+  type TestIssuer,
+  VERIFIABLE_ID,
+} from '../service/oid4vci/http-wallet.ts'
 
-const TENANT = 'demo'
-const APP_KEY = {
-  id: '1f2e3d4c-5b6a-4978-8c7d-6e5f4a3b2c1d',
-  secret: 'haip-service-test-secret-0123456789abcdef',
-  role: 'app',
-}
-const ADMIN_KEY = {
-  id: '8a7b6c5d-4e3f-4a2b-9c1d-0e9f8a7b6c5d',
-  secret: 'haip-service-test-admin-0123456789abcdef',
-  role: 'admin',
-}
-const VERIFIABLE_ID = [
-  {
-    type: ['VerifiableCredential', 'VerifiableId'],
-    credentialSubject: { familyName: 'Hopper', givenName: 'Grace' },
-  },
-]
-const DEGREE = [
-  {
-    type: ['VerifiableCredential', 'UniversityDegreeCredential'],
-    credentialSubject: { degree: { type: 'BachelorDegree', name: 'Bachelor of Science' } },
-  },
-]
 const TEMPLATES = [
   {
     id: 'pid-code',
@@ -66,41 +47,20 @@ const TEMPLATES = [
   },
 ]
 
-let server: RunningServer
+let t: TestIssuer
 let rp: RelyingPartyClient
 let appToken: string
 let adminToken: string
 let issuer: string
 
 before(async () => {
-  const raw = JSON.parse(readFileSync(DEMO_CONFIG_PATH, 'utf8'))
-  const tenant = raw.tenants.find((t: { id: string }) => t.id === TENANT)
-  tenant.issuanceTemplates.push(...TEMPLATES)
-  tenant.apiKeys.push(APP_KEY, ADMIN_KEY)
-  raw.oid4vci = { deferredIntervalSeconds: 1 }
-  server = await startServer({
-    config: parseConfig(raw, 'test/wallet/haip-service.test.ts configuration'),
-    host: '127.0.0.1',
-    port: 0,
-    dataDir: ':memory:',
-  })
-  rp = new RelyingPartyClient(server.url)
-  appToken = await rp.token({ keyId: APP_KEY.id, secret: APP_KEY.secret, tenant: TENANT })
-  adminToken = await rp.token({ keyId: ADMIN_KEY.id, secret: ADMIN_KEY.secret, tenant: TENANT })
-  issuer = `${server.url}/oid4vci/${TENANT}`
+  // The demo tenant trusts the test wallet provider the wallet attests itself with.
+  t = await startIssuer({ templates: TEMPLATES, label: 'test/wallet/haip-service.test.ts' })
+  ;({ rp, appToken, adminToken, issuer } = t)
 })
-after(() => server?.close())
+after(() => t?.close())
 
-async function offer(group: string, credentials?: unknown) {
-  const body = ok(await rp.createOffer(appToken, group), `offer ${group}`)
-  const processId = new URL(
-    decodeURIComponent(body.credential_offer_uri.split('credential_offer_uri=')[1] ?? ''),
-  ).pathname
-    .split('/')
-    .at(-1) as string
-  if (credentials) ok(await rp.submitCredentials(appToken, processId, credentials), 'submit')
-  return { link: body.credential_offer_uri, processId }
-}
+const offer = (group: string, content?: unknown) => offerFor(t, group, content)
 
 const wallet = () => Wallet.create({ keyType: 'P-256' })
 

@@ -8,7 +8,6 @@ import {
   type KeyObject,
   randomBytes,
 } from 'node:crypto'
-import { readFileSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
 import {
   type AuthorizationServerMetadata,
@@ -19,9 +18,7 @@ import {
   type SignJwtCallback,
 } from '@openid4vc/oauth2'
 import { Openid4vciClient, Openid4vciRetrieveCredentialsError, setGlobalConfig } from '@openid4vc/openid4vci'
-import { ok, RelyingPartyClient } from '../../../src/client/index.ts'
-import { DEMO_CONFIG_PATH, parseConfig } from '../../../src/service/config/index.ts'
-import { type RunningServer, startServer } from '../../../src/service/server.ts'
+import { ok, type RelyingPartyClient } from '../../../src/client/index.ts'
 import { didKeyFromPublicKey } from '../../../src/shared/did-key.ts'
 import { decodeJws, signInput } from '../../../src/shared/jws.ts'
 import {
@@ -31,6 +28,7 @@ import {
 import { createDpopProof, type DpopSigner } from '../../../src/shared/oauth/dpop.ts'
 import { newPkce } from '../../../src/shared/oauth/pkce.ts'
 import { testWalletProviderSigner } from '../../../src/shared/oauth/test-wallet-provider.ts'
+import { DEGREE, offerFor, startIssuer, type TestIssuer, VERIFIABLE_ID } from './http-wallet.ts'
 
 // The authorization code flow of OpenID4VCI 1.0 §5-§6 as HAIP 1.0 §4 profiles it (PAR, PKCE S256, DPoP,
 // wallet attestation), proven with code nobody here wrote: the OpenWallet Foundation's @openid4vc/oauth2 and
@@ -39,29 +37,6 @@ import { testWalletProviderSigner } from '../../../src/shared/oauth/test-wallet-
 
 setGlobalConfig({ allowInsecureUrls: true })
 
-const TENANT = 'demo'
-const APP_KEY = {
-  id: '9b2f6c1d-4e5a-4b7c-8d9e-0f1a2b3c4d5e',
-  secret: 'authorization-code-test-secret-0123456789',
-  role: 'app',
-}
-const ADMIN_KEY = {
-  id: '2c3d4e5f-6a7b-4c8d-9e0f-1a2b3c4d5e6f',
-  secret: 'authorization-code-admin-secret-0123456789',
-  role: 'admin',
-}
-const VERIFIABLE_ID = [
-  {
-    type: ['VerifiableCredential', 'VerifiableId'],
-    credentialSubject: { familyName: 'Hopper', firstName: 'Grace' },
-  },
-]
-const DEGREE = [
-  {
-    type: ['VerifiableCredential', 'UniversityDegreeCredential'],
-    credentialSubject: { degree: { type: 'BachelorDegree', name: 'Bachelor of Science' } },
-  },
-]
 const TEMPLATES = [
   // Issuer-initiated: offers over 4.2 carry only the authorization_code grant; wallet-initiated too (attended).
   {
@@ -106,27 +81,21 @@ const TEMPLATES = [
 const REDIRECT_URI = 'https://wallet.example/callback'
 const CLIENT_ID = 'owf-test-wallet'
 
-let server: RunningServer
+let t: TestIssuer
 let rp: RelyingPartyClient
 let appToken: string
 let adminToken: string
 let issuer: string
 
 before(async () => {
-  const raw = JSON.parse(readFileSync(DEMO_CONFIG_PATH, 'utf8'))
-  const tenant = raw.tenants.find((t: { id: string }) => t.id === TENANT)
-  tenant.issuanceTemplates.push(...TEMPLATES)
-  tenant.apiKeys.push(APP_KEY, ADMIN_KEY)
-  tenant.testWalletProvider = true
-  raw.oid4vci = { deferredIntervalSeconds: 1 }
-  const config = parseConfig(raw, 'test/service/oid4vci/authorization-code.test.ts configuration')
-  server = await startServer({ config, host: '127.0.0.1', port: 0, dataDir: ':memory:' })
-  rp = new RelyingPartyClient(server.url)
-  appToken = await rp.token({ keyId: APP_KEY.id, secret: APP_KEY.secret, tenant: TENANT })
-  adminToken = await rp.token({ keyId: ADMIN_KEY.id, secret: ADMIN_KEY.secret, tenant: TENANT })
-  issuer = `${server.url}/oid4vci/${TENANT}`
+  t = await startIssuer({
+    templates: TEMPLATES,
+    tenant: { testWalletProvider: true },
+    label: 'test/service/oid4vci/authorization-code.test.ts',
+  })
+  ;({ rp, appToken, adminToken, issuer } = t)
 })
-after(() => server?.close())
+after(() => t?.close())
 
 // ---------------------------------------------------------------------------------------------------------
 // The OWF wallet: a holder key, a DPoP key, an attested instance key; the attestation signed by the test
@@ -211,6 +180,56 @@ async function authorizationResponse(
   return { code: parsed.code as string, location }
 }
 
+/** Issuer-initiated, entirely by the library: offer → metadata → PAR → the user step's redirect → token. */
+async function owfFromOffer(wallet: OwfWallet, link: string) {
+  const credentialOffer = await wallet.client.resolveCredentialOffer(link)
+  const issuerMetadata = await wallet.client.resolveIssuerMetadata(credentialOffer.credential_issuer)
+  const asMetadata = issuerMetadata.authorizationServers[0] as AuthorizationServerMetadata
+  const started = await wallet.client.initiateAuthorization({
+    credentialOffer,
+    issuerMetadata,
+    clientId: CLIENT_ID,
+    redirectUri: REDIRECT_URI,
+    dpop: { signer: wallet.dpopJwkSigner },
+  })
+  if (started.authorizationFlow !== 'Oauth2Redirect') throw new Error('expected the redirect flow')
+  const { code, location } = await authorizationResponse(wallet, started.authorizationRequestUrl, asMetadata)
+  const { accessTokenResponse, dpop } = await wallet.client.retrieveAuthorizationCodeAccessTokenFromOffer({
+    credentialOffer,
+    issuerMetadata,
+    authorizationCode: code,
+    pkceCodeVerifier: started.pkce?.codeVerifier as string,
+    redirectUri: REDIRECT_URI,
+    dpop: { signer: wallet.dpopJwkSigner },
+  })
+  return { credentialOffer, issuerMetadata, location, accessTokenResponse, dpopNonce: dpop?.nonce }
+}
+
+/** Wallet-initiated, by the library: the metadata alone, the credential named by scope or authorization_details. */
+async function owfFromMetadata(
+  wallet: OwfWallet,
+  ask: { scope: string } | { additionalRequestPayload: Record<string, unknown> },
+) {
+  const issuerMetadata = await wallet.client.resolveIssuerMetadata(issuer)
+  const asMetadata = issuerMetadata.authorizationServers[0] as AuthorizationServerMetadata
+  const started = await wallet.oauth2.initiateAuthorization({
+    authorizationServerMetadata: asMetadata,
+    clientId: CLIENT_ID,
+    redirectUri: REDIRECT_URI,
+    ...ask,
+    dpop: { signer: wallet.dpopJwkSigner },
+  })
+  const { code } = await authorizationResponse(wallet, started.authorizationRequestUrl, asMetadata)
+  const { accessTokenResponse, dpop } = await wallet.oauth2.retrieveAuthorizationCodeAccessToken({
+    authorizationServerMetadata: asMetadata,
+    authorizationCode: code,
+    pkceCodeVerifier: started.pkce?.codeVerifier as string,
+    redirectUri: REDIRECT_URI,
+    dpop: { signer: wallet.dpopJwkSigner },
+  })
+  return { issuerMetadata, accessTokenResponse, dpopNonce: dpop?.nonce }
+}
+
 async function owfCredential(
   wallet: OwfWallet,
   issuerMetadata: Awaited<ReturnType<Openid4vciClient['resolveIssuerMetadata']>>,
@@ -256,16 +275,7 @@ async function owfDeferred(
   }
 }
 
-async function offer(group: string, credentials?: unknown) {
-  const body = ok(await rp.createOffer(appToken, group), `offer ${group}`)
-  const processId = new URL(
-    decodeURIComponent(body.credential_offer_uri.split('credential_offer_uri=')[1] ?? ''),
-  ).pathname
-    .split('/')
-    .at(-1) as string
-  if (credentials) ok(await rp.submitCredentials(appToken, processId, credentials), 'submit')
-  return { link: body.credential_offer_uri, processId }
-}
+const offer = (group: string, content?: unknown) => offerFor(t, group, content)
 
 const payloadOf = (jwt: unknown) => decodeJws(String(jwt).split('~')[0] as string).payload
 /** The first credential of a credential response, in whichever shape the library types it. */
@@ -298,46 +308,21 @@ describe('OpenWallet Foundation clients, untouched, against the service (PAR, PK
     test(`issuer-initiated ${group}, immediate: offer → PAR → authorize → token (DPoP nonce retry) → credential`, async () => {
       const wallet = await owfWallet()
       const { link, processId } = await offer(group, content)
-      const credentialOffer = await wallet.client.resolveCredentialOffer(link)
+      const { credentialOffer, issuerMetadata, location, accessTokenResponse, dpopNonce } =
+        await owfFromOffer(wallet, link)
       assert.ok(credentialOffer.grants?.authorization_code?.issuer_state, 'the offer carries an issuer_state')
       assert.equal(
         credentialOffer.grants?.['urn:ietf:params:oauth:grant-type:pre-authorized_code'],
         undefined,
       )
-      const issuerMetadata = await wallet.client.resolveIssuerMetadata(credentialOffer.credential_issuer)
-      const asMetadata = issuerMetadata.authorizationServers[0] as AuthorizationServerMetadata
-      const started = await wallet.client.initiateAuthorization({
-        credentialOffer,
-        issuerMetadata,
-        clientId: CLIENT_ID,
-        redirectUri: REDIRECT_URI,
-        dpop: { signer: wallet.dpopJwkSigner },
-      })
-      assert.equal(started.authorizationFlow, 'Oauth2Redirect')
-      if (started.authorizationFlow !== 'Oauth2Redirect') return
-      const { code, location } = await authorizationResponse(
-        wallet,
-        started.authorizationRequestUrl,
-        asMetadata,
-      )
       assert.equal(new URL(location).searchParams.get('iss'), issuer, 'RFC 9207: iss in the response')
-      const { accessTokenResponse, dpop } = await wallet.client.retrieveAuthorizationCodeAccessTokenFromOffer(
-        {
-          credentialOffer,
-          issuerMetadata,
-          authorizationCode: code,
-          pkceCodeVerifier: started.pkce?.codeVerifier as string,
-          redirectUri: REDIRECT_URI,
-          dpop: { signer: wallet.dpopJwkSigner },
-        },
-      )
       assert.equal(accessTokenResponse.token_type, 'DPoP')
       const result = await owfCredential(
         wallet,
         issuerMetadata,
         group,
         accessTokenResponse.access_token,
-        dpop?.nonce,
+        dpopNonce,
       )
       const credential = firstCredential(result.credentialResponse.credentials) as string
       const payload = payloadOf(credential)
@@ -355,32 +340,13 @@ describe('OpenWallet Foundation clients, untouched, against the service (PAR, PK
   test('issuer-initiated, dc+sd-jwt, attended: 202 until the administrator submits, then the deferred download (DPoP)', async () => {
     const wallet = await owfWallet()
     const { link, processId } = await offer('pid-code')
-    const credentialOffer = await wallet.client.resolveCredentialOffer(link)
-    const issuerMetadata = await wallet.client.resolveIssuerMetadata(credentialOffer.credential_issuer)
-    const asMetadata = issuerMetadata.authorizationServers[0] as AuthorizationServerMetadata
-    const started = await wallet.client.initiateAuthorization({
-      credentialOffer,
-      issuerMetadata,
-      clientId: CLIENT_ID,
-      redirectUri: REDIRECT_URI,
-      dpop: { signer: wallet.dpopJwkSigner },
-    })
-    if (started.authorizationFlow !== 'Oauth2Redirect') throw new Error('expected a redirect flow')
-    const { code } = await authorizationResponse(wallet, started.authorizationRequestUrl, asMetadata)
-    const { accessTokenResponse, dpop } = await wallet.client.retrieveAuthorizationCodeAccessTokenFromOffer({
-      credentialOffer,
-      issuerMetadata,
-      authorizationCode: code,
-      pkceCodeVerifier: started.pkce?.codeVerifier as string,
-      redirectUri: REDIRECT_URI,
-      dpop: { signer: wallet.dpopJwkSigner },
-    })
+    const { issuerMetadata, accessTokenResponse, dpopNonce } = await owfFromOffer(wallet, link)
     const first = await owfCredential(
       wallet,
       issuerMetadata,
       'pid-code',
       accessTokenResponse.access_token,
-      dpop?.nonce,
+      dpopNonce,
     )
     const transactionId = first.credentialResponse.transaction_id as string
     assert.ok(transactionId, 'a transaction_id while nothing is submitted')
@@ -396,24 +362,10 @@ describe('OpenWallet Foundation clients, untouched, against the service (PAR, PK
 
   test('wallet-initiated, jwt_vc_json, immediate: from the metadata alone (authorization_details), content of the template', async () => {
     const wallet = await owfWallet()
-    const issuerMetadata = await wallet.client.resolveIssuerMetadata(issuer)
-    const asMetadata = issuerMetadata.authorizationServers[0] as AuthorizationServerMetadata
-    const started = await wallet.oauth2.initiateAuthorization({
-      authorizationServerMetadata: asMetadata,
-      clientId: CLIENT_ID,
-      redirectUri: REDIRECT_URI,
+    const { issuerMetadata, accessTokenResponse, dpopNonce } = await owfFromMetadata(wallet, {
       additionalRequestPayload: {
         authorization_details: [{ type: 'openid_credential', credential_configuration_id: 'degree-haip' }],
       },
-      dpop: { signer: wallet.dpopJwkSigner },
-    })
-    const { code } = await authorizationResponse(wallet, started.authorizationRequestUrl, asMetadata)
-    const { accessTokenResponse, dpop } = await wallet.oauth2.retrieveAuthorizationCodeAccessToken({
-      authorizationServerMetadata: asMetadata,
-      authorizationCode: code,
-      pkceCodeVerifier: started.pkce?.codeVerifier as string,
-      redirectUri: REDIRECT_URI,
-      dpop: { signer: wallet.dpopJwkSigner },
     })
     const details = accessTokenResponse.authorization_details as { credential_identifiers: string[] }[]
     assert.equal(details.length, 1, 'OpenID4VCI 1.0 §6.2: authorization_details in the token response')
@@ -423,7 +375,7 @@ describe('OpenWallet Foundation clients, untouched, against the service (PAR, PK
       issuerMetadata,
       'degree-haip',
       accessTokenResponse.access_token,
-      dpop?.nonce,
+      dpopNonce,
     )
     const credential = firstCredential(result.credentialResponse.credentials) as string
     const vc = payloadOf(credential).vc as { credentialSubject: Record<string, unknown> }
@@ -436,29 +388,15 @@ describe('OpenWallet Foundation clients, untouched, against the service (PAR, PK
   test('wallet-initiated, dc+sd-jwt, attended: a PENDING process the administrator lists and submits to', async () => {
     const wallet = await owfWallet()
     const before = (await rp.listAllProcesses(adminToken, { status: 'PENDING' })).map((p) => p.id)
-    const issuerMetadata = await wallet.client.resolveIssuerMetadata(issuer)
-    const asMetadata = issuerMetadata.authorizationServers[0] as AuthorizationServerMetadata
-    const started = await wallet.oauth2.initiateAuthorization({
-      authorizationServerMetadata: asMetadata,
-      clientId: CLIENT_ID,
-      redirectUri: REDIRECT_URI,
+    const { issuerMetadata, accessTokenResponse, dpopNonce } = await owfFromMetadata(wallet, {
       scope: 'pid-code',
-      dpop: { signer: wallet.dpopJwkSigner },
-    })
-    const { code } = await authorizationResponse(wallet, started.authorizationRequestUrl, asMetadata)
-    const { accessTokenResponse, dpop } = await wallet.oauth2.retrieveAuthorizationCodeAccessToken({
-      authorizationServerMetadata: asMetadata,
-      authorizationCode: code,
-      pkceCodeVerifier: started.pkce?.codeVerifier as string,
-      redirectUri: REDIRECT_URI,
-      dpop: { signer: wallet.dpopJwkSigner },
     })
     const first = await owfCredential(
       wallet,
       issuerMetadata,
       'pid-code',
       accessTokenResponse.access_token,
-      dpop?.nonce,
+      dpopNonce,
     )
     assert.ok(first.credentialResponse.transaction_id)
     const pending = await rp.listAllProcesses(adminToken, { status: 'PENDING' })
