@@ -155,6 +155,8 @@ export interface ExpectedAuthorizationResponse {
   requireIss?: boolean
   /** the HTTP status that carried the redirect (0 when a user step handed it over) */
   status?: number
+  /** the careless wallet (test only): iss and state are not checked, the code is taken as it comes */
+  careless?: boolean
 }
 
 const refused = (status: number, description: string, body?: unknown) =>
@@ -194,7 +196,9 @@ export function checkAuthorizationResponse(
   const parameters = Object.fromEntries(params)
   const iss = params.get('iss') ?? undefined
   // RFC 9207 §2.4: compare iss first; an error response from another server must not be taken for this one's
-  if (iss === undefined) {
+  if (expected.careless) {
+    // the careless wallet proves the plans discriminate: it takes any response (wallet-test careless-wallet.test.ts)
+  } else if (iss === undefined) {
     if (expected.issSupported || expected.requireIss !== false) {
       throw refused(
         status,
@@ -210,7 +214,7 @@ export function checkAuthorizationResponse(
     )
   }
   const state = params.get('state')
-  if (state !== expected.state) {
+  if (state !== expected.state && !expected.careless) {
     throw refused(
       status,
       `state (RFC 6749 §4.1.2, §10.12): the authorization response carries ${state === null ? 'no state' : `the state ${JSON.stringify(state)}`}, not the ${JSON.stringify(expected.state)} of this wallet's authorization request: refused, the code is not redeemed`,
@@ -232,7 +236,7 @@ export function checkAuthorizationResponse(
   if (!code) {
     throw refused(status, 'code (RFC 6749 §4.1.2): the authorization response carries no code', parameters)
   }
-  return { code, state, iss }
+  return { code, state: state ?? expected.state, iss }
 }
 
 // --- the wallet instance ---------------------------------------------------------------------------------------
@@ -341,6 +345,8 @@ interface ServerEndpoints {
 export interface AuthorizationWallet {
   readonly did: string
   readonly http: WalletHttp
+  /** The test-only careless wallet (WalletOptions.trustEverything): the response's iss and state go unchecked. */
+  readonly trustEverything?: boolean | undefined
 }
 
 export interface AuthorizationFlowInput {
@@ -369,6 +375,7 @@ export class AuthorizationCodeFlow {
   private readonly key: InstanceKey
   private readonly provider: AttestationSigner
   private readonly userStep: UserStep | undefined
+  private readonly careless: boolean
   /** the server's latest attestation challenge (§8) */
   private challenge: string | undefined
   private pending: { verifier: string; state: string } | undefined
@@ -389,6 +396,7 @@ export class AuthorizationCodeFlow {
     this.redirectUri = options.redirectUri ?? DEFAULT_REDIRECT_URI
     this.provider = options.walletProvider ?? testWalletProviderSigner()
     this.userStep = options.userStep
+    this.careless = wallet.trustEverything === true
     const { metadata, endpoints } = this.readServer()
     this.serverMetadata = metadata
     this.server = endpoints
@@ -627,6 +635,7 @@ export class AuthorizationCodeFlow {
       issuer: this.server.issuer,
       issSupported: this.server.issSupported,
       status: via === 'redirect' ? answer.status : 0,
+      careless: this.careless,
     })
     this.grant = {
       code: response.code,

@@ -276,7 +276,7 @@ describe('vc-harness serve --sandbox', () => {
         serve(['--sandbox', '--port', '0', '--data', ':memory:', '--issue', 'nope']),
         (error: Error) =>
           error.name === 'ConfigError' &&
-          /--sandbox: --issue nope: no issuance template of that id \(known: degree, degree-ldp, pid-sd-jwt, mdl\)/.test(
+          /--sandbox: --issue nope: no issuance template of that id \(known: degree, degree-ldp, pid-sd-jwt, mdl, pid-haip\)/.test(
             error.message,
           ),
       )

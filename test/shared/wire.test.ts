@@ -27,6 +27,9 @@ test('wire constants are the strings the specs define', () => {
       CREDENTIAL_OFFER_SCHEME: 'openid-credential-offer',
       AUTHORIZATION_REQUEST_SCHEME: 'openid-vp',
       OPENID4VP_SCHEME: 'openid4vp',
+      AUTHORIZATION_CODE_GRANT: 'authorization_code',
+      PAR_REQUEST_URI_PREFIX: 'urn:ietf:params:oauth:request_uri:',
+      OPENID_CREDENTIAL: 'openid_credential',
     },
   )
 })

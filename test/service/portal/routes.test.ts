@@ -86,7 +86,7 @@ describe('management portal', () => {
     assert.equal(read.json().credentialType, 'OpenBadgeCredential')
     assert.ok(!read.body.includes(secret))
     const listIds = (await call('GET', '/issuance-templates')).json().map((x: { id: string }) => x.id)
-    assert.deepEqual(listIds, ['badge', 'degree', 'degree-ldp', 'mdl', 'pid-sd-jwt'])
+    assert.deepEqual(listIds, ['badge', 'degree', 'degree-ldp', 'mdl', 'pid-haip', 'pid-sd-jwt'])
     const replaced = await call('PUT', '/issuance-templates/badge', { credentialType: 'BadgeV2' })
     assert.equal(replaced.statusCode, 200)
     assert.equal(replaced.json().credentialType, 'BadgeV2')
