@@ -2,8 +2,8 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 
 // The unit suite spends about 2 s loading its modules (Veramo, the Sphereon libraries, the service) in every
-// test process. Files that keep no state at their root (no root-level before/after hooks) share six
-// processes instead of one each: test/groups/shared-{1..6}.ts import them. The others keep their own
+// test process. Files that keep no state at their root (no root-level before/after hooks) share eight
+// processes instead of one each: test/groups/shared-{1..8}.ts import them. The others keep their own
 // process (their root hooks would run for every file of a shared one). `npm run test:unit` runs both kinds.
 
 const DIR = fileURLToPath(new URL('..', import.meta.url))

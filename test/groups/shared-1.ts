@@ -1,1 +1,1 @@
-await (await import('./members.ts')).importShare(0, 6)
+await (await import('./members.ts')).importShare(0, 8)

@@ -1,1 +1,1 @@
-await (await import('./members.ts')).importShare(1, 6)
+await (await import('./members.ts')).importShare(1, 8)

@@ -1,1 +1,1 @@
-await (await import('./members.ts')).importShare(2, 6)
+await (await import('./members.ts')).importShare(2, 8)

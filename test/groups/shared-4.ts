@@ -1,1 +1,1 @@
-await (await import('./members.ts')).importShare(3, 6)
+await (await import('./members.ts')).importShare(3, 8)

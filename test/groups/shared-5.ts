@@ -1,1 +1,1 @@
-await (await import('./members.ts')).importShare(4, 6)
+await (await import('./members.ts')).importShare(4, 8)

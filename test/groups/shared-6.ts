@@ -1,1 +1,1 @@
-await (await import('./members.ts')).importShare(5, 6)
+await (await import('./members.ts')).importShare(5, 8)

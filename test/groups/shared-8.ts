@@ -1,0 +1,1 @@
+await (await import('./members.ts')).importShare(7, 8)
