@@ -20,7 +20,7 @@ Exit codes: 0 every case that applies passed (and at least one did); 1 a case fa
 arguments; 3 the pre-flight failed (the target cannot be reached, the command prints no link, …).`
 
 export const ISSUER_TEST_USAGE = `Usage: vc-harness issuer-test (--offer-command "<cmd>" | --profile FILE) [options]
-       vc-harness issuer-test --list
+       vc-harness issuer-test --list | --list-trust
 
 Grades any OpenID4VCI issuer: the harness's wallet takes a fresh credential offer per case and completes the
 flow (positive cases) or does one thing wrong that the issuer must refuse with the right OAuth error and
@@ -39,6 +39,17 @@ Options:
   --tx-code CODE          the transaction code, when the offer command does not print one
   --protocol P            auto (default: the metadata decides), 1.0 or draft15
   --token-wait S          how long the token-expired case may wait for an access token to expire; default 0
+
+HAIP authorization code flow (the haip-* cases, for offers with an authorization_code grant; the issuer's
+authorization endpoint must approve without a person, in a test mode: docs/server-testing.md):
+  --wallet-provider-key FILE
+                          sign the wallet attestation with this wallet provider's private JWK (JSON; EC P-256
+                          or OKP Ed25519). Default: vc-harness's published TEST provider
+  --wallet-provider-issuer ID
+                          the attestation's iss with --wallet-provider-key; default the key's thumbprint URN
+  --redirect-uri URI      the wallet's redirect_uri; default https://wallet.vc-harness.invalid/callback
+  --client-id ID          the wallet's client_id (the attestation's sub); default vc-harness-wallet-<hash>
+  --list-trust            print the wallet provider's public key the issuer must trust, and exit
 ${COMMON}
   (reports default: reports/issuer-test)`
 
@@ -134,6 +145,53 @@ function readAnchors(files: readonly string[] | undefined, command: string): str
   })
 }
 
+/** --wallet-provider-key/-issuer, --redirect-uri and --client-id as the wallet's AuthorizationOptions. */
+async function authorizationOptions(
+  values: {
+    'wallet-provider-key'?: string | undefined
+    'wallet-provider-issuer'?: string | undefined
+    'redirect-uri'?: string | undefined
+    'client-id'?: string | undefined
+  },
+  command: string,
+): Promise<import('../wallet/issuance-authorization.ts').AuthorizationOptions> {
+  const redirectUri = values['redirect-uri']
+  if (redirectUri !== undefined && !URL.canParse(redirectUri))
+    throw usageError(`--redirect-uri ${redirectUri}: not a URL`, command)
+  const keyFile = values['wallet-provider-key']
+  const issuer = values['wallet-provider-issuer']
+  if (issuer !== undefined && keyFile === undefined)
+    throw usageError(
+      '--wallet-provider-issuer names the iss of --wallet-provider-key: give the key too',
+      command,
+    )
+  let walletProvider: import('../shared/oauth/client-attestation.ts').AttestationSigner | undefined
+  if (keyFile !== undefined) {
+    let jwk: unknown
+    try {
+      jwk = JSON.parse(readFileSync(keyFile, 'utf8'))
+    } catch (error) {
+      throw usageError(`--wallet-provider-key ${keyFile}: no JSON JWK: ${(error as Error).message}`, command)
+    }
+    if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk))
+      throw usageError(`--wallet-provider-key ${keyFile}: no JWK object`, command)
+    const { walletProviderFromJwk } = await import('../wallet/issuance-authorization.ts')
+    try {
+      walletProvider = walletProviderFromJwk(
+        jwk as Record<string, unknown>,
+        issuer !== undefined ? { issuer } : {},
+      )
+    } catch (error) {
+      throw usageError(`--wallet-provider-key ${keyFile}: ${(error as Error).message}`, command)
+    }
+  }
+  return {
+    ...(redirectUri !== undefined && { redirectUri }),
+    ...(values['client-id'] !== undefined && { clientId: values['client-id'] }),
+    ...(walletProvider && { walletProvider }),
+  }
+}
+
 /** The deployment a --profile file describes (a problem with it is the pre-flight's). */
 async function deploymentOf(file: string) {
   const { deploymentFromProfile } = await import('../harness/server-test/relying-party.ts')
@@ -176,6 +234,11 @@ export async function issuerTest(argv: string[]): Promise<number> {
       'tx-code': { type: 'string' },
       protocol: { type: 'string' },
       'token-wait': { type: 'string' },
+      'wallet-provider-key': { type: 'string' },
+      'wallet-provider-issuer': { type: 'string' },
+      'redirect-uri': { type: 'string' },
+      'client-id': { type: 'string' },
+      'list-trust': { type: 'boolean' },
     },
     strict: true,
     allowPositionals: false,
@@ -187,6 +250,12 @@ export async function issuerTest(argv: string[]): Promise<number> {
   const cases = selected('issuer', values.case, command)
   if (values.list) {
     listCases(cases)
+    return 0
+  }
+  const authorization = await authorizationOptions(values, command)
+  if (values['list-trust']) {
+    const { walletProviderTrustText } = await import('../harness/server-test/issuer-haip.ts')
+    process.stdout.write(walletProviderTrustText(authorization.walletProvider))
     return 0
   }
   if ((values['offer-command'] === undefined) === (values.profile === undefined))
@@ -224,6 +293,7 @@ export async function issuerTest(argv: string[]): Promise<number> {
       trustAnchors,
       ...(protocol !== 'auto' ? { protocol: protocol as '1.0' | 'draft15' } : {}),
       tokenWaitMs: tokenWait * 1000,
+      ...(Object.keys(authorization).length > 0 ? { authorization } : {}),
       onReady: (line) => console.error(`${command}: ${line}`),
       onResult: (r, i, n) => console.log(serverCaseLine(r, i, n)),
     })

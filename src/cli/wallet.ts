@@ -15,6 +15,7 @@ import type {
   ReceiveResult,
   ReceiveStep,
   StoredCredential,
+  V1ProofType,
   Wallet,
 } from '../wallet/index.ts'
 
@@ -76,6 +77,19 @@ Options:
                         which only a deployment configured to trust it (walletProviders: ["test"]) accepts
   --wallet-provider-issuer ID
                         the attestation's iss with --wallet-provider-key; default the key's thumbprint URN
+  --batch N             receive/request/open: ask for N copies of the credential (OpenID4VCI 1.0 §3.3.2), each
+                        bound to a key of its own (the holder key and N-1 fresh keys of its type), one key
+                        proof each with one c_nonce; at most the issuer's batch_credential_issuance.batch_size
+                        (more, or an issuer announcing no batch issuance: refused before anything is sent).
+                        Every copy is kept with its key (in FILE with --wallet); present signs a copy with its
+                        key (OpenID4VP 1.0; Presentation Exchange presents the holder key's copies only).
+                        Default 1
+  --key-attestation     attach a key attestation (OpenID4VCI 1.0 Appendix D) to every jwt proof even where the
+                        credential configuration requires none (key_attestations_required: always attached).
+                        Signed by the wallet provider (--wallet-provider-key, default the TEST provider)
+  --proof-type P        the key proof on the 1.0 path: jwt (default) or attestation (Appendix F.3: one key
+                        attestation of every key, with the c_nonce; the default where a configuration offers
+                        it and not jwt)
   --interactive         authorization code flow: when the authorization endpoint shows a page instead of
                         redirecting at once, print its URL on stderr and read the URL the browser was sent
                         back to (the redirect_uri with code, state, iss) from stdin. Without it such a page
@@ -107,7 +121,10 @@ Options:
   --misbehave M         do one thing wrong on purpose (repeatable; see src/wallet/README.md).
                         receive: wrong-nonce, replayed-nonce, bad-signature, wrong-aud, expired-iat,
                         replayed-code, wrong-tx-code, foreign-kid, missing-tx-code, jwk-with-private-key,
-                        wrong-typ, alg-none; against a 1.0 issuer also legacy-proof, legacy-format-request.
+                        wrong-typ, alg-none; against a 1.0 issuer also legacy-proof, legacy-format-request,
+                        and key-attestation-foreign-key: the jwt proof's key_attestation header carries a
+                        key attestation by the wallet's provider of a freshly generated key, not of the key
+                        that signs the proof (Appendix D.1, F.1; sent even where none is required).
                         receive/request, authorization code flow (each changes one thing):
                           pkce-verifier-mismatch  the token request's code_verifier is a fresh one, not
                                                   the one whose S256 challenge went with the PAR
@@ -192,6 +209,8 @@ async function credentialView(credential: StoredCredential) {
     id: credential.id,
     format: credential.format,
     issuer: credential.issuer,
+    // the key it is bound to: the holder's, or a further key of a batch (--batch)
+    holder: credential.subject,
     types: credential.types,
     credentialSubject: credential.credentialSubject,
     ...(claims && { claims: await claims }),
@@ -242,7 +261,8 @@ function progress(step: ReceiveStep, detail: unknown): void {
           ? `credential: deferred, transaction ${d.transactionId}, interval ${d.interval ?? '?'} s`
           : 'credential: issued',
     deferred: () => (d.status === 200 ? 'deferred: issued' : 'deferred: still pending'),
-    verify: () => 'verify: signature and holder binding checked, stored',
+    verify: () =>
+      `verify: signature and holder binding checked, stored${Array.isArray(detail) && detail.length > 1 ? ` (${detail.length} credentials)` : ''}`,
     notification: () => `notification: ${String(detail)} sent`,
   }
   console.error(line[step]())
@@ -268,6 +288,9 @@ const RECEIVE_OPTIONS = {
   'wallet-provider-key': { type: 'string' },
   'wallet-provider-issuer': { type: 'string' },
   interactive: { type: 'boolean' },
+  batch: { type: 'string' },
+  'key-attestation': { type: 'boolean' },
+  'proof-type': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const
 
@@ -418,6 +441,16 @@ async function parseIssuanceValues(
       )
     }
   }
+  const batchValue = values.batch
+  if (batchValue !== undefined && !/^[1-9][0-9]*$/.test(batchValue))
+    throw usageError(`--batch: not a positive whole number of copies: ${batchValue}`)
+  const proofType = values['proof-type']
+  if (proofType !== undefined && !w.V1_PROOF_TYPES.includes(proofType as V1ProofType))
+    throw usageError(`--proof-type: expected one of ${w.V1_PROOF_TYPES.join(', ')}, got ${proofType}`)
+  if ((batchValue !== undefined || values['key-attestation'] || proofType) && protocol === 'draft15')
+    throw usageError(
+      '--batch, --key-attestation and --proof-type are spoken on the 1.0 path only (not --protocol draft15)',
+    )
   const file = walletFile(values.wallet)
   return {
     values,
@@ -425,6 +458,12 @@ async function parseIssuanceValues(
     w,
     file,
     share,
+    /** --batch, --key-attestation, --proof-type as ReceiveOptions */
+    proof: {
+      ...(batchValue !== undefined && { batch: Number(batchValue) }),
+      ...(values['key-attestation'] && { keyAttestation: true }),
+      ...(proofType !== undefined && { proofType: proofType as V1ProofType }),
+    },
     ...(flow !== undefined && { flow: flow as IssuanceFlow }),
     waitForDeferred: values['no-wait'] ? (false as const) : { timeoutMs: timeoutSeconds * 1000 },
     /** the wallet the options describe */
@@ -470,6 +509,7 @@ async function receive(argv: string[]): Promise<void> {
       onStep: progress,
       ...(parsed.share && { share: parsed.share }),
       ...(parsed.flow && { flow: parsed.flow }),
+      ...parsed.proof,
     })
     console.log(JSON.stringify(await receiveOutput(wallet, result), null, 2))
   } catch (error) {
@@ -530,6 +570,7 @@ async function request(argv: string[]): Promise<void> {
       waitForDeferred: parsed.waitForDeferred,
       onStep: progress,
       ...(parsed.share && { share: parsed.share }),
+      ...parsed.proof,
     })
     console.log(JSON.stringify(await receiveOutput(wallet, result), null, 2))
   } catch (error) {
@@ -732,6 +773,7 @@ async function open(argv: string[]): Promise<void> {
       waitForDeferred: parsed.waitForDeferred,
       ...(parsed.share && { share: parsed.share }),
       ...(parsed.flow && { flow: parsed.flow }),
+      ...parsed.proof,
       onStep: (step, detail) =>
         kind === 'issuance'
           ? progress(step as ReceiveStep, detail)

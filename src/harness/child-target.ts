@@ -18,7 +18,7 @@ import type { Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { fixtureFromConfig } from './fixture.ts'
+import { fixtureFromConfig, trustsTestWalletProvider } from './fixture.ts'
 import { TargetConfigError } from './profile.ts'
 import { type RoundRobinProxy, startRoundRobinProxy } from './round-robin-proxy.ts'
 import { type Capability, type ChildInfo, LOOPBACK_RECEIVER, type Target } from './target-types.ts'
@@ -118,6 +118,7 @@ export async function startChild(env: Env = process.env, options: ChildOptions =
     const { tenant, operator } = fixtureFromConfig(config, configPath)
     const url = proxy?.url ?? (instances[0] as Instance).url
     const capabilities = new Set<Capability>(['portal', 'webhooks'])
+    if (trustsTestWalletProvider(config, tenant.tenant)) capabilities.add('test-wallet-provider')
     return {
       kind: 'child',
       urls: { authUrl: url, issuerUrl: url, verifierUrl: url },

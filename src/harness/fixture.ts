@@ -40,3 +40,11 @@ export function fixtureFromConfig(
       'template, a second template, an admin key and an operator key',
   )
 }
+
+/**
+ * Whether the configuration's tenant `tenantId` trusts vc-harness's published test wallet provider
+ * (`tenants[].testWalletProvider`): the `test-wallet-provider` capability of embedded and child targets.
+ */
+export function trustsTestWalletProvider(config: ServiceConfig, tenantId: string): boolean {
+  return config.tenants.find((t) => t.id === tenantId)?.testWalletProvider === true
+}

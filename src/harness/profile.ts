@@ -14,7 +14,7 @@ export class TargetConfigError extends Error {
   override name = 'TargetConfigError'
 }
 
-type Kind = 'url' | 'text' | 'secret' | 'port'
+type Kind = 'url' | 'text' | 'secret' | 'port' | 'flag'
 
 interface Setting {
   /** Dotted path in the profile file. */
@@ -41,6 +41,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'receiver.listen_host', env: 'VC_HARNESS_RECEIVER_HOST', kind: 'text' },
   { key: 'receiver.listen_port', env: 'VC_HARNESS_RECEIVER_PORT', kind: 'port' },
   { key: 'receiver.public_url', env: 'VC_HARNESS_RECEIVER_URL', kind: 'url' },
+  { key: 'test_wallet_provider', env: 'VC_HARNESS_TEST_WALLET_PROVIDER', kind: 'flag' },
 ]
 
 const GROUPS = ['templates', 'app_key', 'admin_key', 'operator_key', 'receiver']
@@ -53,6 +54,8 @@ export interface ExternalSettings {
   tenant: TenantFixture
   operator?: ApiKeyCredentials
   receiver: ReceiverSettings
+  /** The tenant trusts vc-harness's test wallet provider (capability `test-wallet-provider`). */
+  testWalletProvider: boolean
 }
 
 /** Where each value came from, for messages: `VC_HARNESS_TENANT` or `profile.json: tenant`. */
@@ -162,6 +165,12 @@ export function readProfileFile(path: string): {
 
 /** Checks one value; returns the normalised text or a problem that names no value. */
 function check(setting: Setting, raw: unknown): { value: string } | { problem: string } {
+  if (setting.kind === 'flag') {
+    // a profile says true or false; a variable "true"/"1" or "false"/"0"
+    if (raw === true || raw === 'true' || raw === '1') return { value: 'true' }
+    if (raw === false || raw === 'false' || raw === '0') return { value: 'false' }
+    return { problem: 'must be true or false' }
+  }
   if (setting.kind === 'port') {
     const port = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw
     if (typeof port !== 'number' || !Number.isInteger(port) || port < 0 || port > 65535) {
@@ -285,6 +294,7 @@ function resolve(env: Env): { problems: string[]; settings?: ExternalSettings } 
       port: Number(opt('receiver.listen_port') ?? 0),
       ...(publicUrl ? { publicUrl } : {}),
     },
+    testWalletProvider: opt('test_wallet_provider') === 'true',
   }
   return { problems: [], settings }
 }

@@ -6,8 +6,8 @@ import type { ApiKeyCredentials, ServiceUrls } from '../client/index.ts'
 // Types only (erased at run time): an external run still never loads the service.
 import type { ShiftedClock } from '../service/util/clock.ts'
 
-export type Capability = 'portal' | 'clock' | 'webhooks'
-export const CAPABILITIES: readonly Capability[] = ['portal', 'clock', 'webhooks']
+export type Capability = 'portal' | 'clock' | 'webhooks' | 'test-wallet-provider'
+export const CAPABILITIES: readonly Capability[] = ['portal', 'clock', 'webhooks', 'test-wallet-provider']
 
 export type TargetKind = 'embedded' | 'child' | 'external'
 export const TARGET_KINDS: readonly TargetKind[] = ['embedded', 'child', 'external']

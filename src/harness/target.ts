@@ -28,6 +28,7 @@
 // | VC_HARNESS_RECEIVER_URL        | external       | no       | receiver.public_url    | URL at which the service reaches the harness's webhook receiver |
 // | VC_HARNESS_RECEIVER_PORT       | external       | with URL | receiver.listen_port   | port the receiver listens on (fixed, not 0, with a URL)   |
 // | VC_HARNESS_RECEIVER_HOST       | external       | no       | receiver.listen_host   | interface the receiver listens on; default 0.0.0.0        |
+// | VC_HARNESS_TEST_WALLET_PROVIDER | external      | no       | test_wallet_provider   | `true`: the tenant trusts vc-harness's test wallet provider |
 //
 // Capabilities:
 // - `portal`: tenants, keys and templates can be created and keys revoked through /portal/v1 with an
@@ -36,8 +37,12 @@
 // - `webhooks`: the harness can point a template's webhookUrl at its own receiver and the service reaches
 //   it. Embedded and child: yes (receiver on 127.0.0.1; the demo configuration admits loopback webhook
 //   targets). External: with `portal` and a receiver URL.
+// - `test-wallet-provider`: the tenant trusts the wallet attestations of vc-harness's published test wallet
+//   provider (src/shared/oauth/test-wallet-provider.ts), so the simulated wallet can take the authorization
+//   code flow (HAIP: PAR, DPoP, wallet attestation). Embedded and child: when the configuration's tenant has
+//   `testWalletProvider: true` (the demo's has). External: when the profile says so (test_wallet_provider).
 
-import { fixtureFromConfig } from './fixture.ts'
+import { fixtureFromConfig, trustsTestWalletProvider } from './fixture.ts'
 import { resolveExternal, TargetConfigError } from './profile.ts'
 import {
   CAPABILITIES,
@@ -62,6 +67,11 @@ export function missingCapability(target: Target, capability: Capability): strin
   }
   if (capability === 'portal') {
     return `the ${target.kind} target has no portal access: set VC_HARNESS_OPERATOR_KEY_ID and VC_HARNESS_OPERATOR_KEY_SECRET (or operator_key in the profile)`
+  }
+  if (capability === 'test-wallet-provider') {
+    return target.kind === 'external'
+      ? `the external target's tenant "${target.tenant.tenant}" is not known to trust vc-harness's test wallet provider, whose wallet attestations the simulated wallet sends in the authorization code flow: set VC_HARNESS_TEST_WALLET_PROVIDER=true (or test_wallet_provider: true in the profile) when the deployment's tenant is configured with testWalletProvider: true (a test deployment only: the provider's key is published)`
+      : `the ${target.kind} target's configured tenant "${target.tenant.tenant}" does not trust vc-harness's test wallet provider, whose wallet attestations the simulated wallet sends in the authorization code flow: give it testWalletProvider: true in the configuration (VC_HARNESS_CONFIG; the demo configuration has it)`
   }
   const reasons: string[] = []
   if (!target.capabilities.has('portal')) {
@@ -124,10 +134,12 @@ export async function startEmbedded(env: Env = process.env): Promise<Target> {
   const { tenant, operator } = fixtureFromConfig(config, configPath)
   const clock = new ShiftedClock()
   const server = await startServer({ config, dataDir: ':memory:', host: '127.0.0.1', port: 0, clock })
+  const capabilities = new Set<Capability>(['portal', 'clock', 'webhooks'])
+  if (trustsTestWalletProvider(config, tenant.tenant)) capabilities.add('test-wallet-provider')
   return {
     kind: 'embedded',
     urls: { authUrl: server.url, issuerUrl: server.url, verifierUrl: server.url },
-    capabilities: new Set<Capability>(['portal', 'clock', 'webhooks']),
+    capabilities,
     tenant,
     operator,
     clock,
@@ -145,6 +157,7 @@ export function externalTarget(env: Env = process.env): Target {
   const capabilities = new Set<Capability>()
   if (settings.operator) capabilities.add('portal')
   if (settings.operator && settings.receiver.publicUrl !== undefined) capabilities.add('webhooks')
+  if (settings.testWalletProvider) capabilities.add('test-wallet-provider')
   return {
     kind: 'external',
     urls: settings.urls,

@@ -11,6 +11,7 @@ export { createWalletAgent, KEY_TYPE_INFO, P256KeyDIDProvider, type WalletAgent 
 export { CredentialStatusError } from './credential-status.ts'
 export { type ParsedDeepLink, parseDeepLink } from './deep-link.ts'
 export { WalletProtocolError, type WalletStep, WalletUsageError } from './errors.ts'
+export { freshProofKey, type ProofKey } from './holder-keys.ts'
 export {
   DEFAULT_HTTP_LIMITS,
   type FetchLike,
@@ -47,6 +48,7 @@ export {
   walletProviderFromJwk,
 } from './issuance-authorization.ts'
 export { ISSUANCE_PROTOCOLS, type IssuanceProtocol, IssuerMismatchError } from './issuance-v1.ts'
+export { type ProofPlan, planProof, V1_PROOF_TYPES, type V1ProofType } from './key-attestation.ts'
 export { MdocReceiveError, verifyReceivedMdoc } from './mdoc-receive.ts'
 export {
   AUTHORIZATION_MISBEHAVIOUR_HELP,
@@ -56,6 +58,7 @@ export {
   isAuthorizationMisbehaviour,
   isMisbehaviour,
   isPresentationMisbehaviour,
+  KEY_ATTESTATION_FOREIGN_KEY_HELP,
   MDOC_PRESENTATION_MISBEHAVIOURS,
   MISBEHAVIOURS,
   type Misbehaviour,

@@ -17,6 +17,7 @@ import {
   setGlobalConfig,
 } from '@openid4vc/openid4vci'
 import type { EndpointMetadataResultV1_0_15 } from '@sphereon/oid4vci-common'
+import { resolveDidKey } from '../shared/did-key.ts'
 import { isObject } from '../shared/json.ts'
 import { PROOF_TYP } from '../shared/wire.ts'
 import { type AccessAuthorization, accessOf } from './access-authorization.ts'
@@ -53,10 +54,18 @@ export interface V1ProofInput {
   /** the holder's did:key URL (`kid` header) and public JWK (`jwk` header) */
   publicJwk: JsonWebKey
   configurationId: string
+  /** the nonce as the proof carries it ('wrong-nonce' applied by the caller: one for every proof of a batch) */
   nonce: string
   misbehave: readonly Misbehaviour[]
   privateJwk?: JsonWebKey | undefined
+  /** a key attestation of the signer's key for the `key_attestation` header (Appendix D, F.1) */
+  keyAttestation?: string | undefined
+  /** 'key-attestation-foreign-key': a key attestation like it, of another key */
+  foreignKeyAttestation?: (() => string) | undefined
 }
+
+/** The key proofs of one credential request (1.0 §8.2 `proofs`: one proof type, one or more proofs). */
+export type V1Proofs = { jwt: string[] } | { attestation: [string] }
 
 const INVALID_ANSWER: Partial<Record<WalletStep, string>> = {
   metadata: 'invalid_issuer_metadata',
@@ -228,7 +237,13 @@ export class V1Client {
         clientAuthentication: clientAuthenticationAnonymous(),
         signJwt: async (signer, jwt) => {
           if (!signJwt) throw new Error('this client signs nothing')
-          const signerJwk = signer.method === 'jwk' ? signer.publicJwk : {}
+          // the library compares the signer's key with a key attestation's attested_keys (Appendix F.1)
+          const signerJwk =
+            signer.method === 'jwk'
+              ? signer.publicJwk
+              : signer.method === 'did'
+                ? resolveDidKey(signer.didUrl).publicJwk
+                : {}
           return { jwt: await signJwt(signer, jwt), signerJwk: signerJwk as never }
         },
       },
@@ -361,8 +376,9 @@ export class V1Client {
   /**
    * The key proof (1.0 Appendix F.1), laid out by the library: header `typ`, `alg` and `kid` (the holder's
    * did:key URL) — or `jwk` when the configuration binds to `jwk` or `cose_key` (an mdoc's device key, Appendix
-   * A.2) but not to DIDs — payload `aud`, `iat`,
-   * `nonce`; the misbehaviours are applied as on the draft-15 path, then the wallet's key signs.
+   * A.2) but not to DIDs — and `key_attestation` when given (Appendix F.1; the library checks that the signing
+   * key is one of its attested_keys), payload `aud`, `iat`, `nonce`; the misbehaviours are applied as on the
+   * draft-15 path, then the key signs.
    */
   async proof(input: V1ProofInput): Promise<string> {
     const configuration =
@@ -374,12 +390,16 @@ export class V1Client {
     const signer: OwfSigner = useJwk
       ? { method: 'jwk', alg: input.signer.alg, publicJwk: input.publicJwk as never }
       : { method: 'did', alg: input.signer.alg, didUrl: input.signer.kid }
-    const nonce = tamperOf(input.misbehave).apply('proof.nonce', input.nonce) ?? input.nonce
+    const { nonce } = input
     const client = this.client((_signer, jwt) =>
       signProofJwt(
         input.signer,
         { header: { ...jwt.header, typ: PROOF_TYP }, payload: { ...jwt.payload } },
-        { misbehave: input.misbehave, privateJwk: input.privateJwk },
+        {
+          misbehave: input.misbehave,
+          privateJwk: input.privateJwk,
+          foreignKeyAttestation: input.foreignKeyAttestation,
+        },
       ),
     )
     const { jwt } = await this.call('credential', () =>
@@ -388,13 +408,15 @@ export class V1Client {
         credentialConfigurationId: input.configurationId,
         signer,
         nonce,
+        ...(input.keyAttestation !== undefined && { keyAttestationJwt: input.keyAttestation }),
       }),
     )
     return jwt
   }
 
   /**
-   * 1.0 §8.2: `{credential_configuration_id, proofs: {jwt: [proof]}}`. 'legacy-proof' sends the draft
+   * 1.0 §8.2: `{credential_configuration_id, proofs}`, `proofs` `{jwt: [proof, …]}` (several: a batch, one
+   * proof per key) or `{attestation: [key attestation]}` (Appendix F.3). 'legacy-proof' sends the draft
    * singular `proof` instead; 'legacy-format-request' identifies the credential by `format` +
    * `credential_definition` (jwt_vc_json, draft 13) or `vct` (SD-JWT, draft 14); 'missing-proof' sends no
    * proof, 'unknown-configuration' and 'unknown-credential-identifier' name a credential the issuer does not
@@ -405,7 +427,7 @@ export class V1Client {
   async credential(
     access: AccessAuthorization | string,
     configurationId: string,
-    proof: string,
+    proofs: V1Proofs,
     misbehave: readonly Misbehaviour[],
     opts: { credentialIdentifier?: string | undefined } = {},
   ): Promise<WireAnswer> {
@@ -418,12 +440,12 @@ export class V1Client {
       const json = tamper.apply(
         'credential.request',
         opts.credentialIdentifier !== undefined
-          ? { credential_identifier: opts.credentialIdentifier, proofs: { jwt: [proof] } }
-          : { credential_configuration_id: configurationId, proofs: { jwt: [proof] } },
+          ? { credential_identifier: opts.credentialIdentifier, proofs }
+          : { credential_configuration_id: configurationId, proofs },
         {
           configuration: configuration as Record<string, unknown> | undefined,
           configurationId,
-          proofJwt: proof,
+          proofJwt: 'jwt' in proofs ? proofs.jwt[0] : undefined,
         },
       )
       const { url, bearer } = tamper.apply('credential.auth', {
@@ -445,7 +467,7 @@ export class V1Client {
         issuerMetadata: this.metadata,
         accessToken: auth.accessToken,
         credentialConfigurationId: configurationId,
-        proofs: { jwt: [proof] },
+        proofs,
       }),
     )
     return { status: result.response.status, body: result.credentialResponse }

@@ -26,6 +26,9 @@ import { formatNamed } from '../formats/registry.ts'
 import type { DiSigner } from '../shared/data-integrity.ts'
 import type { JwsAlg } from '../shared/did-key.ts'
 import { isObject } from '../shared/json.ts'
+import type { AttestationSigner } from '../shared/oauth/client-attestation.ts'
+import { ATTESTATION_PROOF_TYPE } from '../shared/oauth/key-attestation.ts'
+import { testWalletProviderSigner } from '../shared/oauth/test-wallet-provider.ts'
 import { type AccessAuthorization, bearerAuthorization } from './access-authorization.ts'
 import { parseDeepLink } from './deep-link.ts'
 import {
@@ -35,6 +38,7 @@ import {
   type WalletStep,
   WalletUsageError,
 } from './errors.ts'
+import { freshProofKey, type ProofKey } from './holder-keys.ts'
 import { type HttpAnswer, type HttpRequest, httpRequest, type WalletHttp } from './http.ts'
 import {
   AUTHORIZATION_CODE_GRANT,
@@ -51,14 +55,17 @@ import {
   type IssuanceProtocol,
   IssuerMismatchError,
   type V1Client,
+  type V1Proofs,
   v1Endpoints,
   type WireAnswer,
 } from './issuance-v1.ts'
+import { planProof, walletKeyAttestation } from './key-attestation.ts'
 import { loadPex } from './lazy.ts'
 import {
   type AuthorizationMisbehaviour,
   type IssuanceMisbehaviour,
   type Misbehaviour,
+  PROOF_MISBEHAVIOURS,
   splitIssuanceMisbehaviours,
   TOKEN_MISBEHAVIOURS,
   V1_ONLY_MISBEHAVIOURS,
@@ -118,6 +125,11 @@ export interface CredentialOrigin {
    * default false: Wallet.accept called directly only verifies and stores
    */
   checkStatus?: boolean
+  /**
+   * the keys the request proved (a batch: the wallet's own and further ones); each credential must be bound to
+   * one of them, and is stored with it. Default: the wallet's own key
+   */
+  holders?: readonly ProofKey[]
 }
 
 export type DeferredResult =
@@ -133,8 +145,14 @@ export interface RequestCredentialOptions {
   misbehave?: readonly IssuanceMisbehaviour[]
   /** prove with this nonce instead of the token's c_nonce or a fresh one from the nonce endpoint */
   nonce?: string | undefined
-  /** default: `di_vp` when the offer carries a presentation_definition, else `jwt` */
-  proofType?: 'jwt' | 'di_vp'
+  /**
+   * default: `di_vp` when the offer carries a presentation_definition, else `jwt` — on the 1.0 path
+   * `attestation` (Appendix F.3) where the configuration offers it and not `jwt`; asked for, `attestation`
+   * sends one key attestation of every key of the request with the c_nonce instead of jwt proofs
+   */
+  proofType?: 'jwt' | 'di_vp' | 'attestation'
+  /** this request only: how many copies, one per key (StartIssuanceOptions.batch); default the session's */
+  batch?: number
   /**
    * di_vp: what the holder lets the wallet share with this issuer (share.ts); default nothing, so an offer
    * carrying a presentation_definition is refused with ShareNotAllowedError before anything is sent
@@ -159,6 +177,21 @@ export interface StartIssuanceOptions {
   flow?: IssuanceFlow
   /** this session's authorization code flow options, over the wallet's (WalletOptions.authorization) */
   authorization?: AuthorizationOptions
+  /**
+   * How many copies of the credential to ask for (OpenID4VCI 1.0 §3.3.2 Batch Credential Issuance): that many
+   * distinct holder keys — the wallet's own and fresh further ones of its key type — one key proof each with
+   * one c_nonce (§8.2 `proofs`), one credential bound to each key. At most the issuer's
+   * `batch_credential_issuance.batch_size` (§12.2.4): more, or any batch where the issuer announces none, is a
+   * WalletUsageError before anything is sent to the issuer. Default 1. The 1.0 path only (CLI --batch).
+   */
+  batch?: number
+  /**
+   * Attach a key attestation (Appendix D) to every jwt proof even where the configuration does not require
+   * one; default: only where its proof type says `key_attestations_required` (§12.2.4). Signed by the wallet
+   * provider of `authorization.walletProvider`, by default the TEST provider. The 1.0 path only (CLI
+   * --key-attestation).
+   */
+  keyAttestation?: boolean
 }
 
 /** What a session needs from the wallet holding the key and the credentials. */
@@ -180,6 +213,12 @@ export interface WalletContext {
   readonly trustEverything?: boolean
   /** the holder's public JWK (the `jwk` proof header; SD-JWT `cnf.jwk`) */
   publicJwk(): JsonWebKey
+  /** the wallet's own key as a proof key (its did:key, signing through the KMS) */
+  holderKey(): ProofKey
+  /** a fresh further key of the wallet's key type for a batch: the session holds it until a credential bound to it is stored */
+  newHolderKey(): ProofKey
+  /** whether `did` is a further key of a batch this wallet holds (a credential bound to it is presented with it) */
+  isBatchKey(did: string): boolean
   jwtSigner(): JwtSigner
   diSigner(): DiSigner
   privateJwk(): Promise<JsonWebKey>
@@ -243,6 +282,12 @@ export class IssuanceSession {
   private lastInterval: number | undefined
   private lastAnswerAt = 0
   private lastNotificationId: string | undefined
+  /** StartIssuanceOptions.batch, .keyAttestation, and who signs key attestations */
+  private readonly batch: number
+  private readonly keyAttestation: boolean
+  private readonly walletProvider: AttestationSigner
+  /** the keys of the last credential request: its credentials (now, or at the deferred download) are bound to them */
+  private proofKeys: readonly ProofKey[] | undefined
 
   private constructor(
     wallet: WalletContext,
@@ -252,8 +297,16 @@ export class IssuanceSession {
     v1?: V1Client,
     authorizationFlow?: AuthorizationCodeFlow,
     initiatedBy: 'issuer' | 'wallet' = 'issuer',
+    settings: {
+      batch?: number | undefined
+      keyAttestation?: boolean | undefined
+      provider?: AttestationSigner
+    } = {},
   ) {
     this.wallet = wallet
+    this.batch = settings.batch ?? 1
+    this.keyAttestation = settings.keyAttestation === true
+    this.walletProvider = settings.provider ?? testWalletProviderSigner()
     this.v1 = v1
     this.authorizationFlow = authorizationFlow
     this.flow = authorizationFlow ? 'authorization_code' : 'pre-authorized_code'
@@ -295,6 +348,7 @@ export class IssuanceSession {
     opts: StartIssuanceOptions & { initiatedBy?: 'issuer' | 'wallet' } = {},
   ): Promise<IssuanceSession> {
     const link = parseDeepLink(deepLink)
+    checkBatchNumber(opts.batch)
     // oid4vci-client's own fetch of credential_offer_uri runs the JSON through decodeJsonProperties, which
     // turns arrays of objects into "[object Object]" (the presentation_definition), drops falsy values and
     // URI-decodes every string; fetch it here and hand the library the exact JSON by value instead. An inline
@@ -386,12 +440,16 @@ export class IssuanceSession {
           body: v1.metadata.credentialIssuer,
         })
       }
+      // refused before a code is redeemed: a batch the issuer cannot serve (§12.2.4)
+      const batchProblem = batchSizeProblem(opts.batch ?? 1, v1.metadata.credentialIssuer)
+      if (batchProblem) throw new WalletUsageError(batchProblem)
+      const authorizationOptions = { ...wallet.authorization, ...opts.authorization }
       const authorizationFlow =
         flow === 'authorization_code'
           ? new AuthorizationCodeFlow(wallet, v1, {
               configurationIds: offer.credential_configuration_ids as string[],
               grant: offer.grants?.[AUTHORIZATION_CODE_GRANT] as Record<string, unknown> | undefined,
-              options: { ...wallet.authorization, ...opts.authorization },
+              options: authorizationOptions,
             })
           : undefined
       return new IssuanceSession(
@@ -402,6 +460,22 @@ export class IssuanceSession {
         v1,
         authorizationFlow,
         opts.initiatedBy ?? 'issuer',
+        {
+          batch: opts.batch,
+          keyAttestation: opts.keyAttestation,
+          // the key attestation's signer is the wallet attestation's (HAIP: one wallet provider vouches for both)
+          ...(authorizationOptions.walletProvider && { provider: authorizationOptions.walletProvider }),
+        },
+      )
+    }
+    const onlyV1 = [
+      ...((opts.batch ?? 1) > 1 ? [`a batch of ${opts.batch} (OpenID4VCI 1.0 §3.3.2)`] : []),
+      ...(opts.keyAttestation ? ['key attestations (OpenID4VCI 1.0 Appendix D)'] : []),
+    ]
+    if (onlyV1.length > 0) {
+      // refused before the code is redeemed
+      throw new WalletUsageError(
+        `${onlyV1.join(' and ')} ${onlyV1.length > 1 ? 'are' : 'is'} spoken on the OpenID4VCI 1.0 path only; ${offer.credential_issuer} is spoken to in draft 15`,
       )
     }
     const { endpoints, status, document } = await discoverDraft15(offer.credential_issuer, wallet.http)
@@ -705,7 +779,10 @@ export class IssuanceSession {
     if (unsafe) throw new WalletUsageError(unsafe) // refused at start(); guards a definition set otherwise
     const { PEX } = await loadPex()
     const pex = new PEX()
-    const jwtCredentials = this.wallet.credentials().filter((c) => c.format === 'jwt_vc_json')
+    // the di_vp proof is signed by the wallet's own key: a copy bound to a further key of a batch cannot go in it
+    const jwtCredentials = this.wallet
+      .credentials()
+      .filter((c) => c.format === 'jwt_vc_json' && !this.wallet.isBatchKey(c.subject))
     const allowed = jwtCredentials.filter((c) => shareAllows(share, c))
     const held = allowed.map((c) => c.credential).reverse()
     const holderDIDs = [this.wallet.did]
@@ -748,10 +825,15 @@ export class IssuanceSession {
     const v1Only = misbehave.filter((m) => V1_ONLY_MISBEHAVIOURS.includes(m))
     if (v1Only.length > 0 && !this.v1) {
       throw new WalletUsageError(
-        `misbehaviour ${v1Only.join(', ')} sends a legacy shape to an OpenID4VCI 1.0 issuer; this session speaks draft 15`,
+        `misbehaviour ${v1Only.join(', ')} is spoken on the OpenID4VCI 1.0 path only (a legacy shape sent to a 1.0 issuer, or a key attestation); this session speaks draft 15`,
       )
     }
     if (this.v1) return this.requestCredentialV1(this.v1, token, opts, misbehave, authorization)
+    if (opts.proofType === 'attestation' || (opts.batch ?? 1) > 1) {
+      throw new WalletUsageError(
+        `${opts.proofType === 'attestation' ? 'the attestation proof type (OpenID4VCI 1.0 Appendix F.3)' : `a batch of ${opts.batch} (OpenID4VCI 1.0 §3.3.2)`} is spoken on the OpenID4VCI 1.0 path only; this session speaks draft 15`,
+      )
+    }
     const proofType = opts.proofType ?? (this.presentationDefinition ? 'di_vp' : 'jwt')
     if (proofType === 'jwt') this.assertHolderKey(opts.configurationId)
     const diSigner = proofType === 'di_vp' ? this.wallet.diSigner() : undefined
@@ -816,7 +898,12 @@ export class IssuanceSession {
     return this.credentialResult(answer.status, answer.body, nonce, misbehave)
   }
 
-  /** The 1.0 path: jwt proof only (1.0 §8.2 `proofs.jwt`), laid out by @openid4vc/openid4vci. */
+  /**
+   * The 1.0 path (§8.2 `proofs`): a jwt proof per key (Appendix F.1, laid out by @openid4vc/openid4vci), with a
+   * key attestation of its key in the header where the configuration requires one or the session asks; or the
+   * attestation proof type (F.3). A batch proves the wallet's own key and fresh further ones, every proof with
+   * the same c_nonce (the issuer refuses mixed nonces).
+   */
   private async requestCredentialV1(
     v1: V1Client,
     token: TokenResponse,
@@ -825,27 +912,84 @@ export class IssuanceSession {
     authorization: readonly AuthorizationMisbehaviour[] = [],
   ): Promise<CredentialResult> {
     if (opts.proofType === 'di_vp' || this.presentationDefinition) {
-      throw new WalletUsageError('the OpenID4VCI 1.0 path proves possession with a jwt proof only')
+      throw new WalletUsageError(
+        'the OpenID4VCI 1.0 path proves possession with a jwt proof (or the attestation proof type) only',
+      )
     }
     const configurationId = opts.configurationId ?? (this.offer.credential_configuration_ids[0] as string)
-    this.assertHolderKey(configurationId)
-    const nonce = (await this.chooseNonce(opts, misbehave)) ?? ''
-    const proof = await v1.proof({
-      signer: this.wallet.jwtSigner(),
-      publicJwk: this.wallet.publicJwk(),
+    const batch = opts.batch ?? this.batch
+    checkBatchNumber(batch)
+    const batchProblem = batchSizeProblem(batch, v1.metadata.credentialIssuer)
+    if (batchProblem) throw new WalletUsageError(batchProblem)
+    const plan = planProof(
       configurationId,
-      nonce,
+      this.configurations[configurationId] as Record<string, unknown> | undefined,
+      { proofType: opts.proofType, keyAttestation: this.keyAttestation },
+      this.walletProvider,
+    )
+    // the keys of either proof type become the credentials' keys: of a type the configuration binds
+    this.assertHolderKey(configurationId)
+    if (plan.type === ATTESTATION_PROOF_TYPE) {
+      // F.3: the attestation is the proof; only what it carries (its nonce) can be wrong in it
+      const jwtOnly = misbehave.filter(
+        (m) => PROOF_MISBEHAVIOURS.includes(m) && m !== 'wrong-nonce' && m !== 'replayed-nonce',
+      )
+      if (jwtOnly.length > 0) {
+        throw new WalletUsageError(
+          `misbehaviour ${jwtOnly.join(', ')} acts on a jwt proof; the attestation proof type (OpenID4VCI 1.0 Appendix F.3) is a key attestation alone`,
+        )
+      }
+    }
+    const tamper = tamperOf(misbehave)
+    const keys = [
+      this.wallet.holderKey(),
+      ...Array.from({ length: batch - 1 }, () => this.wallet.newHolderKey()),
+    ]
+    const nonce = (await this.chooseNonce(opts, misbehave)) ?? ''
+    // the nonce as every proof (and key attestation) carries it: 'wrong-nonce' puts one other nonce in all
+    const carried = tamper.apply('proof.nonce', nonce) ?? nonce
+    const provider = this.walletProvider
+    let proofs: V1Proofs
+    if (plan.type === ATTESTATION_PROOF_TYPE) {
+      proofs = { attestation: [walletKeyAttestation(provider, keys, plan, carried)] }
+    } else {
+      const jwts: string[] = []
+      for (const key of keys) {
+        jwts.push(
+          await v1.proof({
+            signer: key.signer,
+            publicJwk: key.publicJwk,
+            configurationId,
+            nonce: carried,
+            misbehave,
+            privateJwk: await tamper.apply('proof.privateJwk', undefined, {
+              read: () =>
+                key.privateKey ? key.privateKey.export({ format: 'jwk' }) : this.wallet.privateJwk(),
+            }),
+            // D.1: the attestation names the key that signs the proof (one attestation per proof, so each
+            // key gets exactly one credential: §8.3)
+            ...(plan.attest && { keyAttestation: walletKeyAttestation(provider, [key], plan, carried) }),
+            foreignKeyAttestation: () =>
+              walletKeyAttestation(provider, [freshProofKey(key.alg)], plan, carried),
+          }),
+        )
+      }
+      proofs = { jwt: jwts }
+    }
+    const answer = await v1.credential(
+      this.access(token, authorization),
+      configurationId,
+      proofs,
       misbehave,
-      privateJwk: await tamperOf(misbehave).apply('proof.privateJwk', undefined, {
-        read: () => this.wallet.privateJwk(),
-      }),
-    })
-    const answer = await v1.credential(this.access(token, authorization), configurationId, proof, misbehave, {
-      credentialIdentifier: this.credentialIdentifier(token, configurationId),
-    })
+      {
+        credentialIdentifier: this.credentialIdentifier(token, configurationId),
+      },
+    )
     if (answer.status < 200 || answer.status >= 300 || !isObject(answer.body)) {
       throw protocolError('credential', answer.status, answer.body, answer.wwwAuthenticate)
     }
+    // accepted (200, or 202 for the deferred download): the credentials will be bound to these keys
+    this.proofKeys = keys
     return this.credentialResult(answer.status, answer.body, nonce, misbehave)
   }
 
@@ -1070,8 +1214,36 @@ export class IssuanceSession {
       doctype: typeof configuration.doctype === 'string' ? configuration.doctype : undefined,
       // at receipt the status lists are read: a credential revoked already is refused, not stored
       checkStatus: true,
+      // a batch's credentials are bound to the keys its proofs showed, each stored with its key
+      ...(this.proofKeys && { holders: this.proofKeys }),
     })
   }
+}
+
+/** A batch is a whole number of copies, 1 or more (StartIssuanceOptions.batch): a WalletUsageError otherwise. */
+function checkBatchNumber(batch: number | undefined): void {
+  if (batch !== undefined && (!Number.isInteger(batch) || batch < 1)) {
+    throw new WalletUsageError(`batch: a whole number of copies, 1 or more, not ${batch}`)
+  }
+}
+
+/**
+ * Why the issuer cannot issue `batch` copies in one request, or undefined: §12.2.4 batch_credential_issuance
+ * "the Credential Issuer supports batch issuance", its batch_size "the maximum array size for the proofs
+ * parameter"; an issuer without it takes one proof per request (the OWF client refuses more too).
+ */
+function batchSizeProblem(batch: number, metadata: Record<string, unknown>): string | undefined {
+  if (batch <= 1) return undefined
+  const announced = metadata.batch_credential_issuance
+  const size =
+    isObject(announced) && typeof announced.batch_size === 'number' ? announced.batch_size : undefined
+  if (size === undefined) {
+    return `a batch of ${batch} copies asked for, but ${String(metadata.credential_issuer)} announces no batch issuance (no batch_credential_issuance in its metadata, OpenID4VCI 1.0 §12.2.4): ask for one copy; nothing was sent`
+  }
+  if (batch > size) {
+    return `a batch of ${batch} copies asked for, but ${String(metadata.credential_issuer)} takes at most ${size} key proofs per request (batch_credential_issuance.batch_size, OpenID4VCI 1.0 §12.2.4); nothing was sent`
+  }
+  return undefined
 }
 
 /** GET credential_offer_uri: a JSON object, or a WalletProtocolError with what the server answered. */

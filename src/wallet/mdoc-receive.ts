@@ -23,6 +23,8 @@ export interface ReceivedMdoc {
   status: MdocStatus | undefined
   /** the document signer's key (its status list must be signed by the same key); undefined when not verified */
   issuerKey: KeyObject | undefined
+  /** the did:key of the MSO's deviceKey (the holder key it is bound to), when it is one a did:key carries */
+  deviceKeyDid: string | undefined
 }
 
 /** A refusal with the wallet-side code the verify step reports. */
@@ -68,6 +70,7 @@ function received(encoded: string, doc: ReadCredential, issuer: string, issuerKe
     validUntil: boundOf(doc, 'notAfter').shown,
     status: status?.kind === 'token-status-list' ? { idx: status.index, uri: status.uri } : undefined,
     issuerKey,
+    deviceKeyDid: doc.holderBinding.kind === 'key' ? didOf(doc.holderBinding.jwk) : undefined,
   }
 }
 
@@ -85,12 +88,12 @@ function didOf(jwk: JsonWebKey): string | undefined {
  * validUntil, validFrom with MDOC_CLOCK_SKEW_MS of skew), issuerAuth (§9.3.1: the x5chain to one of
  * `trustAnchors`, the IACA roots; the COSE_Sign1 signature by the document signer; every item's digest),
  * the MSO's docType = `docType` (the configuration's, when its metadata names one) and the MSO's deviceKey =
- * the holder key (`holderDid`, the key its proof showed).
+ * the holder key (`holderDid`, the key its proof showed; for a batch one of its keys, OpenID4VCI 1.0 §3.3.2).
  */
 export async function verifyReceivedMdoc(
   encoded: unknown,
   expected: {
-    holderDid: string
+    holderDid: string | readonly string[]
     docType?: string | undefined
     trustAnchors: readonly string[]
     now?: number
@@ -129,7 +132,9 @@ export async function verifyReceivedMdoc(
     )
   }
   const binding = doc.holderBinding
-  if (binding.kind !== 'key' || didOf(binding.jwk) !== expected.holderDid) {
+  const holders = typeof expected.holderDid === 'string' ? [expected.holderDid] : expected.holderDid
+  const bound = binding.kind === 'key' ? didOf(binding.jwk) : undefined
+  if (bound === undefined || !holders.includes(bound)) {
     throw new MdocReceiveError(
       'wrong_holder_key',
       "holder binding: the MSO's deviceKeyInfo.deviceKey (ISO 18013-5 §9.1.2.4) is not this holder's key (the key its proof showed); the mdoc is bound to someone else",

@@ -24,6 +24,8 @@ export const MISBEHAVIOURS = [
   'jwk-with-private-key',
   'wrong-typ',
   'alg-none',
+  // the key attestation of a jwt proof (OpenID4VCI 1.0 Appendix D.1, F.1; 1.0 path only)
+  'key-attestation-foreign-key',
   // legacy request shapes sent to an OpenID4VCI 1.0 issuer on purpose (1.0 path only)
   'legacy-proof',
   'legacy-format-request',
@@ -57,21 +59,40 @@ export const PROOF_MISBEHAVIOURS: readonly Misbehaviour[] = [
   'jwk-with-private-key',
   'wrong-typ',
   'alg-none',
+  'key-attestation-foreign-key',
   'legacy-proof',
 ]
-/** Misbehaviours a `jwt` proof can show but a `di_vp` proof cannot (it has no JOSE header). */
+/**
+ * Misbehaviours a `jwt` proof can show but a `di_vp` proof cannot (it has no JOSE header), nor the
+ * `attestation` proof type (a key attestation alone, Appendix F.3: no proof JWT of the holder key).
+ */
 export const JWT_ONLY_MISBEHAVIOURS: readonly Misbehaviour[] = [
   'jwk-with-private-key',
   'wrong-typ',
   'alg-none',
+  'key-attestation-foreign-key',
 ]
 
 /**
- * Misbehaviours that only mean something against an OpenID4VCI 1.0 issuer: 'legacy-proof' sends the draft
- * singular `proof` where 1.0 §8.2 has only `proofs`; 'legacy-format-request' identifies the credential the
- * draft-13/14 way (`format` + `credential_definition` / `vct`) instead of `credential_configuration_id`.
+ * What 'key-attestation-foreign-key' changes (everything else is correct): CLI and README text. The issuer
+ * must refuse it with invalid_proof (Appendix D.1: "the JWT used as a proof is signed by a key contained in
+ * the attestation").
  */
-export const V1_ONLY_MISBEHAVIOURS: readonly Misbehaviour[] = ['legacy-proof', 'legacy-format-request']
+export const KEY_ATTESTATION_FOREIGN_KEY_HELP =
+  "the jwt proof's key_attestation header carries a key attestation by the wallet's provider (with the c_nonce and the key_storage / user_authentication asked for) of a freshly generated key, not of the key that signs the proof (OpenID4VCI 1.0 Appendix D.1, F.1); sent even where the configuration asks for no key attestation"
+
+/**
+ * Misbehaviours the wallet speaks on its OpenID4VCI 1.0 path only: 'legacy-proof' sends the draft singular
+ * `proof` where 1.0 §8.2 has only `proofs`; 'legacy-format-request' identifies the credential the draft-13/14
+ * way (`format` + `credential_definition` / `vct`) instead of `credential_configuration_id`;
+ * 'key-attestation-foreign-key' changes a key attestation, which the wallet sends on the 1.0 path only
+ * (Appendix D, with the `attestation` proof type and batches).
+ */
+export const V1_ONLY_MISBEHAVIOURS: readonly Misbehaviour[] = [
+  'legacy-proof',
+  'legacy-format-request',
+  'key-attestation-foreign-key',
+]
 
 /**
  * Misbehaviours of the authorization code flow (OpenID4VCI 1.0 §5, §6 as HAIP 1.0 profiles it: PAR, PKCE, DPoP,

@@ -108,7 +108,8 @@ const PRESENTERS: Record<FormatId, Presenter> = {
         nonce,
         audience,
         iat,
-        signer: wallet.jwtSigner(),
+        // the key cnf.jwk names: the wallet's own, or the further key of a batch copy (OpenID4VCI 1.0 §3.3.2)
+        signer: wallet.jwtSigner(choice.credential.subject),
         misbehave,
       })
       return presentation
@@ -129,8 +130,10 @@ const PRESENTERS: Record<FormatId, Presenter> = {
       } catch (error) {
         throw new WalletUsageError(`cannot apply ${misbehave.join(', ')}: ${message(error)}`)
       }
-      return buildVpToken(wallet.jwtSigner(), {
-        holder: wallet.did,
+      // the holder the credential's sub names, signing with its key (a batch copy's further key, or the own one)
+      const holder = wallet.isBatchKey(choice.credential.subject) ? choice.credential.subject : wallet.did
+      return buildVpToken(wallet.jwtSigner(holder), {
+        holder,
         audience,
         nonce,
         presentation: { verifiableCredential: [credential] },
@@ -151,7 +154,7 @@ const PRESENTERS: Record<FormatId, Presenter> = {
           `the verifier's vp_formats_supported.ldp_vc accepts proof types ${ldp.accepted?.proofTypes.join(', ')}${ldp.accepted?.cryptosuites ? ` (cryptosuites ${ldp.accepted.cryptosuites.join(', ')})` : ''}, none of which this wallet's ${wallet.keyType} key makes`,
         )
       return buildLdpVp({
-        holder: await wallet.ldPresenter(),
+        holder: await wallet.ldPresenter(choice.credential.subject),
         credentials: [JSON.parse(choice.credential.credential) as Record<string, unknown>],
         nonce,
         audience,
@@ -174,7 +177,7 @@ const PRESENTERS: Record<FormatId, Presenter> = {
         nonce,
         responseUri,
         jwkThumbprint,
-        signer: wallet.deviceSigner(),
+        signer: wallet.deviceSigner(choice.credential.subject),
         misbehave,
       })
       return presentation

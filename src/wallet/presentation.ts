@@ -114,11 +114,17 @@ export interface PresentationContext {
    * presents even when nothing matches (to prove that wallet test plans fail such a wallet)
    */
   readonly trustEverything: boolean
-  jwtSigner(): JwtSigner
-  /** the holder key as an mdoc's DeviceAuthentication signs with it (COSE, ISO 18013-5 §9.1.3.6) */
-  deviceSigner(): DeviceSigner
-  /** the holder key as an ldp_vp signs with it, and its type */
-  ldPresenter(): Promise<LdPresenter>
+  /**
+   * the holder key's JWS signer; `holder` (a stored credential's subject) names the further key of a batch the
+   * credential is bound to (OpenID4VCI 1.0 §3.3.2), else the wallet's own key signs
+   */
+  jwtSigner(holder?: string): JwtSigner
+  /** the holder key as an mdoc's DeviceAuthentication signs with it (COSE, ISO 18013-5 §9.1.3.6); `holder` as above */
+  deviceSigner(holder?: string): DeviceSigner
+  /** the holder key as an ldp_vp signs with it, and its type; `holder` as above */
+  ldPresenter(holder?: string): Promise<LdPresenter>
+  /** whether `did` is a further key of a batch (a copy bound to it cannot go into a VP of the wallet's own key) */
+  isBatchKey(did: string): boolean
   readonly keyType: LdKeyType
   /** the Linked Data proof type every ldp_vp is signed with (WalletOptions.ldpProofType); default: chosen */
   readonly ldpProofType?: string | undefined
@@ -581,8 +587,13 @@ export class PresentationSession {
    */
   async select(opts: { revoked?: boolean; onStatus?: (lists: number) => void } = {}): Promise<Selection> {
     // Presentation Exchange over W3C VCs (draft-20 profile): JWT VCs and ldp_vc; SD-JWT VCs are presented by
-    // the 1.0 profile
-    const held = this.wallet.credentials().filter((c) => c.format === 'jwt_vc_json' || c.format === 'ldp_vc')
+    // the 1.0 profile. Its one VP is the wallet's own key's: a copy bound to a further key of a batch (OpenID4VCI
+    // 1.0 §3.3.2) would fail holder binding in it, and is presented on the 1.0 profile, with its key
+    const held = this.wallet
+      .credentials()
+      .filter(
+        (c) => (c.format === 'jwt_vc_json' || c.format === 'ldp_vc') && !this.wallet.isBatchKey(c.subject),
+      )
     return selectCredentials(
       this.presentationDefinition,
       held,

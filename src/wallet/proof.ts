@@ -83,6 +83,8 @@ export interface ProofMisbehaviourInput {
   foreignKid?: () => string
   /** clock, in seconds, when injected */
   now?: (() => number) | undefined
+  /** 'key-attestation-foreign-key': a key attestation of another key (1.0 path: issuance-v1.ts) */
+  foreignKeyAttestation?: (() => string) | undefined
 }
 
 /**
@@ -99,7 +101,12 @@ export async function signProofJwt(
   const header = tamper.apply(
     'proof.header',
     { ...jwt.header },
-    { alg: signer.alg, foreignKid: input.foreignKid, privateJwk: input.privateJwk },
+    {
+      alg: signer.alg,
+      foreignKid: input.foreignKid,
+      privateJwk: input.privateJwk,
+      foreignKeyAttestation: input.foreignKeyAttestation,
+    },
   )
   const payload = tamper.apply('proof.payload', { ...jwt.payload }, { nowSeconds })
   const sign = tamper.apply('proof.sign', (signingInput: string) => signer.sign(signingInput))

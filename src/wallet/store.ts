@@ -3,7 +3,8 @@
 //
 // Private key material: an in-memory wallet keeps its key only inside the Veramo in-memory KMS and never
 // writes it anywhere. A file wallet stores the holder's private key (hex) in that file, unencrypted, with
-// mode 0600: treat the file as a secret, and use it for test identities only.
+// mode 0600: treat the file as a secret, and use it for test identities only. The further keys of a batch
+// (holder-keys.ts) are kept the same way: in the Wallet's memory, and in the file of a file wallet.
 
 import { randomBytes } from 'node:crypto'
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises'
@@ -36,7 +37,10 @@ export interface StoredCredential {
   credential: string
   /** issuer (`iss`; mso_mdoc: the document signer certificate's subject) */
   issuer: string
-  /** holder DID (`sub`; for dc+sd-jwt the holder whose key is `cnf.jwk`) */
+  /**
+   * holder DID (`sub`; for dc+sd-jwt the holder whose key is `cnf.jwk`; for mso_mdoc the MSO's deviceKey): the
+   * wallet's own did, or a further key of a batch (WalletState.keys), whose key then presents it
+   */
   subject: string
   /** jwt_vc_json: the VC types; dc+sd-jwt: [vct]; mso_mdoc: [doctype] */
   types: string[]
@@ -60,6 +64,11 @@ export interface StoredCredential {
 export interface WalletState {
   version: 1
   holder?: StoredHolder
+  /**
+   * The further holder keys of batches (OpenID4VCI 1.0 §3.3.2): each bound to a stored credential whose
+   * `subject` is its did; `privateKeyHex` (kms-local hex, as the holder's) in a file wallet only
+   */
+  keys?: StoredHolder[]
   credentials: StoredCredential[]
   /**
    * The nonces of the last authorization requests this wallet answered with a vp_token, oldest first
@@ -114,14 +123,19 @@ export function validateState(value: unknown, location: string): WalletState {
   if (nonces !== undefined && (!Array.isArray(nonces) || nonces.some((n) => typeof n !== 'string'))) {
     fail('answeredNonces is not an array of strings')
   }
-  const holder = value.holder
-  if (holder !== undefined) {
-    if (!isObject(holder)) return fail('holder is not an object')
-    if (!HOLDER_KEY_TYPES.includes(holder.keyType as HolderKeyType)) return fail('holder.keyType is unknown')
-    if (typeof holder.did !== 'string' || !holder.did.startsWith('did:key:')) return fail('holder.did')
-    if (typeof holder.kid !== 'string' || !holder.kid.startsWith(`${holder.did}#`)) return fail('holder.kid')
+  const keys = value.keys
+  if (keys !== undefined && !Array.isArray(keys)) fail('keys is not an array')
+  const holders: [string, unknown][] = [
+    ...(value.holder !== undefined ? [['holder', value.holder] as [string, unknown]] : []),
+    ...((keys as unknown[] | undefined) ?? []).map((k, i): [string, unknown] => [`keys[${i}]`, k]),
+  ]
+  for (const [name, holder] of holders) {
+    if (!isObject(holder)) return fail(`${name} is not an object`)
+    if (!HOLDER_KEY_TYPES.includes(holder.keyType as HolderKeyType)) return fail(`${name}.keyType is unknown`)
+    if (typeof holder.did !== 'string' || !holder.did.startsWith('did:key:')) return fail(`${name}.did`)
+    if (typeof holder.kid !== 'string' || !holder.kid.startsWith(`${holder.did}#`)) return fail(`${name}.kid`)
     if (holder.privateKeyHex !== undefined && !/^[0-9a-f]+$/i.test(String(holder.privateKeyHex))) {
-      return fail('holder.privateKeyHex is not hex')
+      return fail(`${name}.privateKeyHex is not hex`)
     }
   }
   return value as unknown as WalletState

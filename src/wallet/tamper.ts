@@ -82,7 +82,13 @@ interface Points {
   /** the jwt proof's JOSE header, before signing */
   'proof.header': [
     value: Record<string, unknown>,
-    ctx: { alg: JwsAlg; foreignKid: (() => string) | undefined; privateJwk: JsonWebKey | undefined },
+    ctx: {
+      alg: JwsAlg
+      foreignKid: (() => string) | undefined
+      privateJwk: JsonWebKey | undefined
+      /** a key attestation like the proof's own, of a freshly generated key (undefined: none can be made) */
+      foreignKeyAttestation?: (() => string) | undefined
+    },
   ]
   /** the jwt proof's payload, before signing */
   'proof.payload': [value: Record<string, unknown>, ctx: { nowSeconds: () => number }]
@@ -296,6 +302,19 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
     'proof.header': (header) => ({ ...header, alg: 'none' }),
     'proof.sign': () => async () => new Uint8Array(0),
     'credential.plainHttp': on,
+  },
+  'key-attestation-foreign-key': {
+    // Appendix D.1: "the JWT used as a proof is signed by a key contained in the attestation" (F.1: the
+    // proof's key is one of attested_keys); here the attestation, by the wallet's provider and otherwise as
+    // honest, attests a freshly generated key instead, and is sent even where none was asked for
+    'proof.header': (header, { foreignKeyAttestation }) => {
+      if (!foreignKeyAttestation) {
+        throw new WalletUsageError(
+          "'key-attestation-foreign-key' changes the key attestation of a jwt proof, which the wallet sends on the OpenID4VCI 1.0 path only",
+        )
+      }
+      return { ...header, key_attestation: foreignKeyAttestation() }
+    },
   },
   'legacy-proof': {
     // 1.0 §8.2 has only `proofs`: the drafts' singular `proof` instead

@@ -2,12 +2,12 @@
 // step through IssuanceSession, or in one call with receive()) and OpenID4VP presentation (step by step
 // through PresentationSession, or in one call with present()).
 
-import { createHash, createPrivateKey } from 'node:crypto'
+import { createHash, createPrivateKey, createPublicKey, type KeyObject } from 'node:crypto'
 import type { LdProofType } from '../formats/ldp-vc/suites.ts'
 import { issuerIdOf, ldpVc } from '../formats/ldp-vc/verify.ts'
 import { DEFAULT_ISSUANCE_FORMAT, type FormatId, formatNamed } from '../formats/registry.ts'
 import type { DiSigner } from '../shared/data-integrity.ts'
-import { type JwsAlg, resolveDidKey } from '../shared/did-key.ts'
+import { didKeyFromPublicKey, type JwsAlg, resolveDidKey } from '../shared/did-key.ts'
 import { isObject } from '../shared/json.ts'
 import { decodeJws } from '../shared/jws.ts'
 import { MDOC_FORMAT } from '../shared/mdoc.ts'
@@ -19,11 +19,13 @@ import {
   exportPrivateKeyHex,
   type HolderKey,
   privateJwkFromHex,
+  privateKeyFromHex,
   type WalletAgent,
 } from './agent.ts'
 import { CredentialStatusError, ReceiptStatusChecker } from './credential-status.ts'
 import type { DeviceSigner } from './defects.ts'
 import { WalletProtocolError, WalletUsageError } from './errors.ts'
+import { deviceSignerOf, freshProofKey, type ProofKey, privateKeyHexOf, proofKeyOf } from './holder-keys.ts'
 import { type FetchLike, type HttpLimits, httpLimits, type WalletHttp } from './http.ts'
 import {
   type CredentialOrigin,
@@ -37,6 +39,7 @@ import {
 } from './issuance.ts'
 import type { AuthorizationOptions, IssuanceFlow } from './issuance-authorization.ts'
 import type { IssuanceProtocol } from './issuance-v1.ts'
+import type { V1ProofType } from './key-attestation.ts'
 import { loadX509 } from './lazy.ts'
 import { MdocReceiveError, parseReceivedMdoc, verifyReceivedMdoc } from './mdoc-receive.ts'
 import {
@@ -73,6 +76,7 @@ import {
   type HolderKeyType,
   MemoryWalletStore,
   type StoredCredential,
+  type StoredHolder,
   WalletFileError,
   type WalletState,
   type WalletStore,
@@ -170,6 +174,23 @@ export interface ReceiveOptions {
    * (share.ts). Default nothing: such an offer is refused (ShareNotAllowedError) before the code is redeemed.
    */
   share?: SharePolicy
+  /**
+   * How many copies to ask for, each bound to a key of its own (StartIssuanceOptions.batch: OpenID4VCI 1.0
+   * §3.3.2; at most the issuer's batch_size, else a WalletUsageError before anything is sent). Every copy is
+   * stored with its key; presenting one signs with that key. Default 1. CLI --batch N.
+   */
+  batch?: number
+  /**
+   * Attach a key attestation (Appendix D) to every jwt proof even where the configuration requires none
+   * (StartIssuanceOptions.keyAttestation). CLI --key-attestation.
+   */
+  keyAttestation?: boolean
+  /**
+   * The key proof on the 1.0 path: 'jwt' (default, with a key attestation where required) or 'attestation'
+   * (Appendix F.3: one key attestation of every key, with the c_nonce; the default where the configuration
+   * offers it and not jwt). CLI --proof-type.
+   */
+  proofType?: V1ProofType
 }
 
 export type ReceiveResult =
@@ -223,6 +244,12 @@ export interface OpenOptions {
   sleep?: Sleep
   /** issuance: what may be shared with an issuer that asks for a presentation (ReceiveOptions.share) */
   share?: SharePolicy
+  /** issuance: how many copies, one key each (ReceiveOptions.batch) */
+  batch?: number
+  /** issuance: attach key attestations even where none is required (ReceiveOptions.keyAttestation) */
+  keyAttestation?: boolean
+  /** issuance: the key proof type on the 1.0 path (ReceiveOptions.proofType) */
+  proofType?: V1ProofType
   onStep?: (step: ReceiveStep | PresentStep, detail?: unknown) => void
   /** presentation: the wallet's clock in ms */
   now?: () => number
@@ -274,6 +301,8 @@ function startOptions(opts: ReceiveOptions): StartIssuanceOptions {
     ...(opts.protocol && { protocol: opts.protocol }),
     ...(opts.flow && { flow: opts.flow }),
     ...(opts.authorization && { authorization: opts.authorization }),
+    ...(opts.batch !== undefined && { batch: opts.batch }),
+    ...(opts.keyAttestation !== undefined && { keyAttestation: opts.keyAttestation }),
   }
 }
 
@@ -326,6 +355,27 @@ function ldValidityProblem(
 }
 const LD_CLOCK_SKEW_MS = 60_000
 
+/**
+ * The key among `holders` (the keys a request proved) that `did` names, else the first (the wallet's own): a
+ * credential bound to none of them is then refused by that key's holder-binding check, as before batches.
+ */
+function holderNamed(holders: readonly ProofKey[], did: string | undefined): ProofKey {
+  return holders.find((h) => h.did === did) ?? (holders[0] as ProofKey)
+}
+
+/** The did:key of an SD-JWT VC's `cnf.jwk` (issuer-signed, read unverified to pick the key to verify against). */
+function cnfDidOf(compact: string): string | undefined {
+  try {
+    const cnf = decodeJws(compact.split('~')[0] ?? '').payload.cnf
+    const jwk = isObject(cnf) ? cnf.jwk : undefined
+    return isObject(jwk)
+      ? didKeyFromPublicKey(createPublicKey({ key: jwk as never, format: 'jwk' })).did
+      : undefined
+  } catch {
+    return undefined
+  }
+}
+
 function isoFromSeconds(value: unknown): string | undefined {
   return typeof value === 'number' && Number.isFinite(value)
     ? new Date(value * 1000).toISOString()
@@ -355,6 +405,8 @@ export class Wallet implements WalletContext, PresentationContext {
 
   private readonly handle: AgentHandle
   private readonly holder: HolderKey
+  /** the further keys of batches held (WalletState.keys), by did */
+  private readonly batchKeys: Map<string, KeyObject>
   private readonly store: WalletStore
   private readonly state: WalletState
   private readonly consumedNonces: string[] = []
@@ -371,10 +423,12 @@ export class Wallet implements WalletContext, PresentationContext {
     trustEverything = false,
     ldpProofType?: LdProofType,
     authorization: AuthorizationOptions = {},
+    batchKeys: Map<string, KeyObject> = new Map(),
   ) {
     this.handle = handle
     this.agent = handle.agent
     this.holder = holder
+    this.batchKeys = batchKeys
     this.store = store
     this.state = state
     this.did = holder.did
@@ -442,6 +496,17 @@ export class Wallet implements WalletContext, PresentationContext {
       }
       await store.save(state)
     }
+    // the further keys of batches received into this file (holder-keys.ts)
+    const batchKeys = new Map<string, KeyObject>()
+    for (const saved of state.keys ?? []) {
+      if (!saved.privateKeyHex)
+        throw new WalletFileError(`${store.location}: key ${saved.did} has no private key`)
+      const privateKey = privateKeyFromHex(saved.keyType, saved.privateKeyHex)
+      if (proofKeyOf(privateKey).did !== saved.did) {
+        throw new WalletFileError(`${store.location}: the private key does not belong to ${saved.did}`)
+      }
+      batchKeys.set(saved.did, privateKey)
+    }
     return new Wallet(
       handle,
       holder,
@@ -453,6 +518,7 @@ export class Wallet implements WalletContext, PresentationContext {
       opts.trustEverything === true,
       ldpProofType,
       opts.authorization,
+      batchKeys,
     )
   }
 
@@ -514,7 +580,7 @@ export class Wallet implements WalletContext, PresentationContext {
     if (v1Only.length > 0 && session.protocol !== '1.0') {
       // refused before the single-use code is redeemed
       throw new WalletUsageError(
-        `misbehaviour ${v1Only.join(', ')} sends a legacy shape to an OpenID4VCI 1.0 issuer; ${session.credentialIssuer} is spoken to in draft 15`,
+        `misbehaviour ${v1Only.join(', ')} is spoken on the OpenID4VCI 1.0 path only (a legacy shape sent to a 1.0 issuer, or a key attestation); ${session.credentialIssuer} is spoken to in draft 15`,
       )
     }
     step('offer', session.offer)
@@ -545,8 +611,9 @@ export class Wallet implements WalletContext, PresentationContext {
     })
     step('token', { token_type: token.token_type, expires_in: token.expires_in })
     let result: CredentialResult
+    const proofType = opts.proofType && { proofType: opts.proofType }
     try {
-      result = await session.requestCredential({ misbehave: all, ...(present && { present }) })
+      result = await session.requestCredential({ misbehave: all, ...(present && { present }), ...proofType })
     } catch (error) {
       // OpenID4VCI 1.0 §8.3.1.2 / draft 15 §8.3.1: invalid_nonce asks for a proof with a fresh nonce — the
       // one the error carries (draft 15's c_nonce), else one from the nonce endpoint. Retried once, and only
@@ -555,7 +622,7 @@ export class Wallet implements WalletContext, PresentationContext {
       const body = error.body
       const cNonce = isObject(body) && typeof body.c_nonce === 'string' ? body.c_nonce : undefined
       step('credential', { status: error.status, error: error.error, retry: cNonce ? 'c_nonce' : 'nonce' })
-      result = await session.requestCredential({ ...(present && { present }), nonce: cNonce })
+      result = await session.requestCredential({ ...(present && { present }), nonce: cNonce, ...proofType })
     }
     step('credential', result.status === 200 ? { status: 200 } : result)
     let issued: IssuedCredentials
@@ -704,6 +771,9 @@ export class Wallet implements WalletContext, PresentationContext {
         ...(opts.sleep && { sleep: opts.sleep }),
         ...(opts.onStep && { onStep: opts.onStep }),
         ...(opts.share && { share: opts.share }),
+        ...(opts.batch !== undefined && { batch: opts.batch }),
+        ...(opts.keyAttestation !== undefined && { keyAttestation: opts.keyAttestation }),
+        ...(opts.proofType && { proofType: opts.proofType }),
       })
       return { kind, result }
     }
@@ -743,17 +813,53 @@ export class Wallet implements WalletContext, PresentationContext {
     return { ...resolveDidKey(this.did).publicJwk }
   }
 
-  /** Signs proof JWTs through the Veramo KMS (keyManagerSign answers base64url). */
-  jwtSigner(): JwtSigner {
-    const { agent, holder } = this
+  /** The wallet's own key as a proof key (its did:key; it signs through the KMS). */
+  holderKey(): ProofKey {
     return {
-      kid: holder.kid,
-      alg: holder.alg,
+      did: this.did,
+      kid: this.kid,
+      alg: this.alg,
+      publicJwk: this.publicJwk(),
+      signer: this.jwtSigner(),
+    }
+  }
+
+  /**
+   * A fresh further key for a batch, of the wallet's key type (a presentation signs with the key the copy is
+   * bound to, so every copy must be presentable like the wallet's own). Kept only once a credential bound to
+   * it is stored (accept), with it.
+   */
+  newHolderKey(): ProofKey {
+    return freshProofKey(this.alg)
+  }
+
+  /** Whether `did` is a further key of a batch this wallet holds. */
+  isBatchKey(did: string): boolean {
+    return this.batchKeys.has(did)
+  }
+
+  /** The further key `holder` names, when it is one this wallet holds; else undefined (the wallet's own key). */
+  private batchKey(holder: string | undefined): ProofKey | undefined {
+    const privateKey = holder === undefined || holder === this.did ? undefined : this.batchKeys.get(holder)
+    return privateKey && proofKeyOf(privateKey)
+  }
+
+  /**
+   * Signs proof JWTs, VPs and KB-JWTs: through the Veramo KMS (keyManagerSign answers base64url) with the
+   * wallet's own key, or with the further key of a batch that `holder` (a credential's subject) names.
+   */
+  jwtSigner(holder?: string): JwtSigner {
+    const further = this.batchKey(holder)
+    if (further) return further.signer
+    const { agent, holder: own } = this
+    return {
+      kid: own.kid,
+      alg: own.alg,
       async sign(signingInput: string): Promise<Uint8Array> {
         const signature = await agent.keyManagerSign({
-          keyRef: holder.keyRef,
+          keyRef: own.keyRef,
           data: signingInput,
-          algorithm: holder.alg,
+          algorithm: own.alg,
           encoding: 'utf-8',
         })
         return Buffer.from(signature, 'base64url')
@@ -787,23 +893,27 @@ export class Wallet implements WalletContext, PresentationContext {
   /**
    * The holder key as an mdoc's device signature makes it (COSE_Sign1 over DeviceAuthentication, ISO 18013-5
    * §9.1.3.6): the raw bytes signed through the Veramo KMS, ES256 (IEEE P1363 r||s) for a P-256 holder, EdDSA
-   * for an Ed25519 one; a secp256k1 key signs no mdoc (WalletUsageError).
+   * for an Ed25519 one; a secp256k1 key signs no mdoc (WalletUsageError). An mdoc whose deviceKey is a further
+   * key of a batch (`holder`, its subject) is signed with that key.
    */
-  deviceSigner(): DeviceSigner {
-    const { agent, holder } = this
-    const alg = holder.keyType === 'P-256' ? 'ES256' : holder.keyType === 'Ed25519' ? 'EdDSA' : undefined
+  deviceSigner(holder?: string): DeviceSigner {
+    const further = this.batchKey(holder)
+    const furtherSigner = further?.privateKey && deviceSignerOf(further.alg, further.privateKey)
+    if (furtherSigner) return furtherSigner
+    const { agent, holder: own } = this
+    const alg = own.keyType === 'P-256' ? 'ES256' : own.keyType === 'Ed25519' ? 'EdDSA' : undefined
     if (!alg) {
       throw new WalletUsageError(
-        `an mdoc device signature is ES256 (OpenID4VP 1.0 Appendix B.2.4, HAIP) or EdDSA; this wallet holds a ${holder.keyType} key: use a P-256 wallet (--key-type P-256)`,
+        `an mdoc device signature is ES256 (OpenID4VP 1.0 Appendix B.2.4, HAIP) or EdDSA; this wallet holds a ${own.keyType} key: use a P-256 wallet (--key-type P-256)`,
       )
     }
     return {
       alg,
       async sign(toBeSigned: Uint8Array): Promise<Uint8Array> {
         const signature = await agent.keyManagerSign({
-          keyRef: holder.keyRef,
+          keyRef: own.keyRef,
           data: Buffer.from(toBeSigned).toString('hex'),
-          algorithm: holder.alg,
+          algorithm: own.alg,
           encoding: 'base16',
         })
         return new Uint8Array(Buffer.from(signature, 'base64url'))
@@ -890,7 +1000,7 @@ export class Wallet implements WalletContext, PresentationContext {
    * (credentialSubject.id), within its validity period, its Bitstring status active. Stored as its JSON text.
    */
   private async acceptLdVc(credentials: unknown[], origin: CredentialOrigin): Promise<StoredCredential[]> {
-    const { fail, status } = this.receipt(origin)
+    const { fail, status, holders } = this.receipt(origin)
     const accepted: StoredCredential[] = []
     for (const [index, credential] of credentials.entries()) {
       if (!isObject(credential))
@@ -906,6 +1016,7 @@ export class Wallet implements WalletContext, PresentationContext {
       }
       const subject = isObject(vc.credentialSubject) ? vc.credentialSubject : {}
       const subjectId = typeof subject.id === 'string' ? subject.id : undefined
+      const holder = holderNamed(holders, subjectId)
       let issuer = String(issuerIdOf(vc) ?? '')
       if (read && !this.trustEverything) {
         const expired = ldValidityProblem(read.validity, Date.now())
@@ -917,10 +1028,10 @@ export class Wallet implements WalletContext, PresentationContext {
             `credentials[${index}]: the issuer's proof (VC Data Model 1.1 §4.7, VC Data Integrity 1.0 §4.3; ${read.alg}) does not verify: ${proof.reason}`,
           )
         else issuer = proof.issuer
-        if (subjectId !== this.did)
+        if (subjectId !== holder.did)
           fail(
             'wrong_subject',
-            `credentials[${index}]: credentialSubject.id ${String(subjectId)} is not the holder ${this.did} (holder binding: the credential belongs to another key than the proof showed)`,
+            `credentials[${index}]: credentialSubject.id ${String(subjectId)} is not the holder ${holder.did} (holder binding: the credential belongs to another key than the proof showed)`,
           )
         if (status) await this.statusOrFail(() => status.checkBitstring(vc, issuer), index, origin.status)
       }
@@ -933,9 +1044,9 @@ export class Wallet implements WalletContext, PresentationContext {
         format: 'ldp_vc',
         credential: text,
         issuer,
-        subject: this.did,
+        subject: holder.did,
         types: read ? [...read.types] : asStringArray(vc.type),
-        credentialSubject: this.trustEverything ? { ...subject } : { ...subject, id: this.did },
+        credentialSubject: this.trustEverything ? { ...subject } : { ...subject, id: holder.did },
         ...(notBefore && { issuedAt: notBefore.shown }),
         ...(notAfter && { expiresAt: notAfter.shown }),
         credentialIssuer: origin.credentialIssuer,
@@ -943,11 +1054,13 @@ export class Wallet implements WalletContext, PresentationContext {
         receivedAt: new Date().toISOString(),
       })
     }
-    return this.keep(accepted)
+    return this.keep(accepted, holders)
   }
 
   /** The holder key as a Linked Data presentation signs with it (an ldp_vp: presentation-ldp.ts). */
-  async ldPresenter(): Promise<LdPresenter> {
+  async ldPresenter(holder?: string): Promise<LdPresenter> {
+    const further = this.batchKey(holder)?.privateKey
+    if (further) return presenterOf(further)
     return presenterOf(
       createPrivateKey({ key: (await this.privateJwk()) as import('node:crypto').JsonWebKey, format: 'jwk' }),
     )
@@ -965,19 +1078,43 @@ export class Wallet implements WalletContext, PresentationContext {
     }
     const status =
       origin.checkStatus && !this.trustEverything ? new ReceiptStatusChecker(this.http) : undefined
-    return { fail, status }
+    // the keys the request proved (a batch: several); a credential direct to accept() is the wallet's own key's
+    const holders = origin.holders && origin.holders.length > 0 ? origin.holders : [this.holderKey()]
+    return { fail, status, holders }
   }
 
-  /** Stores every accepted credential at once (all or none of a response) and answers copies. */
-  private async keep(accepted: StoredCredential[]): Promise<StoredCredential[]> {
+  /**
+   * Stores every accepted credential at once (all or none of a response), with the further keys of a batch
+   * they are bound to (a key no credential came for is not kept), and answers copies.
+   */
+  private async keep(
+    accepted: StoredCredential[],
+    holders: readonly ProofKey[] = [],
+  ): Promise<StoredCredential[]> {
+    const keys: StoredHolder[] = []
+    for (const key of holders) {
+      if (!key.privateKey || this.batchKeys.has(key.did)) continue
+      if (!accepted.some((c) => c.subject === key.did)) continue
+      keys.push({
+        keyType: this.keyType,
+        did: key.did,
+        kid: key.kid,
+        // the private key is written only where the user asked for a file, as the holder's (store.ts)
+        ...(this.store.persistent && { privateKeyHex: privateKeyHexOf(key.privateKey) }),
+      })
+    }
     this.state.credentials.push(...accepted)
+    if (keys.length > 0) this.state.keys = [...(this.state.keys ?? []), ...keys]
     await this.store.save(this.state)
+    for (const key of holders) {
+      if (key.privateKey && keys.some((k) => k.did === key.did)) this.batchKeys.set(key.did, key.privateKey)
+    }
     return structuredClone(accepted)
   }
 
   /** jwt_vc_json at receipt (see accept). */
   private async acceptJwtVc(credentials: unknown[], origin: CredentialOrigin): Promise<StoredCredential[]> {
-    const { fail, status } = this.receipt(origin)
+    const { fail, status, holders } = this.receipt(origin)
     const accepted: StoredCredential[] = []
     for (const [index, credential] of credentials.entries()) {
       if (typeof credential !== 'string') {
@@ -993,6 +1130,7 @@ export class Wallet implements WalletContext, PresentationContext {
       const vc = isObject(payload.vc) ? payload.vc : {}
       const subject = isObject(vc.credentialSubject) ? vc.credentialSubject : {}
       const issuer = typeof payload.iss === 'string' ? payload.iss : ''
+      const holder = holderNamed(holders, typeof payload.sub === 'string' ? payload.sub : undefined)
       if (!this.trustEverything) {
         const expired = expiryProblem(payload, vc, Date.now())
         if (expired) fail('invalid_credential', `credentials[${index}]: ${expired}`)
@@ -1007,13 +1145,13 @@ export class Wallet implements WalletContext, PresentationContext {
             `credentials[${index}]: the issuer's signature (JWT VC, RFC 7515 §5.2) or validity does not verify against ${issuer || 'its issuer'}: ${result.error?.message ?? 'not verified'}`,
           )
         }
-        if (payload.sub !== this.did) {
+        if (payload.sub !== holder.did) {
           fail(
             'wrong_subject',
-            `credentials[${index}]: sub ${String(payload.sub)} is not the holder ${this.did} (holder binding: the credential belongs to another key than the proof showed)`,
+            `credentials[${index}]: sub ${String(payload.sub)} is not the holder ${holder.did} (holder binding: the credential belongs to another key than the proof showed)`,
           )
         }
-        if (subject.id !== undefined && subject.id !== this.did) {
+        if (subject.id !== undefined && subject.id !== holder.did) {
           fail(
             'wrong_subject',
             `credentials[${index}]: credentialSubject.id ${String(subject.id)} is not the holder (holder binding)`,
@@ -1032,9 +1170,9 @@ export class Wallet implements WalletContext, PresentationContext {
         format: 'jwt_vc_json',
         credential: jwt,
         issuer,
-        subject: this.did,
+        subject: holder.did,
         types: asStringArray(vc.type),
-        credentialSubject: this.trustEverything ? { ...subject } : { ...subject, id: this.did },
+        credentialSubject: this.trustEverything ? { ...subject } : { ...subject, id: holder.did },
         ...(issuedAt && { issuedAt }),
         ...(expiresAt && { expiresAt }),
         credentialIssuer: origin.credentialIssuer,
@@ -1042,7 +1180,7 @@ export class Wallet implements WalletContext, PresentationContext {
         receivedAt: new Date().toISOString(),
       })
     }
-    return this.keep(accepted)
+    return this.keep(accepted, holders)
   }
 
   /** A status check at receipt; a revoked or unknown status is a WalletProtocolError of step `verify`. */
@@ -1066,7 +1204,7 @@ export class Wallet implements WalletContext, PresentationContext {
    * entry; stored all, or none. The careless wallet (trustEverything) only reads the claims.
    */
   private async acceptSdJwt(credentials: unknown[], origin: CredentialOrigin): Promise<StoredCredential[]> {
-    const { status } = this.receipt(origin)
+    const { status, holders } = this.receipt(origin)
     const accepted: StoredCredential[] = []
     for (const [index, credential] of credentials.entries()) {
       if (typeof credential !== 'string') {
@@ -1077,12 +1215,13 @@ export class Wallet implements WalletContext, PresentationContext {
           errorDescription: `credentials[${index}] is not a dc+sd-jwt string`,
         })
       }
+      const holder = holderNamed(holders, cnfDidOf(credential))
       let received: Awaited<ReturnType<typeof verifyReceivedSdJwt>>
       try {
         received = this.trustEverything
           ? await parseReceivedSdJwt(credential)
           : await verifyReceivedSdJwt(credential, {
-              holderJwk: this.publicJwk(),
+              holderJwk: holder.publicJwk,
               vct: origin.vct,
               trustAnchors: this.trustAnchors,
             })
@@ -1109,7 +1248,7 @@ export class Wallet implements WalletContext, PresentationContext {
         format: SD_JWT_VC_TYP,
         credential,
         issuer: received.issuer,
-        subject: this.did,
+        subject: holder.did,
         types: [vct],
         vct,
         credentialSubject: received.claims,
@@ -1120,7 +1259,7 @@ export class Wallet implements WalletContext, PresentationContext {
         receivedAt: new Date().toISOString(),
       })
     }
-    return this.keep(accepted)
+    return this.keep(accepted, holders)
   }
 
   /**
@@ -1131,7 +1270,7 @@ export class Wallet implements WalletContext, PresentationContext {
    * wallet (trustEverything) only reads the elements.
    */
   private async acceptMdoc(credentials: unknown[], origin: CredentialOrigin): Promise<StoredCredential[]> {
-    const { fail, status } = this.receipt(origin)
+    const { fail, status, holders } = this.receipt(origin)
     const accepted: StoredCredential[] = []
     for (const [index, credential] of credentials.entries()) {
       if (typeof credential !== 'string') {
@@ -1145,7 +1284,7 @@ export class Wallet implements WalletContext, PresentationContext {
         received = this.trustEverything
           ? await parseReceivedMdoc(credential)
           : await verifyReceivedMdoc(credential, {
-              holderDid: this.did,
+              holderDid: holders.map((h) => h.did),
               docType: origin.doctype,
               trustAnchors: this.trustAnchors,
             })
@@ -1167,7 +1306,7 @@ export class Wallet implements WalletContext, PresentationContext {
         format: MDOC_FORMAT,
         credential: credential as string,
         issuer: received.issuer,
-        subject: this.did,
+        subject: holderNamed(holders, received.deviceKeyDid).did,
         types: [received.docType],
         doctype: received.docType,
         credentialSubject: received.namespaces,
@@ -1178,6 +1317,6 @@ export class Wallet implements WalletContext, PresentationContext {
         receivedAt: new Date().toISOString(),
       })
     }
-    return this.keep(accepted)
+    return this.keep(accepted, holders)
   }
 }

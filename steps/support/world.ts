@@ -8,6 +8,7 @@ import { PROBLEM_MEDIA_TYPE } from '../../src/shared/wire.ts'
 import { type CleanupReport, cleanupEnabled, debrisOf, describeCleanup, removeDebris } from './cleanup.ts'
 import { DcqlFlow } from './dcql.ts'
 import { type Exchange, ExchangeLog, unrecordedFetch } from './exchanges.ts'
+import { HaipFlow } from './haip.ts'
 import { IssuanceFlow } from './issuance.ts'
 import { LinkedDataFlow } from './linked-data.ts'
 import { MdocFlow } from './mdoc.ts'
@@ -84,6 +85,7 @@ export class HarnessWorld extends World implements FlowWorld {
   private dcqlFlow: DcqlFlow | undefined
   private linkedDataFlow: LinkedDataFlow | undefined
   private mdocFlow: MdocFlow | undefined
+  private haipFlow: HaipFlow | undefined
   /** Cucumber's attach, for texts redacted already. */
   private readonly attachRedacted: World['attach']
 
@@ -194,6 +196,12 @@ export class HarnessWorld extends World implements FlowWorld {
     return this.mdocFlow
   }
 
+  /** The scenario's authorization code flow as HAIP profiles it: its templates and clients (steps/support/haip.ts). */
+  get haip(): HaipFlow {
+    this.haipFlow ??= new HaipFlow(this, this.issuance)
+    return this.haipFlow
+  }
+
   /** The scenario's Linked Data holder, credentials, ldp_vp and session (steps/support/linked-data.ts). */
   get linkedData(): LinkedDataFlow {
     this.linkedDataFlow ??= new LinkedDataFlow(this, this)
@@ -247,6 +255,15 @@ export class HarnessWorld extends World implements FlowWorld {
       this.tenancy = this.target.tenant
       this.log(`no portal: using the configured tenant "${this.tenancy.tenant}"`)
     }
+    return this.tenancy
+  }
+
+  /**
+   * The tenant the target was configured with (the demo tenant when embedded or child), for scenarios that
+   * need what only its configuration can give, such as trusting the test wallet provider (steps/support/haip.ts).
+   */
+  useConfiguredTenant(): TenantFixture {
+    this.tenancy = this.target.tenant
     return this.tenancy
   }
 

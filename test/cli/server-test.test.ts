@@ -30,7 +30,7 @@ describe('issuer-test and verifier-test on the command line', { timeout: 180_000
       /^issuer:proof-missing\trefuse \(misbehaviour missing-proof\)\t@OID4VCI-1\.0-8\.2/m,
     )
     assert.match(list.stdout, /rule: the credential request carries neither proof nor proofs/)
-    assert.equal(list.stdout.match(/^issuer:/gm)?.length, 27)
+    assert.equal(list.stdout.match(/^issuer:/gm)?.length, 41)
     const verifier = await runCli(['verifier-test', '--list'])
     assert.equal(verifier.stdout.match(/^verifier:/gm)?.length, 31)
     // the ISO mdoc cases: the OIDF suite's invalid-session-transcript among them

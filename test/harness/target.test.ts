@@ -104,7 +104,8 @@ describe('external target settings', () => {
     assert.deepEqual(target.tenant.appKey, { id: DEMO.app.id, secret: DEMO.app.secret })
     assert.deepEqual(target.tenant.adminKey, { id: DEMO.admin.id, secret: DEMO.admin.secret })
     assert.equal(target.operator?.keyId, DEMO.operator.id)
-    assert.deepEqual([...target.capabilities].sort(), ['portal', 'webhooks'])
+    // the demo tenant trusts the test wallet provider (testWalletProvider: true), and the example says so
+    assert.deepEqual([...target.capabilities].sort(), ['portal', 'test-wallet-provider', 'webhooks'])
   })
 
   test('environment variables override the profile key by key', () => {
@@ -238,6 +239,26 @@ describe('capabilities', () => {
     }
   })
 
+  test('external: test-wallet-provider only when the profile or the environment says true', () => {
+    for (const [value, expected] of [
+      ['true', true],
+      ['1', true],
+      ['false', false],
+      ['0', false],
+    ] as const) {
+      const target = external({ VC_HARNESS_TEST_WALLET_PROVIDER: value })
+      assert.equal(target.capabilities.has('test-wallet-provider'), expected, value)
+    }
+    const inProfile = externalTarget({
+      VC_HARNESS_PROFILE: writeProfile({ ...fullProfile(), test_wallet_provider: true }),
+    })
+    assert.ok(inProfile.capabilities.has('test-wallet-provider'))
+    const wrong = configError(() => external({ VC_HARNESS_TEST_WALLET_PROVIDER: 'yes' }))
+    assert.match(wrong, /VC_HARNESS_TEST_WALLET_PROVIDER must be true or false/)
+    const missing = missingCapability(external({}), 'test-wallet-provider') ?? ''
+    assert.match(missing, /VC_HARNESS_TEST_WALLET_PROVIDER=true/)
+  })
+
   test('missingCapability says what to set', () => {
     const none = external({})
     assert.match(missingCapability(none, 'portal') ?? '', /VC_HARNESS_OPERATOR_KEY_ID/)
@@ -258,11 +279,16 @@ describe('capabilities', () => {
     assert.match(described, /^ {2}webhooks: no \(/m)
   })
 
-  test('embedded: portal, clock and webhooks, receiver on loopback', async () => {
+  test('embedded: portal, clock, webhooks and (the demo tenant) test-wallet-provider, receiver on loopback', async () => {
     const target = await startTarget({})
     try {
       assert.equal(target.kind, 'embedded')
-      assert.deepEqual([...target.capabilities].sort(), ['clock', 'portal', 'webhooks'])
+      assert.deepEqual([...target.capabilities].sort(), [
+        'clock',
+        'portal',
+        'test-wallet-provider',
+        'webhooks',
+      ])
       assert.deepEqual(target.receiver, { host: '127.0.0.1', port: 0 })
       assert.equal(target.child, undefined)
     } finally {
@@ -311,7 +337,7 @@ describe('child target', { concurrency: true }, () => {
     try {
       assert.equal(target.kind, 'child')
       console.error(`child target started in ${startMs} ms`)
-      assert.deepEqual([...target.capabilities].sort(), ['portal', 'webhooks'])
+      assert.deepEqual([...target.capabilities].sort(), ['portal', 'test-wallet-provider', 'webhooks'])
       assert.equal(missingCapability(target, 'clock')?.includes('child'), true)
       assert.equal(target.clock, undefined)
       assert.deepEqual(target.receiver, { host: '127.0.0.1', port: 0 })

@@ -632,8 +632,14 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
     experienced?: boolean
   }
 
-  /** The legacy request shapes are for 1.0 issuers (test/wallet/receive-v1.test.ts); this service speaks draft 15. */
-  type DraftMisbehaviour = Exclude<Misbehaviour, 'legacy-proof' | 'legacy-format-request'>
+  /**
+   * The legacy request shapes are for 1.0 issuers (test/wallet/receive-v1.test.ts), and key attestations are sent
+   * on the 1.0 path only (test/wallet/key-attestation-service.test.ts); this service speaks draft 15.
+   */
+  type DraftMisbehaviour = Exclude<
+    Misbehaviour,
+    'legacy-proof' | 'legacy-format-request' | 'key-attestation-foreign-key'
+  >
   const DRAFT_MISBEHAVIOURS = MISBEHAVIOURS.filter(
     (m): m is DraftMisbehaviour => !V1_ONLY_MISBEHAVIOURS.includes(m),
   )
@@ -832,7 +838,7 @@ describe('the simulated wallet against the reference service', PARALLEL, () => {
         await assert.rejects(wallet.receive(deepLink, { misbehave: [misbehaviour] }), {
           name: 'WalletUsageError',
           message: new RegExp(
-            `^misbehaviour ${misbehaviour} sends a legacy shape to an OpenID4VCI 1\\.0 issuer;`,
+            `^misbehaviour ${misbehaviour} is spoken on the OpenID4VCI 1\\.0 path only \\(`,
           ),
         })
         assert.equal((await wallet.receive(deepLink)).status, 'issued', 'the code is still unused')

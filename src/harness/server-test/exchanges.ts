@@ -24,6 +24,19 @@ const BODY_MAX = 1500
 const cut = (text: string) =>
   text.length > BODY_MAX ? `${text.slice(0, BODY_MAX)}… (${text.length} chars)` : text
 
+/**
+ * The authorization code flow's secrets in a form body, besides what redact.ts masks by name: the code and
+ * its PKCE verifier (`code=…&code_verifier=…` of a token request).
+ */
+const FLOW_SECRETS = /(^|&)(code|code_verifier)=[^&]*/g
+export function maskFlowSecrets(form: string): string {
+  return form.replace(
+    FLOW_SECRETS,
+    (_, lead: string, name: string) =>
+      `${lead}${name}=[redacted:${name === 'code' ? 'authorization-code' : 'code-verifier'}]`,
+  )
+}
+
 function bodyText(body: unknown): string | undefined {
   if (body === undefined || body === null) return undefined
   if (typeof body === 'string') return body
@@ -88,7 +101,7 @@ export class ExchangeRecorder {
     const entry: Exchange = {
       method,
       url: maskedUrl(url),
-      ...(sent !== undefined ? { request: cut(redactPatterns(sent)) } : {}),
+      ...(sent !== undefined ? { request: cut(maskFlowSecrets(redactPatterns(sent))) } : {}),
       status: 0,
       ms: 0,
     }

@@ -2,8 +2,10 @@
 // (the CLI parses, this wires): where the flows come from, which hosts the wallet may contact, the pre-flight,
 // the run. docs/server-testing.md describes both.
 
+import type { AuthorizationOptions } from '../../wallet/issuance-authorization.ts'
 import { ExchangeRecorder } from './exchanges.ts'
 import { type IssuerProfile, issuerCaseCode, probeIssuer } from './issuer.ts'
+import { haipCaseCode } from './issuer-haip.ts'
 import { type ServerCase, serverPlanCases } from './plans.ts'
 import {
   type CredentialSupply,
@@ -88,6 +90,11 @@ export interface IssuerTestOptions extends Common {
     | { offerCommand: string; deferredOfferCommand?: string; completeCommand?: string; txCode?: string }
   protocol?: '1.0' | 'draft15'
   tokenWaitMs?: number
+  /**
+   * The authorization code flow (the HAIP cases, and every case when the offers grant nothing else): the wallet
+   * provider signing the attestation (default the published TEST provider), redirect_uri, client_id, a user step
+   */
+  authorization?: AuthorizationOptions
 }
 
 export async function runIssuerTest(options: IssuerTestOptions): Promise<ServerTestRun> {
@@ -123,16 +130,23 @@ export async function runIssuerTest(options: IssuerTestOptions): Promise<ServerT
     ...(options.protocol ? { protocol: options.protocol } : {}),
     tokenWaitMs: options.tokenWaitMs ?? 0,
     deferredTimeoutMs: Math.max(5_000, caseTimeoutMs - 5_000),
+    ...(options.authorization ? { authorization: options.authorization } : {}),
   }
   const profile: IssuerProfile = await preflight(recorder, () => probeIssuer(ctx))
+  const grants = [
+    ...(profile.grants.preAuthorized ? ['pre-authorized_code'] : []),
+    ...(profile.grants.authorizationCode ? ['authorization_code'] : []),
+  ]
   options.onReady?.(
-    `${cases.length} cases against ${profile.credentialIssuer} (OpenID4VCI ${profile.protocol === '1.0' ? '1.0' : 'draft 15'}, configuration ${profile.configurationId}${profile.format ? `, ${profile.format}` : ''}, ${profile.keyType} holder key)`,
+    `${cases.length} cases against ${profile.credentialIssuer} (OpenID4VCI ${profile.protocol === '1.0' ? '1.0' : 'draft 15'}, configuration ${profile.configurationId}${profile.format ? `, ${profile.format}` : ''}, ${profile.keyType} holder key, offers granting ${grants.join(' and ') || 'nothing'})`,
   )
+  const issuerCase = issuerCaseCode(ctx, profile)
+  const haipCase = haipCaseCode(ctx, profile)
   return runServerTest({
     plan: 'issuer',
     cases,
     target: `${target} (${profile.credentialIssuer})`,
-    run: issuerCaseCode(ctx, profile),
+    run: (c, note, signal) => (c.name.startsWith('haip-') ? haipCase : issuerCase)(c, note, signal),
     exchanges: () => recorder.take(),
     caseTimeoutMs,
     ...(options.onResult ? { onResult: options.onResult } : {}),

@@ -1,13 +1,19 @@
 // The issuer plan's cases, carried out with the harness's wallet (src/wallet) against any OpenID4VCI issuer:
 // each case takes a fresh offer from the source, creates a fresh wallet whose every request is recorded, and
 // either completes the flow (positive cases) or sends the case's one misbehaviour and judges the refusal.
+// The HAIP authorization code flow cases (`haip-*`) are issuer-haip.ts's, on the steps exported here.
 
 import { setTimeout as sleep } from 'node:timers/promises'
 import { isObject } from '../../shared/json.ts'
 import { WalletProtocolError } from '../../wallet/errors.ts'
 import type { IssuanceSession, IssuedCredentials } from '../../wallet/issuance.ts'
+import {
+  AUTHORIZATION_CODE_GRANT,
+  type AuthorizationOptions,
+  type IssuanceFlow,
+} from '../../wallet/issuance-authorization.ts'
 import type { IssuanceProtocol } from '../../wallet/issuance-v1.ts'
-import type { Misbehaviour } from '../../wallet/misbehaviour.ts'
+import type { IssuanceMisbehaviour, Misbehaviour } from '../../wallet/misbehaviour.ts'
 import type { HolderKeyType } from '../../wallet/store.ts'
 import { Wallet } from '../../wallet/wallet.ts'
 import type { ExchangeRecorder } from './exchanges.ts'
@@ -36,6 +42,12 @@ export interface IssuerTestContext {
   tokenWaitMs?: number
   /** the deferred case's polling budget */
   deferredTimeoutMs?: number
+  /**
+   * How the wallet takes part in the authorization code flow: the wallet provider signing its attestation
+   * (default vc-harness's published TEST provider, which the issuer must trust), redirect_uri, client_id, and
+   * a user step for an authorization endpoint that shows a page (default none: the target must approve at once)
+   */
+  authorization?: AuthorizationOptions
 }
 
 /** What the pre-flight learned of the issuer: its identifier, generation and the holder key it takes. */
@@ -52,6 +64,10 @@ export interface IssuerProfile {
    * or `claims` (moved into credential_metadata by 1.0 §12.2.4). A draft-shaped request is then one it offers.
    */
   servesDraft15Too: boolean
+  /** the grants of the first offer (OpenID4VCI 1.0 §4.1.1) */
+  grants: { preAuthorized: boolean; authorizationCode: boolean }
+  /** the authorization_code grant's authorization_server, when the offer names one */
+  authorizationServer?: string
 }
 
 const KEY_OF_ALG: Record<string, HolderKeyType> = {
@@ -79,9 +95,26 @@ function proofAlgsOf(session: IssuanceSession, configurationId: string): string[
   return Array.isArray(algs) ? algs.filter((a): a is string => typeof a === 'string') : undefined
 }
 
+/** What to do when the authorization endpoint shows a page instead of redirecting at once. */
+export const USER_STEP_HINT =
+  'the authorization endpoint wants a person: an automated run needs the issuer to approve at once in a test mode (docs/server-testing.md "HAIP issuance")'
+/** What to do when the pushed authorization request is refused for its client authentication. */
+export const TRUST_HINT =
+  "the issuer must trust the wallet provider that signs the wallet attestation: vc-harness issuer-test --list-trust prints its public key (the built-in TEST provider's unless --wallet-provider-key)"
+
+/** The hint for a failed authorization step the harness knows the cause of: a person asked for, an untrusted wallet. */
+export function authorizationHint(error: unknown): string | undefined {
+  if (!(error instanceof WalletProtocolError)) return undefined
+  if (error.error === 'interaction_required') return USER_STEP_HINT
+  if (error.step === 'par' && (error.error === 'invalid_client' || error.status === 401)) return TRUST_HINT
+  return undefined
+}
+
 /**
  * Pre-flight: one offer, the issuer metadata read the way the wallet reads it. Throws a message naming what
- * is wrong (the command, the offer, the metadata) before any case runs.
+ * is wrong (the command, the offer, the metadata) before any case runs. An offer redeemed only with the
+ * authorization code flow is also authorized (PAR, the authorization endpoint; nothing redeemed): an
+ * endpoint that wants a person, or a wallet attestation the issuer does not trust, would stop every case.
  */
 export async function probeIssuer(ctx: IssuerTestContext): Promise<IssuerProfile> {
   const offer = await ctx.offers.next('immediate')
@@ -93,9 +126,24 @@ export async function probeIssuer(ctx: IssuerTestContext): Promise<IssuerProfile
   } catch (error) {
     throw new Error(`the first offer could not be read: ${(error as Error).message}`)
   }
+  if (session.flow === 'authorization_code') {
+    try {
+      await session.authorize()
+    } catch (error) {
+      const hint = authorizationHint(error)
+      if (hint)
+        throw new Error(
+          `the authorization step of the first offer failed (${(error as Error).message}): ${hint}`,
+        )
+      // anything else is the cases' to judge (haip-authorization-response, haip-metadata, …)
+    }
+  }
   const configurationId = session.offer.credential_configuration_ids[0] as string
   const configuration = session.configurations[configurationId] as Record<string, unknown> | undefined
   const proofAlgs = proofAlgsOf(session, configurationId)
+  const grants = isObject(session.offer.grants) ? session.offer.grants : {}
+  const codeGrant = grants[AUTHORIZATION_CODE_GRANT]
+  const authorizationServer = isObject(codeGrant) ? codeGrant.authorization_server : undefined
   return {
     credentialIssuer: session.credentialIssuer,
     protocol: session.protocol,
@@ -107,32 +155,42 @@ export async function probeIssuer(ctx: IssuerTestContext): Promise<IssuerProfile
       session.protocol === '1.0' &&
       configuration !== undefined &&
       ('display' in configuration || 'claims' in configuration),
+    grants: {
+      preAuthorized: isObject(grants['urn:ietf:params:oauth:grant-type:pre-authorized_code']),
+      authorizationCode: isObject(codeGrant),
+    },
+    ...(typeof authorizationServer === 'string' ? { authorizationServer } : {}),
   }
 }
 
-function newWallet(ctx: IssuerTestContext, keyType: HolderKeyType): Promise<Wallet> {
+export function newWallet(ctx: IssuerTestContext, keyType: HolderKeyType): Promise<Wallet> {
   return Wallet.create({
     keyType,
     fetch: ctx.recorder.fetch,
     ...(ctx.trustAnchors ? { trustAnchors: ctx.trustAnchors } : {}),
     ...(ctx.protocol ? { protocol: ctx.protocol } : {}),
+    ...(ctx.authorization ? { authorization: ctx.authorization } : {}),
     // a case's window bounds it; one request may not take all of it
     http: { timeoutMs: 20_000 },
   })
 }
 
-interface Started {
+export interface Started {
   offer: Offer
   wallet: Wallet
   session: IssuanceSession
 }
 
-/** A fresh offer opened by a fresh wallet: the offer and the metadata read. */
-async function start(
+/**
+ * A fresh offer opened by a fresh wallet: the offer and the metadata read. `flow`: the flow that redeems it
+ * (default: the offer's pre-authorized code where it has one, else the authorization code flow).
+ */
+export async function start(
   ctx: IssuerTestContext,
   keyType: HolderKeyType,
   kind: 'immediate' | 'deferred' = 'immediate',
   wallet?: Wallet,
+  flow?: IssuanceFlow,
 ): Promise<Started | ServerVerdict> {
   let offer: Offer | undefined
   try {
@@ -146,14 +204,17 @@ async function start(
     )
   const holder = wallet ?? (await newWallet(ctx, keyType))
   try {
-    const session = await holder.startIssuance(offer.link, ctx.protocol ? { protocol: ctx.protocol } : {})
+    const session = await holder.startIssuance(offer.link, {
+      ...(ctx.protocol ? { protocol: ctx.protocol } : {}),
+      ...(flow ? { flow } : {}),
+    })
     return { offer, wallet: holder, session }
   } catch (error) {
     return stepFailed('offer', error)
   }
 }
 
-const isVerdict = (value: unknown): value is ServerVerdict => isObject(value) && 'outcome' in value
+export const isVerdict = (value: unknown): value is ServerVerdict => isObject(value) && 'outcome' in value
 
 /** Redeems the offer's code; a failure means the case's own request was never reached. */
 async function redeem(s: Started): Promise<ServerVerdict | undefined> {
@@ -166,7 +227,7 @@ async function redeem(s: Started): Promise<ServerVerdict | undefined> {
 }
 
 /** A credential request, completed through the deferred endpoint when the issuer answers 202. */
-async function obtain(
+export async function obtain(
   ctx: IssuerTestContext,
   s: Started,
   note: (line: string) => void,
@@ -183,7 +244,7 @@ async function obtain(
 }
 
 /** Verifies and keeps what was issued: the positive cases' proof that the credential is right. */
-async function verifyIssued(
+export async function verifyIssued(
   s: Started,
   issued: IssuedCredentials,
   note: (line: string) => void,
@@ -203,10 +264,10 @@ async function verifyIssued(
 }
 
 /** The case's credential request, which the issuer must refuse: its answer judged. */
-async function mustRefuseCredential(
+export async function mustRefuseCredential(
   c: ServerCase,
   s: Started,
-  misbehave: readonly Misbehaviour[],
+  misbehave: readonly IssuanceMisbehaviour[],
   what = '',
 ): Promise<ServerVerdict> {
   try {
@@ -222,7 +283,7 @@ async function mustRefuseCredential(
   }
 }
 
-function issuedDespite(c: ServerCase, what: string): ServerVerdict {
+export function issuedDespite(c: ServerCase, what: string): ServerVerdict {
   return failed(
     'accepted',
     `${c.rule ?? c.title}: the issuer ${what} (${c.sources.join(' ')} requires a refusal)`,
@@ -252,6 +313,7 @@ export function issuerCaseCode(ctx: IssuerTestContext, profile: IssuerProfile): 
       case 'token-expired':
         return tokenExpired(ctx, c, keyType, note, signal)
       default:
+        if (c.name.startsWith('haip-')) throw new Error(`${c.id} is carried out by issuer-haip.ts`)
         return misbehaving(ctx, c, keyType, profile)
     }
   }
@@ -390,7 +452,7 @@ async function positive(
   }
   return passed(
     'accepted',
-    `issued a credential that verifies (${profile.protocol === '1.0' ? 'OpenID4VCI 1.0' : 'draft 15'}, ${keyType} key proof)`,
+    `issued a credential that verifies (${profile.protocol === '1.0' ? 'OpenID4VCI 1.0' : 'draft 15'}, ${s.session.flow === 'authorization_code' ? 'the authorization code flow: the offer grants no pre-authorized code, ' : ''}${keyType} key proof)`,
   )
 }
 
@@ -415,6 +477,10 @@ async function misbehaving(
   if (isVerdict(s)) return s
   if ((c.name === 'tx-code-wrong' || c.name === 'tx-code-missing') && !s.session.txCodeSpec)
     return notApplicable('the offer asks for no tx_code (make the offer command print one that does)')
+  if (refusal.step === 'token' && s.session.flow === 'authorization_code')
+    return notApplicable(
+      "the offer grants no pre-authorized code (only authorization_code): this case is about the pre-authorized code's token request; haip-code-replay redeems an authorization code twice",
+    )
   if (refusal.step === 'token') {
     try {
       await s.session.token({
@@ -430,7 +496,22 @@ async function misbehaving(
   }
   const stopped = await redeem(s)
   if (stopped) return stopped
+  if ((c.name === 'unknown-configuration' || c.name === 'credential-format-legacy') && grantsIdentifiers(s))
+    return notApplicable(
+      'the token response granted credential_identifiers (OpenID4VCI 1.0 §6.2): the credential is then named by credential_identifier (§8.2), and a request naming a configuration or a format is malformed whatever it names; unknown-identifier tests the identifier',
+    )
   return mustRefuseCredential(c, s, [misbehave])
+}
+
+/** Whether the token response's authorization_details granted credential_identifiers (OpenID4VCI 1.0 §6.2). */
+function grantsIdentifiers(s: Started): boolean {
+  const details = (s.session.tokenResponse as Record<string, unknown> | undefined)?.authorization_details
+  return (
+    Array.isArray(details) &&
+    details.some(
+      (d) => isObject(d) && Array.isArray(d.credential_identifiers) && d.credential_identifiers.length > 0,
+    )
+  )
 }
 
 /** A nonce consumed by a completed issuance of one offer, replayed in the request of another. */

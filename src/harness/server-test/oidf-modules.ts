@@ -162,8 +162,9 @@ const ISSUE_MDOC = 'issue 35'
 const ISSUE_HAIP = 'issue 36'
 const ISSUE_DC_API = 'issue 37'
 
-const AUTH_CODE = `needs the authorization code flow (PAR, PKCE), DPoP and wallet attestation, which vc-harness's issuer and wallet do not speak yet (${ISSUE_HAIP})`
-const CLIENT_ATTESTATION = `needs OAuth 2.0 attestation-based client authentication (wallet attestation) at the PAR and token endpoints, which vc-harness's wallet does not send yet (${ISSUE_HAIP})`
+/** What the authorization code flow's scenarios (features/issuance/haip.feature) need of a target. */
+const HAIP_SCENARIOS =
+  'the conformance scenarios of features/issuance/haip.feature, against a deployment whose tenant trusts the test wallet provider'
 
 // Scenario titles named more than once.
 const SD_JWT_REFUSALS = 'An SD-JWT VC presentation with <defect> is rejected under <check>'
@@ -171,6 +172,33 @@ const SD_JWT_VERIFIED =
   'A verified SD-JWT VC presentation reads VERIFIED with the named checks of the pipeline and the submission format dcql'
 const KB_TAGS = ['@RFC9901-4.3', '@OID4VP-1.0-B.3.6']
 const KEY_PROOF_DEFECTS = 'A key proof with <defect> is refused with <error>'
+// The authorization code flow (features/issuance/haip.feature).
+const HAIP_AS_METADATA =
+  'The authorization server metadata requires pushed authorization requests and announces PKCE S256 only, iss in the authorization response, ES256 DPoP proofs and wallet attestation'
+const HAIP_FLOW =
+  'A wallet completes an offer of the authorization_code grant alone through PAR, the authorization endpoint and a DPoP-bound token, and receives the SD-JWT VC bound to its key'
+const HAIP_ATTENDED =
+  'Before the application submits, the wallet of the authorization code flow is told to come back later, and collects the credential from the deferred endpoint with its DPoP-bound token once submitted'
+const HAIP_AUTHORIZATION_RESPONSE =
+  "A pushed authorization request is answered with a request_uri, and the authorization endpoint answers it with a redirect carrying the code, the client's state and the authorization server's iss"
+const HAIP_BEARER =
+  'A DPoP-bound access token presented as a Bearer token at the credential endpoint is refused with 401 invalid_token, and taken under the DPoP scheme with a proof of its key'
+const HAIP_DECLINE =
+  "A person who declines on the authorization page sends the client back with access_denied, the client's state and the authorization server's iss"
+const HAIP_PAR_REFUSALS = 'A pushed authorization request <defect> is refused with 400 <error>'
+const HAIP_ATTESTATION_REFUSALS =
+  'A pushed authorization request whose wallet attestation <defect> is refused with 401 invalid_client'
+const HAIP_AUTHORIZE_REFUSALS = 'The authorization endpoint refuses <request> with 400 <error>'
+const HAIP_MISBEHAVIOURS =
+  'A wallet misbehaving with <misbehaviour> is refused at its <step> request with <status> <error>, and nothing is issued'
+/** A wallet attestation refused at PAR (the attestation outline or the misbehaviour outline). */
+const attestationRefusal = (scenario = HAIP_ATTESTATION_REFUSALS): Coverage => ({
+  kind: 'scenario',
+  tags: ['@OAuth-Attestation-6.2'],
+  scenarios: [scenario],
+})
+const AT_PAR =
+  'the scenarios send it with the pushed authorization request (the suite: at PAR or at the token endpoint)'
 
 const V_PLAN = 'oid4vp-1final-verifier-test-plan'
 const I_PLAN = 'oid4vci-1_0-issuer-test-plan'
@@ -371,7 +399,7 @@ const ISSUER_MODULES: OidfModule[] = [
     checks: 'Two registered OAuth clients each complete an issuance, one after the other',
     coverage: {
       kind: 'none',
-      why: `needs registered clients with their own client_id and authentication; vc-harness's wallet is a public client of the pre-authorized code flow (${ISSUE_HAIP})`,
+      why: `needs two clients, each with its client_id and authentication, completing issuance one after the other; vc-harness's wallet authenticates by wallet attestation (${ISSUE_HAIP}), but no case or scenario runs two clients against one issuer`,
     },
   },
   {
@@ -397,7 +425,7 @@ const ISSUER_MODULES: OidfModule[] = [
       'A credential request with one key proof per credential (up to the advertised batch_size) is answered with credentials of one dataset, each bound to a different proof key',
     coverage: {
       kind: 'none',
-      why: `vc-harness's wallet sends one key proof per request and no case asks for a batch (${ISSUE_HAIP})`,
+      why: "vc-harness's issuer answers batches and its wallet sends them (--batch; test/service/oid4vci/batch.test.ts, test/wallet/key-attestation-service.test.ts), but no issuer-test case asks another issuer for a batch yet",
     },
   },
   {
@@ -422,7 +450,10 @@ const ISSUER_MODULES: OidfModule[] = [
     negative: true,
     checks:
       'A key attestation whose signature does not verify is refused with invalid_proof (where the configuration requires key attestation)',
-    coverage: { kind: 'none', why: `vc-harness's wallet sends no key attestation (${ISSUE_HAIP})` },
+    coverage: {
+      kind: 'none',
+      why: "vc-harness's issuer refuses it (test/service/oid4vci/key-attestation.test.ts) and its wallet sends key attestations (misbehaviour key-attestation-foreign-key), but no issuer-test case sends a broken one to another issuer yet",
+    },
   },
   {
     plan: I_PLAN,
@@ -430,7 +461,8 @@ const ISSUER_MODULES: OidfModule[] = [
     negative: true,
     checks:
       'A client attestation JWT whose signature does not verify is refused with invalid_client (at PAR, or at the token endpoint)',
-    coverage: { kind: 'none', why: CLIENT_ATTESTATION },
+    coverage: attestationRefusal(),
+    note: AT_PAR,
   },
   {
     plan: I_PLAN,
@@ -438,21 +470,22 @@ const ISSUER_MODULES: OidfModule[] = [
     negative: true,
     checks:
       'A client attestation proof of possession whose signature does not verify is refused with invalid_client',
-    coverage: { kind: 'none', why: CLIENT_ATTESTATION },
+    coverage: attestationRefusal(),
+    note: AT_PAR,
   },
   {
     plan: I_PLAN,
     module: 'oid4vci-1_0-issuer-fail-client-attestation-exp-in-past',
     negative: true,
     checks: 'A client attestation that expired ten minutes ago is refused at PAR',
-    coverage: { kind: 'none', why: CLIENT_ATTESTATION },
+    coverage: attestationRefusal(),
   },
   {
     plan: I_PLAN,
     module: 'oid4vci-1_0-issuer-fail-client-attestation-no-sub',
     negative: true,
     checks: 'A client attestation without sub is refused at PAR',
-    coverage: { kind: 'none', why: CLIENT_ATTESTATION },
+    coverage: attestationRefusal(),
   },
   {
     plan: I_PLAN,
@@ -460,7 +493,8 @@ const ISSUER_MODULES: OidfModule[] = [
     negative: true,
     checks:
       'A client attestation proof of possession whose aud is not the authorization server is refused at PAR',
-    coverage: { kind: 'none', why: CLIENT_ATTESTATION },
+    coverage: attestationRefusal(HAIP_MISBEHAVIOURS),
+    note: 'the simulated wallet misbehaving with attestation-pop-wrong-aud',
   },
   {
     plan: I_PLAN,
@@ -468,7 +502,8 @@ const ISSUER_MODULES: OidfModule[] = [
     negative: true,
     checks:
       "A proof of possession signed by another key than the attestation's cnf key is refused with invalid_client",
-    coverage: { kind: 'none', why: CLIENT_ATTESTATION },
+    coverage: attestationRefusal(),
+    note: AT_PAR,
   },
   {
     plan: I_PLAN,
@@ -694,8 +729,11 @@ const WALLET_VCI_MODULES: OidfModule[] = [
     negative: false,
     checks:
       'The wallet obtains a credential from the suite as issuer (issuer- or wallet-initiated; pre-authorized or authorization code; immediate or deferred)',
-    coverage: { kind: 'wallet-case', ids: ['issuance-1.0:positive', 'issuance-mdoc:positive'] },
-    note: `the authorization code variants need ${ISSUE_HAIP}; the deferred one has no wallet test case`,
+    coverage: {
+      kind: 'wallet-case',
+      ids: ['issuance-1.0:positive', 'issuance-mdoc:positive', 'issuance-haip:positive'],
+    },
+    note: 'issuance-haip:positive is the authorization code variant (issuer-initiated, immediate); the wallet-initiated and deferred variants have no wallet test case',
   },
   {
     plan: W_VCI_PLAN,
@@ -714,7 +752,7 @@ const WALLET_VCI_MODULES: OidfModule[] = [
       'The wallet obtains a credential requested by scope when the token response carries no authorization_details',
     coverage: {
       kind: 'none',
-      why: `scopes belong to the authorization code flow, which vc-harness does not speak yet (${ISSUE_HAIP})`,
+      why: "the issuance-haip plan's issuer answers the token request with authorization_details (the wallet asks by authorization_details and scope); no case leaves them out of the token response (no issue yet)",
     },
   },
   {
@@ -723,7 +761,10 @@ const WALLET_VCI_MODULES: OidfModule[] = [
     negative: false,
     checks:
       "The wallet fetches a challenge from the authorization server's challenge endpoint and puts it in its client attestation proof of possession",
-    coverage: { kind: 'none', why: `vc-harness's issuer asks for no wallet attestation (${ISSUE_HAIP})` },
+    coverage: {
+      kind: 'none',
+      why: "the issuance-haip plan's issuer requires a wallet attestation but gives no challenge: no challenge endpoint, no OAuth-Client-Attestation-Challenge header (no issue yet)",
+    },
   },
   {
     plan: W_VCI_PLAN,
@@ -731,7 +772,10 @@ const WALLET_VCI_MODULES: OidfModule[] = [
     negative: false,
     checks:
       'Offered batch issuance, the wallet sends distinct proof keys, no more than batch_size, and binds each credential (returned in reverse order) to its key',
-    coverage: { kind: 'none', why: `vc-harness's issuer offers no batch issuance (${ISSUE_HAIP})` },
+    coverage: {
+      kind: 'none',
+      why: "vc-harness's issuer offers batch_credential_issuance (oid4vci.batchSize), but no wallet-test case asks the wallet for a batch yet",
+    },
   },
 ]
 
@@ -745,10 +789,10 @@ export const OIDF_MODULES: readonly OidfModule[] = [
 
 // The HAIP plans: the same module classes in HAIP's variants, and FAPI 2.0 modules.
 
-const HAIP_ISSUER_WHY = `the HAIP plan runs it over the authorization code flow with PAR, DPoP and wallet attestation (${ISSUE_HAIP}); vc-harness checks the same rule over a pre-authorized code offer with a bearer token`
+const HAIP_ISSUER_WHY = `the HAIP plan runs it over the authorization code flow with PAR, DPoP and wallet attestation; vc-harness checks the same rule over a pre-authorized code offer with a bearer token (its issuer speaks the authorization code flow since ${ISSUE_HAIP}, and the issuer plan's haip-* cases grade another issuer's, but this module's variant is not mapped to them yet)`
 const HAIP_METADATA_WHY =
   'the HAIP plan adds rules of its own (a nonce endpoint in the metadata, the credential formats HAIP allows), which vc-harness does not check'
-const HAIP_VCI_WALLET_WHY = `HAIP fixes the authorization code flow with DPoP and wallet attestation (${ISSUE_HAIP}); issuance-1.0 offers a pre-authorized code`
+const HAIP_VCI_WALLET_WHY = `HAIP fixes the authorization code flow with DPoP and wallet attestation; issuance-1.0 offers a pre-authorized code, and the issuance-haip plan (${ISSUE_HAIP}) has no case for this module`
 
 /** A module of a 1.0 plan in a HAIP plan: the rule vc-harness checks, in a variant HAIP does not run. */
 function inHaip(m: OidfModule, plan: OidfPlanName, why: string, ids = coverageIds(m.coverage)): OidfModule {
@@ -810,15 +854,54 @@ const HAIP_VP_WALLET: OidfModule[] = WALLET_VP_MODULES.filter(
   return inHaip(m, 'oid4vp-1final-wallet-haip-test-plan', why, ids)
 })
 
+/**
+ * Modules of the issuer plan that a conformance scenario checks over the authorization code flow itself (PAR,
+ * DPoP, wallet attestation): in the HAIP plan they are covered as they are, not only in another variant.
+ */
+const HAIP_ISSUER_NATIVE: Readonly<Record<string, Coverage | 'as-is'>> = {
+  'oid4vci-1_0-issuer-happy-flow': {
+    kind: 'partial',
+    ids: ['issuer:happy-flow', 'issuer:deferred', 'issuer:notification'],
+    tags: ['@HAIP-1.0-4.1', '@OID4VCI-1.0-9'],
+    scenarios: [HAIP_FLOW, HAIP_ATTENDED],
+    why: `over the authorization code flow with PAR, DPoP and wallet attestation, immediate and deferred, only ${HAIP_SCENARIOS} run it; the issuer-test cases run it over a pre-authorized offer with a bearer token; neither sends unknown members`,
+  },
+  'oid4vci-1_0-issuer-fail-invalid-client-attestation-signature': 'as-is',
+  'oid4vci-1_0-issuer-fail-invalid-client-attestation-pop-signature': 'as-is',
+  'oid4vci-1_0-issuer-fail-client-attestation-exp-in-past': 'as-is',
+  'oid4vci-1_0-issuer-fail-client-attestation-no-sub': 'as-is',
+  'oid4vci-1_0-issuer-fail-client-attestation-pop-wrong-aud': 'as-is',
+  'oid4vci-1_0-issuer-fail-mismatched-client-attestation-pop-key': 'as-is',
+}
+
 // VCIIssuerTestPlanHaip: the 1.0 plan's modules (unsupported-encryption-algorithm in the encrypted entry only)
-const HAIP_ISSUER_VCI: OidfModule[] = ISSUER_MODULES.map((m) =>
-  inHaip(
+const HAIP_ISSUER_VCI: OidfModule[] = ISSUER_MODULES.map((m) => {
+  const plan: OidfPlanName = 'oid4vci-1_0-issuer-haip-test-plan'
+  const native = HAIP_ISSUER_NATIVE[m.module]
+  if (native === 'as-is') {
+    const { before: _before, ...rest } = m
+    return { ...rest, plan }
+  }
+  if (native) return { plan, module: m.module, negative: m.negative, checks: m.checks, coverage: native }
+  return inHaip(
     m,
-    'oid4vci-1_0-issuer-haip-test-plan',
+    plan,
     // the metadata modules fetch metadata only, with HAIP's rules added
     m.module.startsWith('oid4vci-1_0-issuer-metadata-test') ? HAIP_METADATA_WHY : HAIP_ISSUER_WHY,
-  ),
-)
+  )
+})
+
+/** Modules of the wallet plan that the issuance-haip plan runs in HAIP's own variant. */
+const HAIP_WALLET_NATIVE: Readonly<Record<string, Pick<OidfModule, 'coverage' | 'note'>>> = {
+  'oid4vci-1_0-wallet-test-credential-issuance': {
+    coverage: { kind: 'wallet-case', ids: ['issuance-haip:positive'] },
+    note: "issuer-initiated and immediate; HAIP's wallet-initiated and deferred variants have no wallet test case",
+  },
+  'oid4vci-1_0-wallet-test-credential-issuance-notification': {
+    coverage: { kind: 'wallet-case', ids: ['issuance-haip:positive'] },
+    note: 'the judge takes a credential_accepted notification as proof the wallet kept the credential',
+  },
+}
 
 // VCIWalletTestPlanHaip: the 1.0 plan's modules without the scopes module.
 const HAIP_WALLET_VCI: OidfModule[] = modulesOf(WALLET_VCI_MODULES, [
@@ -826,10 +909,21 @@ const HAIP_WALLET_VCI: OidfModule[] = modulesOf(WALLET_VCI_MODULES, [
   'oid4vci-1_0-wallet-test-credential-issuance-notification',
   'oid4vci-1_0-wallet-test-client-attestation-challenge',
   'oid4vci-1_0-wallet-test-batch-credential-issuance',
-]).map((m) => inHaip(m, 'oid4vci-1_0-wallet-haip-test-plan', HAIP_VCI_WALLET_WHY))
+]).map((m) => {
+  const plan: OidfPlanName = 'oid4vci-1_0-wallet-haip-test-plan'
+  const native = HAIP_WALLET_NATIVE[m.module]
+  if (native) return { plan, module: m.module, negative: m.negative, checks: m.checks, ...native }
+  // the challenge module: the 1.0 row's reason is HAIP's too
+  if (m.coverage.kind === 'none')
+    return { plan, module: m.module, negative: m.negative, checks: m.checks, coverage: m.coverage }
+  return inHaip(m, plan, HAIP_VCI_WALLET_WHY)
+})
 
-const FAPI_AS = `a FAPI 2.0 authorization server module: ${AUTH_CODE}`
-const FAPI_CLIENT = `a FAPI 2.0 client module, for the wallet's authorization code flow: the wallet test plans offer only a pre-authorized code (${ISSUE_HAIP})`
+const FAPI_AS = `a FAPI 2.0 authorization server module: vc-harness's issuer speaks the authorization code flow (${ISSUE_HAIP}) and the issuer plan's haip-* cases grade another issuer's, but no scenario or case checks this rule yet`
+const FAPI_CLIENT = `a FAPI 2.0 client module, for the wallet's authorization code flow: the issuance-haip wallet test plan (${ISSUE_HAIP}) has no case for this rule yet`
+/** The service refuses it, as a unit test shows; no scenario or case sends it. */
+const UNIT_TESTED = (what: string) =>
+  `the service refuses ${what}, tested in test/service/oid4vci/authorization-code.test.ts; no conformance scenario or case sends it`
 
 /** A FAPI 2.0 module of a HAIP plan: not covered unless `coverage` says otherwise. */
 function fapi(
@@ -838,6 +932,7 @@ function fapi(
   negative: boolean,
   checks: string,
   coverage?: Coverage,
+  note?: string,
 ): OidfModule {
   const why = plan === 'oid4vci-1_0-issuer-haip-test-plan' ? FAPI_AS : FAPI_CLIENT
   return {
@@ -846,8 +941,16 @@ function fapi(
     negative,
     checks,
     coverage: coverage ?? { kind: 'none', why },
+    ...(note && { note }),
   }
 }
+
+/** A FAPI 2.0 module covered by scenarios of features/issuance/haip.feature. */
+const haipScenario = (tags: string[], scenarios: string[]): Coverage => ({
+  kind: 'scenario',
+  tags,
+  scenarios,
+})
 
 const HI = 'oid4vci-1_0-issuer-haip-test-plan'
 const HW = 'oid4vci-1_0-wallet-haip-test-plan'
@@ -861,18 +964,32 @@ const HAIP_ISSUER_FAPI: OidfModule[] = [
     'discovery-end-point-verification',
     false,
     "The authorization server's metadata has the values FAPI 2.0 requires",
+    {
+      kind: 'partial',
+      tags: ['@RFC8414-2', '@RFC9126-5', '@RFC9207-3', '@RFC9449-5.1', '@OAuth-Attestation-10.1'],
+      scenarios: [HAIP_AS_METADATA],
+      why: "the scenario checks the issuer, the authorization code grant, PAR required, PKCE S256 and not plain, iss in the response, ES256 DPoP and attestation-based client authentication; not the rest of FAPI 2.0's list (https endpoints among them)",
+    },
   ),
   fapi(
     HI,
     'happy-flow',
     false,
     'Two clients complete the authorization code flow with PAR and sender-constrained tokens',
+    {
+      kind: 'partial',
+      tags: ['@HAIP-1.0-4.1', '@OID4VCI-1.0-6.2'],
+      scenarios: [HAIP_FLOW],
+      why: 'one client completes the flow (PAR, the code, a DPoP-bound token, the credential); no scenario has a second client complete it after the first',
+    },
   ),
   fapi(
     HI,
     'user-rejects-authentication',
     true,
     'A user who cancels at the authorization endpoint is sent back with access_denied',
+    haipScenario(['@RFC6749-4.1.2.1'], [HAIP_DECLINE]),
+    'the person declines on the page of a template whose user step is a page (docs/issuance.md: the #decline button)',
   ),
   fapi(
     HI,
@@ -922,6 +1039,8 @@ const HAIP_ISSUER_FAPI: OidfModule[] = [
     'ensure-dpopproof-at-par-endpoint-binding-success',
     false,
     'The same DPoP key at PAR and token binds the authorization code',
+    haipScenario(['@HAIP-1.0-4.1'], [HAIP_FLOW]),
+    'the simulated wallet signs the DPoP proofs of its pushed request and of its token request with one key',
   ),
   fapi(
     HI,
@@ -964,6 +1083,7 @@ const HAIP_ISSUER_FAPI: OidfModule[] = [
     'ensure-unsigned-authorization-request-without-using-par-fails',
     true,
     'An unsigned authorization request that bypasses PAR is refused',
+    haipScenario(['@RFC9126-5'], [HAIP_AUTHORIZE_REFUSALS]),
   ),
   fapi(
     HI,
@@ -971,8 +1091,22 @@ const HAIP_ISSUER_FAPI: OidfModule[] = [
     true,
     'An authorization request without redirect_uri is refused',
   ),
-  fapi(HI, 'ensure-response-type-code-idtoken-fails', true, 'response_type "code id_token" is refused'),
-  fapi(HI, 'ensure-response-type-token-fails', true, 'response_type "token" is refused'),
+  fapi(
+    HI,
+    'ensure-response-type-code-idtoken-fails',
+    true,
+    'response_type "code id_token" is refused',
+    haipScenario(['@RFC6749-4.1.2.1'], [HAIP_PAR_REFUSALS]),
+    'refused at PAR (unsupported_response_type)',
+  ),
+  fapi(
+    HI,
+    'ensure-response-type-token-fails',
+    true,
+    'response_type "token" is refused',
+    haipScenario(['@RFC6749-4.1.2.1'], [HAIP_PAR_REFUSALS]),
+    'refused at PAR (unsupported_response_type)',
+  ),
   fapi(
     HI,
     'ensure-client-id-in-token-endpoint',
@@ -984,6 +1118,8 @@ const HAIP_ISSUER_FAPI: OidfModule[] = [
     'ensure-holder-of-key-required',
     true,
     'A token request without DPoP or mTLS is refused; every endpoint keeps to the TLS versions and ciphers FAPI 2.0 allows',
+    undefined,
+    UNIT_TESTED('a token request without a DPoP proof (invalid_dpop_proof)'),
   ),
   fapi(
     HI,
@@ -996,11 +1132,8 @@ const HAIP_ISSUER_FAPI: OidfModule[] = [
     'attempt-reuse-authorization-code-after-one-second',
     true,
     'An authorization code redeemed a second time is refused with invalid_grant',
-    {
-      kind: 'partial',
-      ids: ['issuer:code-replayed'],
-      why: `vc-harness replays a pre-authorized code, not an authorization code (${ISSUE_HAIP})`,
-    },
+    haipScenario(['@RFC6749-10.5'], [HAIP_MISBEHAVIOURS]),
+    'the simulated wallet misbehaving with code-replay redeems the code again at once, not a second later; that the token the code gave is then revoked is tested in test/service/oid4vci/authorization-code.test.ts',
   ),
   fapi(
     HI,
@@ -1013,8 +1146,17 @@ const HAIP_ISSUER_FAPI: OidfModule[] = [
     'dpop-negative-tests',
     true,
     'DPoP proofs breaking the rules of RFC 9449 (method, URL, iat, jti, ath, key) are refused',
+    {
+      kind: 'partial',
+      tags: ['@RFC9449-4.3', '@RFC9449-11.1', '@RFC9449-7.2'],
+      scenarios: [HAIP_MISBEHAVIOURS, HAIP_BEARER],
+      why: 'the scenarios break htm, htu and jti at the token endpoint and present a bound token as Bearer; not iat, ath or the key of a proof at the credential endpoint (the service refuses a proof without ath or by another key, tested in test/service/oid4vci/authorization-code.test.ts)',
+    },
   ),
-  fapi(HI, 'refresh-token', false, 'Refresh tokens behave as FAPI 2.0 requires'),
+  fapi(HI, 'refresh-token', false, 'Refresh tokens behave as FAPI 2.0 requires', {
+    kind: 'none',
+    why: "vc-harness's issuer hands out no refresh token (HAIP recommends them for credential refresh; no issue yet)",
+  }),
   fapi(
     HI,
     'par-ensure-reused-request-uri-prior-to-auth-completion-succeeds',
@@ -1026,6 +1168,7 @@ const HAIP_ISSUER_FAPI: OidfModule[] = [
     'par-attempt-reuse-request_uri',
     true,
     'A request_uri used a second time is refused (PAR says it should be one-time)',
+    haipScenario(['@RFC9126-4'], [HAIP_AUTHORIZE_REFUSALS]),
   ),
   fapi(HI, 'par-attempt-to-use-expired-request_uri', true, 'An expired request_uri is refused'),
   fapi(
@@ -1033,12 +1176,14 @@ const HAIP_ISSUER_FAPI: OidfModule[] = [
     'par-attempt-to-use-request_uri-for-different-client',
     true,
     "One client's request_uri used by another client is refused",
+    haipScenario(['@RFC9126-4'], [HAIP_AUTHORIZE_REFUSALS]),
   ),
   fapi(
     HI,
     'par-authorization-request-containing-request_uri-form-param',
     true,
     'A PAR request carrying a request_uri parameter is refused',
+    haipScenario(['@RFC9126-2.1'], [HAIP_PAR_REFUSALS]),
   ),
   fapi(
     HI,
@@ -1046,7 +1191,13 @@ const HAIP_ISSUER_FAPI: OidfModule[] = [
     true,
     'A PAR request with another HTTP method than POST is refused',
   ),
-  fapi(HI, 'par-ensure-pkce-required', true, 'A PAR request without PKCE is refused'),
+  fapi(
+    HI,
+    'par-ensure-pkce-required',
+    true,
+    'A PAR request without PKCE is refused',
+    haipScenario(['@RFC7636-4.4.1'], [HAIP_PAR_REFUSALS]),
+  ),
   fapi(
     HI,
     'ensure-pkce-code-verifier-required',
@@ -1058,13 +1209,23 @@ const HAIP_ISSUER_FAPI: OidfModule[] = [
     'incorrect-pkce-code-verifier-rejected',
     true,
     'A token request with a wrong code_verifier is refused with invalid_grant',
+    haipScenario(['@RFC7636-4.6'], [HAIP_MISBEHAVIOURS]),
+    'the simulated wallet misbehaving with pkce-verifier-mismatch',
   ),
-  fapi(HI, 'par-plain-pkce-rejected', true, 'A PAR request with the plain PKCE method is refused'),
+  fapi(
+    HI,
+    'par-plain-pkce-rejected',
+    true,
+    'A PAR request with the plain PKCE method is refused',
+    haipScenario(['@RFC7636-4.4.1'], [HAIP_PAR_REFUSALS]),
+  ),
   fapi(
     HI,
     'par-without-duplicate-parameters',
     false,
     'An authorization request with only client_id and request_uri after PAR succeeds',
+    haipScenario(['@RFC9126-4'], [HAIP_AUTHORIZATION_RESPONSE]),
+    'the client follows the authorization endpoint with client_id and request_uri only',
   ),
 ]
 
@@ -1076,6 +1237,7 @@ const HAIP_WALLET_FAPI: OidfModule[] = [
     'client-test-happy-path',
     false,
     'The client completes discovery, PAR, the authorization code and a sender-constrained token',
+    { kind: 'wallet-case', ids: ['issuance-haip:positive'] },
   ),
   fapi(
     HW,
@@ -1093,24 +1255,32 @@ const HAIP_WALLET_FAPI: OidfModule[] = [
     'client-test-invalid-authorization-response-iss',
     true,
     'The client refuses an authorization response with a wrong iss',
+    { kind: 'wallet-case', ids: ['issuance-haip:authorization-response-wrong-iss'] },
   ),
   fapi(
     HW,
     'client-test-remove-authorization-response-iss',
     true,
     'The client refuses an authorization response without iss',
+    { kind: 'wallet-case', ids: ['issuance-haip:authorization-response-without-iss'] },
   ),
   fapi(
     HW,
     'client-test-ensure-authorization-response-with-invalid-state-fails',
     true,
     'The client refuses an authorization response with a wrong state',
+    { kind: 'wallet-case', ids: ['issuance-haip:authorization-response-wrong-state'] },
   ),
   fapi(
     HW,
     'client-test-ensure-authorization-response-with-invalid-missing-state-fails',
     true,
     'The client refuses an authorization response without the state it sent',
+    {
+      kind: 'partial',
+      ids: ['issuance-haip:authorization-response-wrong-state'],
+      why: 'the case answers with another state, not with none',
+    },
   ),
   fapi(
     HW,
@@ -1135,6 +1305,11 @@ const HAIP_WALLET_FAPI: OidfModule[] = [
     'client-test-happy-path-no-dpop-nonce',
     false,
     'The client completes the flow with DPoP but no server nonce',
+    {
+      kind: 'partial',
+      ids: ['issuance-haip:positive'],
+      why: "the case's issuer requires DPoP nonces throughout (the wallet retries with the server's); the flow without any server nonce is not run",
+    },
   ),
 ]
 

@@ -4,7 +4,11 @@
 // `refusal`. The OpenID Foundation modules each case answers are listed in oidf-modules.ts.
 
 import type { WalletStep } from '../../wallet/errors.ts'
-import type { Misbehaviour, PresentationMisbehaviour } from '../../wallet/misbehaviour.ts'
+import type {
+  AuthorizationMisbehaviour,
+  Misbehaviour,
+  PresentationMisbehaviour,
+} from '../../wallet/misbehaviour.ts'
 
 export const SERVER_PLANS = ['issuer', 'verifier'] as const
 export type ServerPlan = (typeof SERVER_PLANS)[number]
@@ -42,7 +46,7 @@ export interface ServerCase {
   /** documented per case: which outcomes pass */
   passes: string
   /** the wallet misbehaviour the case sends */
-  misbehave?: Misbehaviour | PresentationMisbehaviour
+  misbehave?: Misbehaviour | AuthorizationMisbehaviour | PresentationMisbehaviour
   /** refuse cases of the issuer plan: the step and the error codes that pass */
   refusal?: Refusal
 }
@@ -293,7 +297,171 @@ const ISSUER_CASES: ServerCase[] = [
       ).concat('; not applicable to a draft 15 issuer'),
     },
   ),
+  ...haipIssuerCases(),
 ]
+
+/**
+ * The authorization code flow as HAIP 1.0 profiles it (OpenID4VCI 1.0 §5, §6): PAR (RFC 9126), PKCE S256
+ * (RFC 7636), the authorization response with iss (RFC 9207) and state, a DPoP-bound token (RFC 9449), wallet
+ * attestation at PAR and token (draft-ietf-oauth-attestation-based-client-auth-07 §6.2). They apply when the
+ * issuer's offers carry an authorization_code grant (OpenID4VCI 1.0 §4.1.1); each takes a fresh offer but
+ * haip-metadata (the pre-flight's issuer) and haip-wallet-initiated (no offer: §3.5). The authorization
+ * endpoint must answer without a person (the target's test mode): docs/server-testing.md "HAIP issuance".
+ */
+function haipIssuerCases(): ServerCase[] {
+  const H = '@HAIP-1.0-4.1'
+  const APPLIES = "not applicable when the issuer's offers carry no authorization_code grant"
+  const ACCEPT_HAIP = `${ACCEPT_ISSUER}; ${APPLIES}`
+  const refuse = (step: string, errors: string) => `${REFUSE_ISSUER(`${step} request`, errors)}; ${APPLIES}`
+  const tokenGrant: Refusal = { step: 'token', errors: ['invalid_grant'], statuses: [400] }
+  const dpopProof: Refusal = { step: 'token', errors: ['invalid_dpop_proof'], statuses: [400] }
+  const client: Refusal = { step: 'par', errors: ['invalid_client'], statuses: [401, 400] }
+  return [
+    issuerCase(
+      'haip-metadata',
+      'The authorization server announces what HAIP 1.0 requires: PAR required, PKCE S256, iss in the response, DPoP, wallet attestation',
+      {
+        sources: [
+          H,
+          '@RFC8414-2',
+          '@RFC9126-5',
+          '@RFC7636-4.2',
+          '@RFC9207-3',
+          '@RFC9449-5.1',
+          '@OAuth-Attestation-10.1',
+        ],
+        passes: `passes when the authorization server metadata (RFC 8414 §3, of the offer's authorization_server, else the issuer metadata's first authorization_servers entry, else the credential issuer) names the issuer it is fetched for, a pushed_authorization_request_endpoint with require_pushed_authorization_requests true, S256 in code_challenge_methods_supported, authorization_response_iss_parameter_supported true, ES256 in dpop_signing_alg_values_supported and attest_jwt_client_auth in token_endpoint_auth_methods_supported; fails naming each one missing; ${APPLIES}`,
+      },
+    ),
+    issuerCase(
+      'haip-flow',
+      'The issuer issues through the HAIP authorization code flow: PAR, PKCE S256, authorization, DPoP-bound token, credential (issuer-initiated)',
+      {
+        sources: [
+          H,
+          '@OID4VCI-1.0-5.1',
+          '@RFC9126-2',
+          '@RFC7636-4.3',
+          '@RFC9449-5',
+          '@RFC9449-7.1',
+          '@OAuth-Attestation-6.2',
+        ],
+        passes: ACCEPT_HAIP,
+      },
+    ),
+    issuerCase(
+      'haip-wallet-initiated',
+      'The issuer issues through the HAIP authorization code flow started by the wallet from its metadata alone (no offer)',
+      {
+        sources: [H, '@OID4VCI-1.0-3.5', '@OID4VCI-1.0-5.1.1', '@RFC9126-2'],
+        passes: `${ACCEPT_HAIP}, or when the issuer does not take a wallet-initiated request (its PAR or authorization endpoint refuses one without issuer_state: OpenID4VCI 1.0 §3.5 is optional), or holds it for a person (202)`,
+      },
+    ),
+    issuerCase(
+      'haip-authorization-response',
+      "The authorization response carries the code, the wallet's state and the authorization server's iss",
+      {
+        sources: [H, '@RFC6749-4.1.2', '@RFC9207-2', '@RFC9126-4'],
+        passes: `passes when the authorization endpoint (given the request_uri of the pushed request) redirects to the wallet's redirect_uri with code, the state of the pushed request and iss equal to the authorization server's issuer identifier; fails when iss is missing or another's, state is missing or another, or it answers an error; ${APPLIES}`,
+      },
+    ),
+    issuerCase('haip-token-dpop', 'The token endpoint answers a DPoP-bound access token (token_type DPoP)', {
+      sources: [H, '@RFC9449-5', '@RFC6749-5.1'],
+      passes: `passes when the token request with PKCE, DPoP proof and wallet attestation is answered 200 with an access_token and token_type DPoP; fails on an error or a Bearer token; ${APPLIES}`,
+    }),
+    issuerCase(
+      'haip-pkce-verifier-mismatch',
+      'The issuer refuses a token request whose code_verifier does not match the PKCE challenge',
+      {
+        sources: ['@RFC7636-4.6', H],
+        rule: "the token request's code_verifier is not the one whose S256 challenge went with the pushed authorization request",
+        misbehave: 'pkce-verifier-mismatch',
+        refusal: tokenGrant,
+        passes: refuse('token', '400 invalid_grant'),
+      },
+    ),
+    issuerCase('haip-code-replay', 'The issuer refuses an authorization code redeemed a second time', {
+      sources: ['@RFC6749-4.1.2', '@RFC6749-10.5', H],
+      rule: 'the authorization code is redeemed a second time after an access token was issued for it',
+      misbehave: 'code-replay',
+      refusal: tokenGrant,
+      passes: `${refuse('token', '400 invalid_grant')}. The first redemption must succeed (else nothing is tested); whether the token it gave is revoked (RFC 6749 §4.1.2: SHOULD) is noted`,
+    }),
+    issuerCase(
+      'haip-dpop-wrong-htu',
+      'The issuer refuses a token request whose DPoP proof names another URI (htu)',
+      {
+        sources: ['@RFC9449-4.3', H],
+        rule: "the token request's DPoP proof has the token endpoint with /elsewhere appended as htu",
+        misbehave: 'dpop-wrong-htu',
+        refusal: dpopProof,
+        passes: refuse('token', '400 invalid_dpop_proof'),
+      },
+    ),
+    issuerCase(
+      'haip-dpop-wrong-htm',
+      'The issuer refuses a token request whose DPoP proof names another method (htm)',
+      {
+        sources: ['@RFC9449-4.3', H],
+        rule: "the token request's DPoP proof says htm GET for the POST",
+        misbehave: 'dpop-wrong-htm',
+        refusal: dpopProof,
+        passes: refuse('token', '400 invalid_dpop_proof'),
+      },
+    ),
+    issuerCase('haip-dpop-replayed-jti', 'The issuer refuses a DPoP proof whose jti it has seen before', {
+      sources: ['@RFC9449-11.1', '@RFC9449-4.3', H],
+      rule: "the token request's DPoP proof carries the jti of the proof the wallet sent with its pushed authorization request",
+      misbehave: 'dpop-replayed-jti',
+      refusal: dpopProof,
+      passes: refuse('token', '400 invalid_dpop_proof'),
+    }),
+    issuerCase(
+      'haip-dpop-token-as-bearer',
+      'The issuer refuses a DPoP-bound access token presented as a Bearer token',
+      {
+        sources: ['@RFC9449-7.1', '@RFC9449-7.2', H],
+        rule: 'the credential request presents the DPoP-bound access token with Authorization: Bearer (its DPoP proof still sent)',
+        misbehave: 'dpop-token-as-bearer',
+        refusal: { step: 'credential', errors: ['invalid_token', undefined], statuses: [401] },
+        passes: refuse('credential', '401 invalid_token (or no error code: RFC 6750 §3.1)'),
+      },
+    ),
+    issuerCase(
+      'haip-attestation-untrusted-provider',
+      'The issuer refuses a wallet attestation signed by a wallet provider it does not trust',
+      {
+        sources: ['@OAuth-Attestation-6.2', '@OAuth-Attestation-5.1', H],
+        rule: 'the wallet attestation at PAR is signed by a freshly generated wallet provider key no issuer trusts',
+        misbehave: 'attestation-untrusted-provider',
+        refusal: client,
+        passes: refuse('pushed authorization', '401 (or 400) invalid_client'),
+      },
+    ),
+    issuerCase(
+      'haip-attestation-pop-wrong-aud',
+      'The issuer refuses a wallet attestation PoP whose aud is not the authorization server',
+      {
+        sources: ['@OAuth-Attestation-5.2', '@OAuth-Attestation-6.2', H],
+        rule: "the attestation PoP's aud at PAR is https://wrong-audience.invalid, not the authorization server's issuer identifier",
+        misbehave: 'attestation-pop-wrong-aud',
+        refusal: client,
+        passes: refuse('pushed authorization', '401 (or 400) invalid_client'),
+      },
+    ),
+    issuerCase(
+      'haip-wrong-redirect-uri',
+      "The issuer refuses a token request whose redirect_uri is not the authorization request's",
+      {
+        sources: ['@RFC6749-4.1.3', H],
+        rule: 'the token request names the redirect_uri of the pushed authorization request with /elsewhere appended',
+        misbehave: 'authorization-wrong-redirect-uri',
+        refusal: tokenGrant,
+        passes: refuse('token', '400 invalid_grant'),
+      },
+    ),
+  ]
+}
 
 const REJECT_VERIFIER =
   'passes when the verifier refuses the response (a 4xx answer) or, with --result-command / a profile, reports the presentation rejected; fails when it answers 2xx and reports it accepted (or reports nothing else)'

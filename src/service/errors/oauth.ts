@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify'
+import { headerText } from '../../shared/oauth/dpop.ts'
 import { FORM_MEDIA_TYPE } from '../../shared/wire.ts'
 import { clip, ECHO_LIMITS } from '../util/echo.ts'
 import { JsonLimitError } from '../util/json-limits.ts'
@@ -74,7 +75,7 @@ export class OAuthError extends Error {
 /** 401 with the RFC 6750 challenge; `error="invalid_token"` only when a token was presented. */
 export function tokenError(description: string, presented: boolean): OAuthError {
   const challenge = presented
-    ? `Bearer error="invalid_token", error_description="${description.replaceAll('"', "'")}"`
+    ? `Bearer error="invalid_token", error_description="${headerText(description)}"`
     : 'Bearer'
   return new OAuthError('invalid_token', description, { headers: { 'WWW-Authenticate': challenge } })
 }

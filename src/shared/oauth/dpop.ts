@@ -170,6 +170,16 @@ export function verifyDpopProof(
 }
 
 /** A `WWW-Authenticate: DPoP` challenge (§7.1) for an error at a protected resource. */
+/**
+ * A description as an auth-param value (RFC 9110 §11.2): header values are ASCII (§5.5), so a clause's
+ * section sign is spelled out and any other non-ASCII character becomes "?"; double quotes become single.
+ */
+export const headerText = (text: string) =>
+  text
+    .replaceAll('"', "'")
+    .replaceAll('§', 'section ')
+    .replace(/[^\x20-\x7e]/g, '?')
+
 export function dpopChallenge(code: string, description: string): string {
-  return `DPoP error="${code}", error_description="${description.replaceAll('"', "'")}", algs="${DPOP_ALGS.join(' ')}"`
+  return `DPoP error="${code}", error_description="${headerText(description)}", algs="${DPOP_ALGS.join(' ')}"`
 }
