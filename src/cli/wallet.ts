@@ -499,10 +499,8 @@ async function receive(argv: string[]): Promise<void> {
   }
   const { values, w } = parsed
   checkIssuanceMisbehaviours(values.misbehave, w)
-  try {
-    const wallet = await parsed.create()
-    console.error(`holder: ${wallet.did} (${wallet.keyType}, wallet ${wallet.location})`)
-    const result = await wallet.receive(parsed.link, {
+  await printIssuance(w, parsed.create, (wallet) =>
+    wallet.receive(parsed.link, {
       ...(values['tx-code'] !== undefined && { txCode: values['tx-code'] }),
       misbehave: (values.misbehave ?? []) as IssuanceMisbehaviour[],
       waitForDeferred: parsed.waitForDeferred,
@@ -510,8 +508,23 @@ async function receive(argv: string[]): Promise<void> {
       ...(parsed.share && { share: parsed.share }),
       ...(parsed.flow && { flow: parsed.flow }),
       ...parsed.proof,
-    })
-    console.log(JSON.stringify(await receiveOutput(wallet, result), null, 2))
+    }),
+  )
+}
+
+/**
+ * Opens the wallet, runs an issuance and prints what receive prints (the credentials, or the deferred
+ * transaction); a wallet's refusal becomes the one-line error of exit code 1.
+ */
+async function printIssuance(
+  w: typeof import('../wallet/index.ts'),
+  create: () => Promise<Wallet>,
+  run: (wallet: Wallet) => Promise<ReceiveResult>,
+): Promise<void> {
+  try {
+    const wallet = await create()
+    console.error(`holder: ${wallet.did} (${wallet.keyType}, wallet ${wallet.location})`)
+    console.log(JSON.stringify(await receiveOutput(wallet, await run(wallet)), null, 2))
   } catch (error) {
     if (
       error instanceof w.WalletProtocolError ||
@@ -562,27 +575,15 @@ async function request(argv: string[]): Promise<void> {
   const parsed = await parseIssuanceValues(values, issuer)
   const { w } = parsed
   checkIssuanceMisbehaviours(values.misbehave, w)
-  try {
-    const wallet = await parsed.create()
-    console.error(`holder: ${wallet.did} (${wallet.keyType}, wallet ${wallet.location})`)
-    const result = await wallet.request(issuer, configuration, {
+  await printIssuance(w, parsed.create, (wallet) =>
+    wallet.request(issuer, configuration, {
       misbehave: (values.misbehave ?? []) as IssuanceMisbehaviour[],
       waitForDeferred: parsed.waitForDeferred,
       onStep: progress,
       ...(parsed.share && { share: parsed.share }),
       ...parsed.proof,
-    })
-    console.log(JSON.stringify(await receiveOutput(wallet, result), null, 2))
-  } catch (error) {
-    if (
-      error instanceof w.WalletProtocolError ||
-      error instanceof w.WalletUsageError ||
-      error instanceof w.WalletFileError
-    ) {
-      throw plainError(error.message)
-    }
-    throw error
-  }
+    }),
+  )
 }
 
 /** What receive prints: the credentials received, or the deferred transaction. */
