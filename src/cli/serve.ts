@@ -82,9 +82,9 @@ Wallet-vendor sandbox (docs/sandbox.md):
 Wallet test plans by hand (docs/wallet-testing.md):
   --sandbox --wallet-plan NAME
                       instead of the configured service, run a wallet test plan (issuance-draft15,
-                      issuance-1.0, issuance-mdoc, presentation-pe, presentation-pe-ldp, presentation-dcql,
-                      presentation-mdoc or all) on its
-                      own embedded service:
+                      issuance-1.0, issuance-mdoc, issuance-haip, presentation-pe, presentation-pe-ldp,
+                      presentation-dcql, presentation-mdoc or all; presentation-dc-api needs a browser or
+                      a --dc-api-command, so only \`vc-harness wallet-test\` runs it) on its own embedded service:
                       each case's QR code in turn, in the terminal and at <public URL>/wallet-test, what the
                       wallet did and whether that passes; the reports (JSON, Markdown, JUnit) at the end.
                       Enter ends a case early. Exit 0 when the wallet behaved correctly in every case, else 1

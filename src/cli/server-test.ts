@@ -53,7 +53,7 @@ authorization endpoint must approve without a person, in a test mode: docs/serve
 ${COMMON}
   (reports default: reports/issuer-test)`
 
-export const VERIFIER_TEST_USAGE = `Usage: vc-harness verifier-test (--request-command "<cmd>" | --profile FILE) [options]
+export const VERIFIER_TEST_USAGE = `Usage: vc-harness verifier-test (--request-command "<cmd>" [--dc-api-command "<cmd>"] | --profile FILE) [options]
        vc-harness verifier-test --list | --list-trust
 
 Grades any OpenID4VP verifier: the harness's wallet takes a fresh authorization request per case and answers
@@ -67,6 +67,13 @@ Options:
                           and {session} (the last path segment of response_uri); prints JSON {"accepted": …}
                           (or 4.7's {"Status": "VERIFIED" | "REJECTED"}), else its exit code says 0 accepted,
                           1 rejected
+  --dc-api-command CMD    the dc-api-* cases (OpenID4VP over the W3C Digital Credentials API): run through
+                          /bin/sh once per case; prints JSON {"request": {"protocol", "data"}, "origin",
+                          "response"}: the entry the verifier's page hands navigator.credentials.get, the
+                          page's origin, and the URL the page posts the wallet's answer to (JSON {origin,
+                          protocol, data}; 2xx accepted, 4xx refused). With --request-command or alone (then
+                          only the dc-api-* cases apply). --result-command gets {session}, the last path
+                          segment of that URL
   --profile FILE          a deployment of the relying-party API: sessions of its verification template
                           (templates.other, or --verification-template), judged by 4.7; credentials from its
                           issuance template (templates.issuance, or --issuance-template, repeatable)
@@ -308,6 +315,7 @@ export async function verifierTest(argv: string[]): Promise<number> {
       ...COMMON_OPTIONS,
       'request-command': { type: 'string' },
       'result-command': { type: 'string' },
+      'dc-api-command': { type: 'string' },
       'verification-template': { type: 'string' },
       'issuance-template': { type: 'string', multiple: true },
       wallet: { type: 'string' },
@@ -337,8 +345,12 @@ export async function verifierTest(argv: string[]): Promise<number> {
     }
     return 0
   }
-  if ((values['request-command'] === undefined) === (values.profile === undefined))
-    throw usageError('give exactly one of --request-command and --profile', command)
+  const commands = values['request-command'] !== undefined || values['dc-api-command'] !== undefined
+  if (commands === (values.profile !== undefined))
+    throw usageError(
+      'give --request-command (and/or --dc-api-command) or --profile, not both and not neither',
+      command,
+    )
   if (values.profile === undefined && (values['verification-template'] || values['issuance-template']))
     throw usageError('--verification-template and --issuance-template need --profile', command)
   const keyType = values['key-type'] ?? 'P-256'
@@ -367,8 +379,11 @@ export async function verifierTest(argv: string[]): Promise<number> {
               ...(values['issuance-template'] ? { issuanceTemplates: values['issuance-template'] } : {}),
             }
           : {
-              requestCommand: values['request-command'] as string,
+              ...(values['request-command'] !== undefined
+                ? { requestCommand: values['request-command'] }
+                : {}),
               ...(values['result-command'] !== undefined ? { resultCommand: values['result-command'] } : {}),
+              ...(values['dc-api-command'] !== undefined ? { dcApiCommand: values['dc-api-command'] } : {}),
             },
       ...(values.case?.length ? { only: values.case } : {}),
       caseTimeoutMs: caseTimeout * 1000,

@@ -16,7 +16,9 @@ the command, and judges what the wallet did: completed the flow, refused it with
 Each case documents which outcomes pass. See docs/wallet-testing.md.
 
 Plans: issuance-draft15, issuance-1.0, issuance-mdoc, presentation-pe, presentation-pe-ldp, presentation-dcql,
-presentation-mdoc, all (default: every plan). The mdoc plans need a P-256 wallet and the IACA (iaca.pem).
+presentation-mdoc, presentation-dc-api, all (default: every plan). The mdoc plans (and presentation-dc-api,
+which asks for an mDL too) need a P-256 wallet and the IACA (iaca.pem); presentation-dc-api needs
+--dc-api-command.
 
 Options:
   --plan NAME             the plan to run; default all
@@ -29,6 +31,15 @@ Options:
                           VC_HARNESS_CASE; and vc-harness itself is on the command's PATH. Exit status 0 means
                           the wallet completed the flow and kept what it got; anything else that it refused.
                           Example: --wallet-command "vc-harness wallet open {link}"
+  --dc-api-command CMD    plan presentation-dc-api (OpenID4VP over the Digital Credentials API): run instead
+                          of --wallet-command for the cases asked over the API (the setup cases still get a
+                          link). {dc_api_request} becomes a JSON file holding the request entry {protocol,
+                          data} a page hands navigator.credentials.get, {origin} the calling page's origin
+                          (also VC_HARNESS_DC_API_REQUEST, VC_HARNESS_ORIGIN); its stdout must be the
+                          DigitalCredential {protocol, data} (an error answer for a refusal), which the
+                          harness posts to the verifier with that origin. Without it those cases are left
+                          out of plan all. Example: --dc-api-command "vc-harness wallet dc-api --origin
+                          {origin} --request {dc_api_request}"
   --case-timeout S        seconds a wallet has per case; default 60
   --host H, --port P      where the service listens; default 127.0.0.1 and any free port
   --public-url URL        the base URL wallets reach (a phone: https://<this machine's DNS name>:<port> with
@@ -56,6 +67,7 @@ export async function walletTest(argv: string[]): Promise<number> {
       plan: { type: 'string' },
       case: { type: 'string', multiple: true },
       'wallet-command': { type: 'string' },
+      'dc-api-command': { type: 'string' },
       'case-timeout': { type: 'string' },
       host: { type: 'string' },
       port: { type: 'string' },
@@ -94,7 +106,8 @@ export async function walletTest(argv: string[]): Promise<number> {
       `--wallet-command is required (to drive a wallet by hand with a phone: vc-harness serve --sandbox --wallet-plan ${plan})`,
     )
   const { cliLauncherDir, commandDriver, commandProblem } = await import('../harness/wallet-test/drivers.ts')
-  const problem = commandProblem(command)
+  const dcApiCommand = values['dc-api-command']
+  const problem = commandProblem(command, plan, dcApiCommand)
   if (problem) throw usageError(problem)
   const timeout = values['case-timeout'] === undefined ? 60 : Number(values['case-timeout'])
   if (!Number.isInteger(timeout) || timeout < 1 || timeout > 3600) {
@@ -117,6 +130,7 @@ export async function walletTest(argv: string[]): Promise<number> {
   try {
     const driver = commandDriver(command, {
       env: { ...process.env, PATH: `${bin}${delimiter}${process.env.PATH ?? ''}` },
+      ...(dcApiCommand !== undefined ? { dcApiCommand } : {}),
     })
     return await runAndReport({
       plan,
@@ -190,6 +204,12 @@ export async function walletPlanByHand(options: {
 }): Promise<number> {
   if (!isPlanChoice(options.plan)) {
     throw usageError(`--wallet-plan ${options.plan}: unknown plan (known: ${PLAN_CHOICES.join(', ')})`)
+  }
+  if (options.plan === 'presentation-dc-api') {
+    // The harness would have to be the phone's browser and platform: only a command or code can be asked so.
+    throw usageError(
+      '--wallet-plan presentation-dc-api: a wallet driven by hand cannot be asked over the Digital Credentials API (the harness plays the browser); run it with vc-harness wallet-test --dc-api-command (docs/wallet-testing.md)',
+    )
   }
   const timeout = options.caseTimeout === undefined ? 120 : Number(options.caseTimeout)
   if (!Number.isInteger(timeout) || timeout < 1 || timeout > 3600) {

@@ -48,6 +48,15 @@ Commands:
                         the held credentials cannot satisfy is declined with access_denied. Prints the outcome
                         as JSON on stdout ({"kind": "issuance"|"presentation", "status": …}). Give the link
                         as one argument (quote it: it carries & and %).
+  dc-api                answer an OpenID4VP 1.0 request over the W3C Digital Credentials API (Appendix A) as
+                        a platform wallet does: --origin <the caller's origin> and the request the page gave
+                        navigator.credentials.get (one {protocol, data} entry, or {digital: {requests}}) from
+                        --request FILE or stdin; openid4vp-v1-unsigned, -signed (decentralized_identifier,
+                        x509_san_dns, x509_hash; expected_origins must hold the origin) or -multisigned
+                        (accepted when one signature of a supported prefix verifies). Prints the
+                        DigitalCredential answer {protocol, data} as JSON on stdout (data {vp_token} or
+                        {response: <JWE>}, bound to origin:<origin>; a refusal or a decline: {error,
+                        error_description}); nothing is sent anywhere. Wallet options as for present
   list                  print the holder and the credentials of a wallet file as JSON
 
 Options:
@@ -157,6 +166,13 @@ Options:
                         kb-future-iat, sd-issuer-signature, jwe-wrong-key; mdoc-wrong-nonce,
                         mdoc-wrong-client-id, mdoc-wrong-response-uri, mdoc-tampered-element,
                         mdoc-extra-element, mdoc-foreign-device-key (mso_mdoc DeviceResponse).
+                        dc-api: the 1.0 ones, and over the Digital Credentials API only
+                        dc-api-foreign-origin (every presentation bound to https://attacker.example),
+                        dc-api-client-id-audience (bound to the client_id as if not over the DC API; an
+                        mdoc's redirect-flow handover), dc-api-wrong-request (another nonce),
+                        dc-api-ignore-expected-origins (answers a signed request made for another origin).
+  --origin ORIGIN       dc-api: the caller's origin as the browser reports it (https://host[:port])
+  --request FILE        dc-api: the request JSON (default: read from stdin)
   -h, --help            show this text
 
 Environment (used when the option is absent, by every command, so a runner can set them once for
@@ -165,7 +181,8 @@ Environment (used when the option is absent, by every command, so a runner can s
   VC_HARNESS_TRUST_ANCHOR   PEM file(s) for --trust-anchor, several separated by "${delimiter}"
 
 Progress goes to stderr. Exit codes: receive/request/present: 0 received (or pending with --no-wait) / presented (or
-declined with access-denied, answered 2xx), 1 the flow failed; open: 0 received and accepted (or pending
+declined with access-denied, answered 2xx), 1 the flow failed; dc-api: 0 answered (presented, or declined
+with access_denied), 1 refused (the error answer is printed) or failed; open: 0 received and accepted (or pending
 with --no-wait) / presented, 1 refused (the wallet found a rule broken), declined (nothing held satisfies
 the query) or failed; all: 2 bad arguments.`
 
@@ -725,6 +742,140 @@ async function present(argv: string[]): Promise<void> {
   }
 }
 
+/** The whole of stdin, as text. */
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const chunk of process.stdin) chunks.push(Buffer.from(chunk))
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+/**
+ * `dc-api --origin O [--request FILE]`: a request over the Digital Credentials API answered as a platform
+ * wallet answers it (Wallet.presentDcApi). The DigitalCredential `{protocol, data}` on stdout; a refusal is
+ * the error answer a platform hands back (Appendix A.4) on stdout and exit code 1.
+ */
+async function dcApi(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      origin: { type: 'string' },
+      request: { type: 'string' },
+      wallet: { type: 'string' },
+      misbehave: { type: 'string', multiple: true },
+      'trust-anchor': { type: 'string', multiple: true },
+      'decline-unsatisfied': { type: 'boolean' },
+      'ldp-proof-type': { type: 'string' },
+      'http-timeout': { type: 'string' },
+      'http-max-body': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    allowPositionals: true,
+    strict: true,
+  })
+  if (values.help) {
+    console.log(WALLET_USAGE)
+    return
+  }
+  if (positionals.length > 0)
+    throw usageError('dc-api takes no argument: give --origin and --request (or stdin)')
+  const origin = values.origin
+  if (origin === undefined)
+    throw usageError("dc-api needs --origin: the caller's origin, as the browser reports it")
+  const { originProblem } = await import('../shared/dc-api.ts')
+  const wrongOrigin = originProblem(origin)
+  if (wrongOrigin !== undefined) throw usageError(`--origin: ${wrongOrigin}`)
+  let text: string
+  try {
+    text = values.request !== undefined ? readFileSync(values.request, 'utf8') : await readStdin()
+  } catch (error) {
+    throw usageError(`--request: cannot read ${values.request}: ${(error as Error).message}`)
+  }
+  let request: unknown
+  try {
+    request = JSON.parse(text)
+  } catch (error) {
+    throw usageError(
+      `${values.request !== undefined ? `--request ${values.request}` : 'stdin'}: not JSON: ${(error as Error).message}`,
+    )
+  }
+  const trustAnchors = readTrustAnchors(values['trust-anchor'])
+  const http = httpOptions(values)
+  const file = walletFile(values.wallet)
+  if (file !== undefined && !existsSync(file)) {
+    throw plainError(`no wallet file at ${file} (receive a credential into it first)`)
+  }
+  const w = await import('../wallet/index.ts')
+  const ldpProofType = ldpProofTypeOption(values['ldp-proof-type'], w.LD_PROOF_TYPES)
+  for (const m of values.misbehave ?? []) {
+    if (!w.isPresentationMisbehaviour(m)) {
+      const flow = w.isMisbehaviour(m) ? ' (an issuance misbehaviour: use it with receive)' : ''
+      throw usageError(
+        `--misbehave: ${m} is not a presentation misbehaviour${flow}; known: ${w.PRESENTATION_MISBEHAVIOURS.join(', ')}`,
+      )
+    }
+  }
+  try {
+    const wallet = await w.Wallet.create({
+      ...(file !== undefined && { file }),
+      ...(trustAnchors.length > 0 && { trustAnchors }),
+      ...(ldpProofType !== undefined && { ldpProofType }),
+      http,
+    })
+    console.error(`holder: ${wallet.did} (${wallet.keyType}, wallet ${wallet.location})`)
+    const result = await wallet.presentDcApi(
+      { request, origin },
+      {
+        misbehave: (values.misbehave ?? []) as PresentationMisbehaviour[],
+        onStep: dcApiProgress,
+        ...(values['decline-unsatisfied'] && { onUnsatisfied: 'access-denied' as const }),
+      },
+    )
+    console.log(JSON.stringify(result.response, null, 2))
+  } catch (error) {
+    if (w.isDcApiRefusal(error)) {
+      // the wallet's refusal is an answer too (Appendix A.4): the error answer on stdout, exit code 1
+      console.log(JSON.stringify(w.dcApiErrorResponse(request, error), null, 2))
+      throw plainError(error.message)
+    }
+    if (
+      error instanceof w.WalletProtocolError ||
+      error instanceof w.WalletUsageError ||
+      error instanceof w.WalletFileError
+    ) {
+      throw plainError(error.message)
+    }
+    throw error
+  }
+}
+
+function dcApiProgress(step: PresentStep, detail: unknown): void {
+  const d = (detail ?? {}) as Record<string, unknown>
+  if (step === 'request') {
+    const signatures = (d.signatures ?? []) as {
+      index: number
+      clientId?: string
+      verified: boolean
+      reason?: string
+    }[]
+    console.error(
+      `request: ${d.protocol} from ${d.origin}: client ${d.clientId} asks with DCQL for ${JSON.stringify(d.dcqlQueryIds)}, answer ${d.responseMode}`,
+    )
+    for (const s of signatures) {
+      console.error(
+        `  signatures[${s.index}] ${s.clientId ?? '(no client_id)'}: ${s.verified ? 'verified' : `not verified: ${s.reason}`}`,
+      )
+    }
+    return
+  }
+  if (step === 'response') {
+    console.error(
+      `response: ${d.error ? `error ${d.error}` : `${d.responseMode}`} returned to the caller (${d.protocol})`,
+    )
+    return
+  }
+  presentProgress(step, detail)
+}
+
 /**
  * `open <link>`: what a wallet app does with whatever link it is shown (Wallet.open). Exit code 0 only when
  * the wallet received and accepted a credential, or presented; a refusal, a decline or a failure prints its
@@ -849,12 +1000,13 @@ export async function wallet(argv: string[]): Promise<void> {
   if (command === 'request') return request(rest)
   if (command === 'present') return present(rest)
   if (command === 'open') return open(rest)
+  if (command === 'dc-api') return dcApi(rest)
   if (command === 'list') return list(rest)
   // The error alone, with the likely command: the usage is one --help away (issue 32: it buried the error).
   const { didYouMean } = await import('./suggest.ts')
   throw usageError(
     command === undefined
-      ? 'missing command (receive, request, present, open or list; see vc-harness wallet --help)'
-      : `unknown command "${command}".${didYouMean(command, ['receive', 'request', 'present', 'open', 'list'])} See vc-harness wallet --help.`,
+      ? 'missing command (receive, request, present, open, dc-api or list; see vc-harness wallet --help)'
+      : `unknown command "${command}".${didYouMean(command, ['receive', 'request', 'present', 'open', 'dc-api', 'list'])} See vc-harness wallet --help.`,
   )
 }

@@ -144,6 +144,17 @@ export interface DcqlSessionCreated {
   authentication_request: string
   dcql_query: Record<string, unknown> & { credentials: { id: string; format: string }[] }
   id: string
+  /**
+   * A template with `dcql.dcApi`: the same session over the W3C Digital Credentials API (OpenID4VP 1.0
+   * Appendix A). GET `request` answers the `{protocol, data}` entry for `navigator.credentials.get`; POST
+   * `response` (application/json `{origin, protocol, data}`) the DigitalCredential the page received.
+   */
+  dcApi?: {
+    protocol: 'openid4vp-v1-unsigned' | 'openid4vp-v1-signed' | 'openid4vp-v1-multisigned'
+    request: string
+    response: string
+    expectedOrigins: string[]
+  }
 }
 
 /** The session id of either answer of 4.6. */

@@ -4,7 +4,10 @@
 // follows the service's event streams. Both verification profiles: a pe session (OpenID4VP draft 20, its
 // definition's id is the session's) and a dcql one (OpenID4VP 1.0, 4.6 answers its id and DCQL query). The
 // page only ever sees what `FlowCreated` and `FlowStatus` carry: ids, deep links, statuses, the profile and
-// what the request asks for, never a key or a token. plugin.ts puts HTTP and WebSocket in front of it.
+// what the request asks for, never a key or a token. A dcql session whose template has `dcql.dcApi` can also
+// be answered over the Digital Credentials API (OpenID4VP 1.0 Appendix A): the backend keeps the service's
+// request and response URLs, hands the page the request entry when it asks, and forwards the browser's
+// answer with the page's Origin. plugin.ts puts HTTP and WebSocket in front of it.
 
 import {
   type ApiResponse,
@@ -21,7 +24,11 @@ import { type FlowPlan, type SandboxPlan, sampleCredentials } from '../harness/s
 import type { Clock } from '../service/util/clock.ts'
 import type { FlowStep } from '../shared/flow.ts'
 import {
+  asDcApiMessage,
+  asDcApiOffer,
   claimLines,
+  type DcApiMessage,
+  type DcApiOffer,
   describeRequest,
   type FlowCreated,
   type FlowKind,
@@ -39,8 +46,14 @@ import {
 export class DemoError extends Error {
   override name = 'DemoError'
   constructor(
-    readonly status: 404 | 502 | 503,
-    readonly code: 'flow_not_found' | 'upstream_failed' | 'upstream_unreachable' | 'too_many_streams',
+    readonly status: 400 | 404 | 502 | 503,
+    readonly code:
+      | 'flow_not_found'
+      | 'dc_api_not_offered'
+      | 'answer_refused'
+      | 'upstream_failed'
+      | 'upstream_unreachable'
+      | 'too_many_streams',
     message: string,
   ) {
     super(message)
@@ -74,6 +87,8 @@ interface Flow {
   /** Verification: the session's profile and what its request asks for (from 4.6). */
   profile?: VerificationProfile
   requested?: RequestedCredential[]
+  /** Verification over the DC API: the service's URLs (kept here) and what the page learns of them. */
+  dcApi?: { offer: DcApiOffer; request: string; response: string }
   /** A final state read once is not read again. */
   final?: FlowStatus
 }
@@ -244,6 +259,7 @@ export class DemoBackend {
       ...(flow.txCode !== undefined ? { txCode: flow.txCode } : {}),
       ...(flow.profile !== undefined ? { profile: flow.profile } : {}),
       ...(flow.requested !== undefined ? { requested: flow.requested } : {}),
+      ...(flow.dcApi !== undefined ? { dcApi: flow.dcApi.offer } : {}),
     }
   }
 
@@ -290,6 +306,7 @@ export class DemoBackend {
     const link = body.authentication_request
     const id = sessionIdOf(body)
     const { profile, requested } = describeRequest(body)
+    const dcApi = dcApiOf(body)
     const read = await this.withToken<SessionRead>('verification', (t) => this.rp().readSession(t, id))
     if (read.status !== 200 && read.status !== 202) throw upstream('read session', read)
     const flow: Flow = {
@@ -301,9 +318,108 @@ export class DemoBackend {
       expiresAt: Date.parse((read.body as SessionRead).ExpiredAt),
       profile,
       requested,
+      ...(dcApi ? { dcApi } : {}),
     }
     this.remember(flow)
     return this.created(flow)
+  }
+
+  /** A verification flow this backend opened with a DC API request, or a 404. */
+  private dcApiFlow(id: string): Flow & { dcApi: NonNullable<Flow['dcApi']> } {
+    const flow = this.flow('verification', id)
+    if (!flow.dcApi) {
+      throw new DemoError(
+        404,
+        'dc_api_not_offered',
+        `verification "${id}" has no Digital Credentials API request`,
+      )
+    }
+    return flow as Flow & { dcApi: NonNullable<Flow['dcApi']> }
+  }
+
+  /**
+   * A service URL of the DC API, called on the service this demo runs in (its loopback address, like every
+   * other call of the backend): the path and query of the URL 4.6 answered. A URL that is not a wallet-facing
+   * OpenID4VP one is refused.
+   */
+  private serviceUrl(url: string): string {
+    const parsed = new URL(url)
+    if (!parsed.pathname.startsWith('/oid4vp/')) {
+      throw new DemoError(502, 'upstream_failed', 'create session: the DC API URLs are not OpenID4VP ones')
+    }
+    return `${this.options.apiUrl()}${parsed.pathname}${parsed.search}`
+  }
+
+  /** Calls the service's DC API endpoints; network failures are the demo's 502. */
+  private async dcApiCall(url: string, init: RequestInit): Promise<{ status: number; body: unknown }> {
+    let response: Response
+    try {
+      response = await this.fetchImpl(this.serviceUrl(url), {
+        ...init,
+        headers: { accept: 'application/json', ...init.headers },
+        signal: AbortSignal.timeout(DC_API_CALL_TIMEOUT_MS),
+      })
+    } catch (error) {
+      if (error instanceof DemoError) throw error
+      throw new DemoError(502, 'upstream_unreachable', 'the service cannot be reached')
+    }
+    const text = await response.text()
+    let body: unknown
+    try {
+      body = text === '' ? undefined : JSON.parse(text)
+    } catch {
+      body = undefined
+    }
+    return { status: response.status, body }
+  }
+
+  /**
+   * GET <api>/verification/<id>/dc-api: the request entry for `navigator.credentials.get`, fetched from the
+   * service's request URL (which the service counts as the wallet's fetch of the request: request_retrieved).
+   */
+  async dcApiRequest(id: string): Promise<DcApiMessage> {
+    const flow = this.dcApiFlow(id)
+    const answer = await this.dcApiCall(flow.dcApi.request, { method: 'GET' })
+    if (answer.status !== 200) throw upstreamOf('DC API request', answer)
+    const entry = asDcApiMessage(answer.body, flow.dcApi.offer.protocol)
+    if (!entry) {
+      throw new DemoError(
+        502,
+        'upstream_failed',
+        'DC API request: the service answered no {protocol, data} entry',
+      )
+    }
+    return { protocol: entry.protocol, data: entry.data }
+  }
+
+  /**
+   * POST <api>/verification/<id>/dc-api: the browser's answer (a DigitalCredential's protocol and data),
+   * forwarded with the page's Origin, which only the relying party's backend can vouch for (the browser
+   * sets it; the page cannot). A verified or a rejected presentation are both answers the flow's state
+   * reports (`result`); an answer the service cannot read is 400 answer_refused; anything else a 502.
+   */
+  async dcApiRespond(
+    id: string,
+    origin: string,
+    answer: DcApiMessage,
+  ): Promise<{ result: 'verified' | 'rejected' }> {
+    const flow = this.dcApiFlow(id)
+    const posted = await this.dcApiCall(flow.dcApi.response, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ origin, protocol: answer.protocol, data: answer.data }),
+    })
+    const error = errorCodeOf(posted.body)
+    if (posted.status === 200) return { result: 'verified' }
+    if (posted.status === 400 && error === 'invalid_presentation') return { result: 'rejected' }
+    if (posted.status === 400 && error === 'invalid_request') {
+      throw new DemoError(
+        400,
+        'answer_refused',
+        "the service could not read the wallet's answer (invalid_request)",
+      )
+    }
+    throw upstreamOf('DC API response', posted)
   }
 
   open(kind: FlowKind): Promise<FlowCreated> {
@@ -486,10 +602,46 @@ export function outcomeOf(session: SessionRead): FlowOutcome | undefined {
 
 /** A service answer the demo did not expect: status and the service's problem code, nothing else. */
 function upstream(what: string, response: ApiResponse<unknown>): DemoError {
-  const code = (response.body as Partial<Problem> | undefined)?.code
+  return upstreamOf(what, { status: response.status, body: response.body })
+}
+
+/** The same for any answer: the problem's `code` (relying-party API) or the OAuth `error` (wallet-facing). */
+function upstreamOf(what: string, response: { status: number; body: unknown }): DemoError {
+  const code = errorCodeOf(response.body)
   return new DemoError(
     502,
     'upstream_failed',
-    `${what}: the service answered HTTP ${response.status}${typeof code === 'string' ? ` ${code}` : ''}`,
+    `${what}: the service answered HTTP ${response.status}${code !== undefined ? ` ${code}` : ''}`,
   )
+}
+
+/** A wire error code of a service answer (`code` of a problem, `error` of an OAuth error), if it looks like one. */
+function errorCodeOf(body: unknown): string | undefined {
+  if (typeof body !== 'object' || body === null) return undefined
+  const { code, error } = body as { code?: unknown; error?: unknown }
+  const found = typeof code === 'string' ? code : error
+  return typeof found === 'string' && /^[a-z0-9_.:-]{1,64}$/i.test(found) ? found : undefined
+}
+
+/** How long a call to the service's DC API endpoints may take (the page's user is waiting on it). */
+const DC_API_CALL_TIMEOUT_MS = 15_000
+
+/**
+ * The DC API of a 4.6 answer (`dcApi: {protocol, request, response, expectedOrigins}`), or undefined when the
+ * template has none. Malformed members are a 502: the service promised something it did not give.
+ */
+function dcApiOf(created: object): Flow['dcApi'] {
+  const dcApi = (created as { dcApi?: unknown }).dcApi
+  if (dcApi === undefined || dcApi === null) return undefined
+  const { request, response } = dcApi as { request?: unknown; response?: unknown }
+  const offer = asDcApiOffer(dcApi)
+  const isUrl = (u: unknown): u is string => typeof u === 'string' && URL.canParse(u)
+  if (!offer || !isUrl(request) || !isUrl(response)) {
+    throw new DemoError(
+      502,
+      'upstream_failed',
+      'create session: the service answered an unusable dcApi member',
+    )
+  }
+  return { offer, request, response }
 }

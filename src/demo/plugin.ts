@@ -8,6 +8,8 @@
 //   POST /demo/api/issuance | /demo/api/verification            {} → 201 FlowCreated
 //   GET  /demo/api/<kind>/<id>                      → 200 FlowStatus (reads 4.3 / 4.7; a final verification's outcome)
 //   GET  /demo/api/<kind>/<id>/socket               WebSocket: the service's event stream as JSON messages
+//   GET  /demo/api/verification/<id>/dc-api         → 200 {protocol, data}: the DC API request entry
+//   POST /demo/api/verification/<id>/dc-api         {protocol, data} (+ the Origin header) → 200 {result}
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import websocket from '@fastify/websocket'
@@ -37,6 +39,11 @@ export type DemoPlugin = FastifyPluginAsync<{ baseUrl: () => string }> & { backe
 
 /** Largest request body the demo API accepts (it takes `{}`). */
 export const DEMO_BODY_LIMIT = 1024
+/**
+ * Largest DC API answer the demo forwards (a DigitalCredential's protocol and data: a vp_token or an
+ * encrypted response); the service's own JSON limit by default (`bodyLimitBytes`).
+ */
+export const DEMO_DC_API_BODY_LIMIT = 256 * 1024
 const SOCKET_PING_MS = 25_000
 
 /** A URL of the server this process can call: a wildcard listening address becomes loopback. */
@@ -59,6 +66,10 @@ const AssetQuery = Type.Object(
   { v: Type.Optional(Type.String({ maxLength: 64 })) },
   { additionalProperties: false },
 )
+const DcApiOfferSchema = Type.Object({
+  protocol: Type.String(),
+  expectedOrigins: Type.Array(Type.String()),
+})
 const FlowCreatedSchema = Type.Object({
   kind: Type.String(),
   id: Type.String(),
@@ -78,6 +89,7 @@ const FlowCreatedSchema = Type.Object({
       }),
     ),
   ),
+  dcApi: Type.Optional(DcApiOfferSchema),
 })
 const FlowOutcomeSchema = Type.Object({
   failedChecks: Type.Optional(Type.Array(Type.Object({ check: Type.String(), message: Type.String() }))),
@@ -99,6 +111,23 @@ const FlowStatusSchema = Type.Object({
   at: Type.String(),
   outcome: Type.Optional(FlowOutcomeSchema),
 })
+/** A request entry or an answer: the protocol and a JSON object (passed through as is). */
+const DcApiMessageSchema = Type.Object({
+  protocol: Type.String({ minLength: 1, maxLength: 64 }),
+  data: Type.Object({}, { additionalProperties: true }),
+})
+const DcApiBody = Type.Object(
+  {
+    protocol: Type.String({ minLength: 1, maxLength: 64 }),
+    data: Type.Object({}, { additionalProperties: true }),
+  },
+  { additionalProperties: false },
+)
+/** The page's Origin, as the browser sets it on every POST: the origin the wallet was told of. */
+const OriginHeaders = Type.Object({ origin: Type.String({ minLength: 1, maxLength: 2048 }) })
+const DcApiResult = Type.Object({
+  result: Type.Union([Type.Literal('verified'), Type.Literal('rejected')]),
+})
 const DemoProblem = Type.Object({
   type: Type.String(),
   title: Type.String(),
@@ -109,6 +138,8 @@ const DemoProblem = Type.Object({
 
 const TITLES: Record<DemoError['code'], string> = {
   flow_not_found: 'Flow not found',
+  dc_api_not_offered: 'No Digital Credentials API request for this flow',
+  answer_refused: "The service could not read the wallet's answer",
   upstream_failed: 'The service refused the call',
   upstream_unreachable: 'The service cannot be reached',
   too_many_streams: 'Too many open streams',
@@ -260,6 +291,53 @@ export function demoPlugin(options: DemoOptions): DemoPlugin {
         (socket: RelaySocket, request) => relay(kind, request.params.id, socket),
       )
     }
+
+    // The Digital Credentials API of a verification (OpenID4VP 1.0 Appendix A): the request entry, the answer.
+    app.get(
+      '/api/verification/:id/dc-api',
+      {
+        schema: {
+          hide: true,
+          params: IdParams,
+          response: { 200: DcApiMessageSchema, '4xx': DemoProblem, '5xx': DemoProblem },
+        },
+      },
+      async (request, reply) => {
+        try {
+          return reply.send(await backend.dcApiRequest(request.params.id))
+        } catch (error) {
+          if (error instanceof DemoError) return sendDemoError(reply, error)
+          throw error
+        }
+      },
+    )
+    app.post(
+      '/api/verification/:id/dc-api',
+      {
+        bodyLimit: DEMO_DC_API_BODY_LIMIT,
+        schema: {
+          hide: true,
+          params: IdParams,
+          headers: OriginHeaders,
+          body: DcApiBody,
+          response: { 200: DcApiResult, '4xx': DemoProblem, '5xx': DemoProblem },
+        },
+      },
+      async (request, reply) => {
+        try {
+          const { protocol, data } = request.body
+          return reply.send(
+            await backend.dcApiRespond(request.params.id, request.headers.origin, {
+              protocol,
+              data: data as Record<string, unknown>,
+            }),
+          )
+        } catch (error) {
+          if (error instanceof DemoError) return sendDemoError(reply, error)
+          throw error
+        }
+      },
+    )
 
     function relay(kind: FlowKind, id: string, socket: RelaySocket) {
       const send = (message: SocketMessage) => {

@@ -39,6 +39,11 @@ export interface SessionExpectation {
   responseUri?: string
   /** OpenID4VP 1.0 §8.3: the JWK thumbprint of the key the response was encrypted to, when it was. */
   encryptionKeyThumbprint?: string
+  /**
+   * OpenID4VP 1.0 Appendix A: the request went over the Digital Credentials API from this origin. `audience`
+   * is then `origin:<origin>`, and an mdoc's SessionTranscript is the OpenID4VPDCAPIHandover (B.2.6.2).
+   */
+  origin?: string
 }
 
 /** Seconds since the epoch of a proof option's ISO date (NaN when it is not a string), undefined when absent. */

@@ -25,6 +25,7 @@ import { PreAuthorizedGrants } from './oid4vci/grants.ts'
 import { IssuerMetadata } from './oid4vci/metadata.ts'
 import type { IssuerMetadataDocuments, Oid4vciEndpoints } from './oid4vci/routes.ts'
 import { Oid4vciService } from './oid4vci/service.ts'
+import { type DcApiRequests, Openid4vpDcApiRequests } from './oid4vp/dc-api.ts'
 import { requestObjectSigner } from './oid4vp/profile.ts'
 import { PresentationExchangeRequests } from './oid4vp/request.ts'
 import { Openid4vp1Requests } from './oid4vp/request-v1.ts'
@@ -261,21 +262,23 @@ export async function buildServices(options: ServiceOptions): Promise<BuiltServi
   const faultyVerifier = faults && new FaultyVerifier(faults, { publicBase: () => urls.absolute(''), events })
   const signer = faultyVerifier ? faultyVerifier.signer(requestObjectSigner) : requestObjectSigner
   // One profile object per OpenID4VP profile a verification template may choose.
-  const genuine = {
-    pe: new PresentationExchangeRequests(urls, signer),
-    dcql: new Openid4vp1Requests({
-      urls,
-      clock,
-      signer,
-      tenantKeys,
-      certificates: issuerCertificates,
-      configured: new Map(
-        config.tenants.flatMap((t) =>
-          t.verifierCertificate ? [[t.id, configuredVerifier(t.verifierCertificate)] as const] : [],
-        ),
+  const dcql = new Openid4vp1Requests({
+    urls,
+    clock,
+    signer,
+    tenantKeys,
+    certificates: issuerCertificates,
+    configured: new Map(
+      config.tenants.flatMap((t) =>
+        t.verifierCertificate ? [[t.id, configuredVerifier(t.verifierCertificate)] as const] : [],
       ),
-    }),
-  }
+    ),
+  })
+  const genuine = { pe: new PresentationExchangeRequests(urls, signer), dcql }
+  // The same session over the Digital Credentials API (OpenID4VP 1.0 Appendix A), named as its QR request
+  // is; the extension point a wallet test's decorator would wrap.
+  const genuineDcApi = new Openid4vpDcApiRequests({ identities: dcql.identities, signer })
+  const dcApi: DcApiRequests = faultyVerifier ? faultyVerifier.dcApi(genuineDcApi) : genuineDcApi
   const profiles = faultyVerifier
     ? { pe: faultyVerifier.profile('pe', genuine.pe), dcql: faultyVerifier.profile('dcql', genuine.dcql) }
     : genuine
@@ -295,6 +298,7 @@ export async function buildServices(options: ServiceOptions): Promise<BuiltServi
     webhooks: outbox,
     status,
     profiles,
+    dcApi,
     ...metrics,
   })
   const metadata = new IssuerMetadata({ store, urls, tenantKeys, batchSize: config.oid4vci.batchSize })

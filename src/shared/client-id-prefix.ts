@@ -35,6 +35,11 @@ export interface ClientRequest {
   payload: Record<string, unknown>
   /** where the request object was fetched, when by reference */
   requestUri: string | undefined
+  /**
+   * OpenID4VP 1.0 Appendix A: the origin the platform handed the wallet with a Digital Credentials API
+   * request. There is no response_uri then: x509_san_dns holds the origin's host to the certified name instead.
+   */
+  origin?: string
 }
 
 /** What the wallet trusts: the trust anchors of x5c chains, and its clock (ms). */
@@ -306,6 +311,17 @@ async function verifyX509SanDns(request: ClientRequest, trust: ClientTrust): Pro
   // No list of trusted client identifiers here, so the response goes to the certified host only — and,
   // since a certificate names no port, to the origin (scheme, host, port) that served the request object:
   // another port of the same host is another service the certificate does not speak for.
+  if (request.origin !== undefined) {
+    // Appendix A: the answer goes back to the calling page, so the page's origin is what the certificate
+    // must speak for (no response_uri exists over the DC API)
+    if (new URL(request.origin).hostname !== identifier) {
+      throw new ClientIdPrefixError(
+        'invalid_request',
+        `x509_san_dns (${RULE}, OpenID4VP 1.0 Appendix A): the calling origin ${request.origin} is not on the certified host ${identifier}. Nothing was sent.`,
+      )
+    }
+    return signedByLeaf(request, chain)
+  }
   const target = payload.response_uri ?? payload.redirect_uri
   let url: URL | undefined
   try {

@@ -633,6 +633,33 @@ export async function oid4vpSessionTranscript(handover: Oid4vpHandover): Promise
   )
 }
 
+/** What the SessionTranscript of a DC API presentation binds (OpenID4VP 1.0 Appendix B.2.6.2). */
+export interface DcApiHandover {
+  /** the origin the platform handed the wallet, without the `origin:` prefix */
+  origin: string
+  nonce: string
+  /** base64url SHA-256 JWK thumbprint of the verifier's response encryption key (dc_api.jwt); absent: null */
+  jwkThumbprint?: string | undefined
+}
+
+/**
+ * OpenID4VP 1.0 Appendix B.2.6.2: SessionTranscript = [null, null, ["OpenID4VPDCAPIHandover",
+ * SHA-256(CBOR([origin, nonce, jwkThumbprint or null]))]], when the request came over the DC API.
+ */
+export async function dcApiSessionTranscript(handover: DcApiHandover): Promise<Mdoc.SessionTranscript> {
+  const m = await prepareMdoc()
+  return m.SessionTranscript.forOid4VpDcApi(
+    {
+      origin: handover.origin,
+      nonce: handover.nonce,
+      ...(handover.jwkThumbprint !== undefined && {
+        jwkThumbprint: new Uint8Array(Buffer.from(handover.jwkThumbprint, 'base64url')),
+      }),
+    },
+    context(),
+  )
+}
+
 export interface PresentMdocInput {
   /** The mdocs as issued (base64url IssuerSigned), each with the elements to disclose by namespace. */
   documents: readonly { issuerSigned: string; disclose: Record<string, readonly string[]> }[]

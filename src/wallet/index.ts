@@ -54,6 +54,9 @@ export {
   AUTHORIZATION_MISBEHAVIOUR_HELP,
   AUTHORIZATION_MISBEHAVIOURS,
   type AuthorizationMisbehaviour,
+  DC_API_MISBEHAVIOUR_HELP,
+  DC_API_PRESENTATION_MISBEHAVIOURS,
+  FOREIGN_ORIGIN,
   type IssuanceMisbehaviour,
   isAuthorizationMisbehaviour,
   isMisbehaviour,
@@ -79,6 +82,18 @@ export {
   type RespondOptions,
   type StartPresentationOptions,
 } from './presentation.ts'
+export {
+  DC_API_CLIENT_ID_PREFIXES,
+  type DcApiInput,
+  type DcApiPresentationResult,
+  type DcApiSignatureOutcome,
+  dcApiErrorResponse,
+  isDcApiRefusal,
+  type PresentDcApiOptions,
+  pickDcApiRequest,
+  type ResolvedDcApiRequest,
+  resolveDcApiRequest,
+} from './presentation-dc-api.ts'
 export {
   type ClaimPath,
   type DcqlChoice,

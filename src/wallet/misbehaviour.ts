@@ -168,6 +168,11 @@ const V1_ONLY = [
   'mdoc-tampered-element',
   'mdoc-extra-element',
   'mdoc-foreign-device-key',
+  // an answer over the Digital Credentials API (1.0 Appendix A): DC_API_PRESENTATION_MISBEHAVIOURS
+  'dc-api-foreign-origin',
+  'dc-api-client-id-audience',
+  'dc-api-wrong-request',
+  'dc-api-ignore-expected-origins',
 ] as const
 export type V1OnlyPresentationMisbehaviour = (typeof V1_ONLY)[number]
 export const V1_ONLY_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbehaviour[] = V1_ONLY
@@ -231,6 +236,33 @@ export const MDOC_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbehaviour[
 ]
 
 /**
+ * 1.0 misbehaviours of an answer over the Digital Credentials API (Appendix A, Wallet.presentDcApi): how every
+ * presentation is bound to the calling origin (A.4, B.2.6.2), which request it answers, and the wallet's own
+ * expected_origins check (A.2). Asked of a request by link they are a WalletUsageError before anything is
+ * fetched; DC_API_MISBEHAVIOUR_HELP says what each one changes.
+ */
+export const DC_API_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbehaviour[] = [
+  'dc-api-foreign-origin',
+  'dc-api-client-id-audience',
+  'dc-api-wrong-request',
+  'dc-api-ignore-expected-origins',
+]
+
+/** 'dc-api-foreign-origin' binds every presentation to this origin instead of the caller's. */
+export const FOREIGN_ORIGIN = 'https://attacker.example'
+
+/** What each DC API misbehaviour changes (everything else is correct): CLI and README text. */
+export const DC_API_MISBEHAVIOUR_HELP: Readonly<Record<string, string>> = {
+  'dc-api-foreign-origin': `every presentation is bound to the origin ${FOREIGN_ORIGIN} instead of the caller's: KB-JWT and JWT VP aud, ldp_vp domain origin:${FOREIGN_ORIGIN}, an mdoc's OpenID4VPDCAPIHandover of that origin (OpenID4VP 1.0 Appendix A.4, B.2.6.2)`,
+  'dc-api-client-id-audience':
+    "the presentations are bound as if the request had not come over the DC API (missing origin binding): aud / domain the request's client_id (an unsigned request, which has none: the origin without origin:), an mdoc's OpenID4VPHandover of the redirect flow (that client_id, the nonce, the thumbprint, the origin as response_uri) (Appendix A.4, B.2.6.2)",
+  'dc-api-wrong-request':
+    'the answer is one made for another request: every presentation carries a fresh random nonce (KB-JWT / JWT VP nonce, ldp_vp challenge, the mdoc handover); the request’s nonce is not remembered as answered (§14.1)',
+  'dc-api-ignore-expected-origins':
+    "a signed request whose expected_origins do not contain the caller's origin (or lack them) is answered instead of refused (Appendix A.2); asked of an unsigned request, or of one whose expected_origins hold the origin: WalletUsageError",
+}
+
+/**
  * The misbehaviours that change the KB-JWT: 'kb-missing' sends none, so it combines with none of them
  * (LEAVE_OUT_MISBEHAVIOURS).
  */
@@ -285,6 +317,7 @@ export const NONCE_LESS_PRESENTATION_MISBEHAVIOURS: readonly PresentationMisbeha
   'vp-wrong-nonce',
   'kb-wrong-nonce',
   'mdoc-wrong-nonce',
+  'dc-api-wrong-request',
 ]
 
 type AnyMisbehaviour = Misbehaviour | PresentationMisbehaviour
@@ -306,6 +339,10 @@ export const CONFLICTING_MISBEHAVIOURS: readonly {
   },
   { misbehaviours: ['kb-stale-iat', 'kb-future-iat'], change: "the KB-JWT's iat" },
   { misbehaviours: ['plain-response', 'jwe-wrong-key'], change: 'how a direct_post.jwt answer is encrypted' },
+  {
+    misbehaviours: ['dc-api-foreign-origin', 'dc-api-client-id-audience'],
+    change: 'the audience and the mdoc handover every presentation over the DC API is bound to',
+  },
 ]
 
 /**

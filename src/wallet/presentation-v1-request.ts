@@ -109,7 +109,13 @@ function message(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
 }
 
-function refuse(status: number, error: string, description: string, body?: unknown): WalletProtocolError {
+/** A refusal of the request (step `request`): nothing is sent. */
+export function refuse(
+  status: number,
+  error: string,
+  description: string,
+  body?: unknown,
+): WalletProtocolError {
   return new WalletProtocolError({ step: 'request', status, error, errorDescription: description, body })
 }
 
@@ -220,9 +226,16 @@ function parametersByValue(params: Record<string, string>, status: number): Reco
   return payload
 }
 
-/** §8.3: the verifier's encryption key (use enc or absent, alg ECDH-ES) and the content encryption. */
-function responseEncryption(metadata: unknown, status: number): ResponseEncryption {
-  const rule = 'direct_post.jwt (OpenID4VP 1.0 §8.3)'
+/**
+ * §8.3: the verifier's encryption key (use enc or absent, alg ECDH-ES) and the content encryption, for
+ * direct_post.jwt and the Digital Credentials API's dc_api.jwt alike.
+ */
+export function responseEncryption(
+  metadata: unknown,
+  status: number,
+  mode: 'direct_post.jwt' | 'dc_api.jwt' = 'direct_post.jwt',
+): ResponseEncryption {
+  const rule = `${mode} (OpenID4VP 1.0 §8.3)`
   const keys = isObject(metadata) && isObject(metadata.jwks) ? metadata.jwks.keys : undefined
   if (!Array.isArray(keys)) {
     throw refuse(
@@ -280,40 +293,68 @@ function checkParameters(
       `wallet_nonce (OpenID4VP 1.0 §5.10.1): the request object must echo the wallet_nonce the wallet posted (${opts.walletNonce}); it carries ${JSON.stringify(payload.wallet_nonce)}`,
     )
   }
+  return checkRequestParameters(payload, { ...opts, checkExpiry: true }, () => {
+    const mode = payload.response_mode
+    if (mode !== 'direct_post' && mode !== 'direct_post.jwt') {
+      throw fail(
+        'invalid_request',
+        `response_mode ${JSON.stringify(mode)} is not one this wallet answers (direct_post, OpenID4VP 1.0 §8.2; direct_post.jwt, §8.3.1)`,
+      )
+    }
+    if (payload.redirect_uri !== undefined) {
+      throw fail(
+        'invalid_request',
+        `redirect_uri must not be present with response_mode ${mode} (OpenID4VP 1.0 §8.2)`,
+      )
+    }
+    const responseUri = payload.response_uri
+    if (typeof responseUri !== 'string' || !/^https?:\/\//.test(responseUri)) {
+      throw fail(
+        'invalid_request',
+        `response_uri ${JSON.stringify(responseUri)} is not an http(s) URL (OpenID4VP 1.0 §8.2)`,
+      )
+    }
+    if (payload.state !== undefined && typeof payload.state !== 'string') {
+      throw fail('invalid_request', 'state is not a string')
+    }
+    return { responseMode: mode as ResponseModeV1, responseUri }
+  })
+}
+
+/**
+ * The request parameters every OpenID4VP 1.0 request shares, whatever carried it and however it is answered
+ * (§5.1, §5.2, §6, RFC 9101 §6.3): response_type vp_token, then `transport` (the response mode and where the
+ * answer goes: §8.2 / §8.3 for a link, Appendix A.2 over the Digital Credentials API), a nonce, a valid
+ * dcql_query (no presentation_definition, scope or transaction_data), `exp` not passed when `checkExpiry`.
+ * Throws the WalletProtocolError of step `request` naming the rule.
+ */
+export function checkRequestParameters<T extends object>(
+  payload: Record<string, unknown>,
+  opts: {
+    status: number
+    now: number
+    allowExpired: boolean
+    /** a request object's `exp` (RFC 9101 §6.3); parameters that came unsigned have none to judge */
+    checkExpiry: boolean
+    /** the careless wallet: no nonce or exp check */
+    careless?: boolean
+  },
+  transport: () => T,
+): { dcqlQuery: DcqlQuery; nonce: string } & T {
+  const fail = (error: string, description: string) => refuse(opts.status, error, description, payload)
+  const careless = opts.careless === true
   if (payload.response_type !== 'vp_token') {
     throw fail(
       'unsupported_response_type',
       `response_type ${JSON.stringify(payload.response_type)} is not vp_token (OpenID4VP 1.0 §5.6; this wallet signs no ID Token)`,
     )
   }
-  const mode = payload.response_mode
-  if (mode !== 'direct_post' && mode !== 'direct_post.jwt') {
-    throw fail(
-      'invalid_request',
-      `response_mode ${JSON.stringify(mode)} is not one this wallet answers (direct_post, OpenID4VP 1.0 §8.2; direct_post.jwt, §8.3.1)`,
-    )
-  }
-  if (payload.redirect_uri !== undefined) {
-    throw fail(
-      'invalid_request',
-      `redirect_uri must not be present with response_mode ${mode} (OpenID4VP 1.0 §8.2)`,
-    )
-  }
-  const responseUri = payload.response_uri
-  if (typeof responseUri !== 'string' || !/^https?:\/\//.test(responseUri)) {
-    throw fail(
-      'invalid_request',
-      `response_uri ${JSON.stringify(responseUri)} is not an http(s) URL (OpenID4VP 1.0 §8.2)`,
-    )
-  }
+  const transported = transport()
   if ((typeof payload.nonce !== 'string' || payload.nonce.length === 0) && !careless) {
     throw fail(
       'invalid_request',
       'the request has no nonce (OpenID4VP 1.0 §5.2: nonce is REQUIRED; without it a presentation can be replayed). Nothing was sent.',
     )
-  }
-  if (payload.state !== undefined && typeof payload.state !== 'string') {
-    throw fail('invalid_request', 'state is not a string')
   }
   if (payload.presentation_definition !== undefined || payload.presentation_definition_uri !== undefined) {
     throw fail(
@@ -348,7 +389,7 @@ function checkParameters(
     const reason = error instanceof DcqlError || error instanceof SyntaxError ? error.message : message(error)
     throw fail('invalid_request', `dcql_query is not a valid DCQL query (OpenID4VP 1.0 §6): ${reason}`)
   }
-  if (payload.exp !== undefined && !careless) {
+  if (opts.checkExpiry && payload.exp !== undefined && !careless) {
     if (typeof payload.exp !== 'number') throw fail('invalid_request_object', 'exp is not a number')
     if (!opts.allowExpired && payload.exp * 1000 <= opts.now) {
       throw fail(
@@ -357,10 +398,12 @@ function checkParameters(
       )
     }
   }
+  if (payload.client_metadata !== undefined && !isObject(payload.client_metadata)) {
+    throw fail('invalid_request', 'client_metadata is not a JSON object (OpenID4VP 1.0 §5.1)')
+  }
   return {
+    ...transported,
     dcqlQuery,
-    responseMode: mode,
-    responseUri,
     nonce: typeof payload.nonce === 'string' ? payload.nonce : '',
   }
 }
@@ -517,9 +560,6 @@ export async function resolveRequestV1(
   })
   if (!careless && (await ctx.answeredNonce?.(checked.nonce)))
     throw replayedNonce(status, checked.nonce, 'invalid_request')
-  if (payload.client_metadata !== undefined && !isObject(payload.client_metadata)) {
-    throw refuse(status, 'invalid_request', 'client_metadata is not a JSON object (OpenID4VP 1.0 §5.1)')
-  }
   return {
     clientId: linkClientId,
     prefix,

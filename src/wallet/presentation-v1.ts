@@ -5,16 +5,17 @@
 // (presentation-vp.ts) — keys them by credential query id and posts them with direct_post or direct_post.jwt
 // (presentation-v1-response.ts); an mdoc is a DeviceResponse bound to the request by its SessionTranscript
 // (presentation-mdoc.ts). A misbehaviour changes one thing of the first presentation of its kind, or of the
-// response around them.
+// response around them. buildDcqlAnswer (selection and presentations, bound to an AnswerBinding) is shared
+// with the answer over the Digital Credentials API (presentation-dc-api.ts), which binds the origin instead.
 
 import type { DcqlQuery } from 'dcql'
 import type { FormatId } from '../formats/registry.ts'
-import { jwkThumbprint } from '../shared/jws.ts'
 import { MDOC_FORMAT } from '../shared/mdoc.ts'
 import { SD_JWT_VC_TYP } from '../shared/wire.ts'
 import { WalletProtocolError, WalletUsageError } from './errors.ts'
 import {
   assertPresentationMisbehaviours,
+  DC_API_PRESENTATION_MISBEHAVIOURS,
   EXCLUSIVE_PRESENTATION_MISBEHAVIOURS,
   JWT_VP_MISBEHAVIOURS,
   LDP_VP_MISBEHAVIOURS,
@@ -33,6 +34,8 @@ import {
   type RespondOptions,
   type StartPresentationOptions,
 } from './presentation.ts'
+import type { AnswerBinding } from './presentation-binding.ts'
+import { thumbprintOf } from './presentation-binding.ts'
 import {
   type DcqlChoice,
   type DcqlSelection,
@@ -78,17 +81,9 @@ interface Presenter {
   present(input: {
     choice: DcqlChoice
     misbehave: readonly PresentationMisbehaviour[]
-    nonce: string
-    /** the full client_id, prefix included */
-    audience: string
+    /** nonce, audience (the full client_id, or origin:<origin> over the DC API), the mdoc handover */
+    binding: AnswerBinding
     iat: number
-    /** where the answer is posted (an mdoc's SessionTranscript binds it) */
-    responseUri: string
-    /**
-     * base64url JWK SHA-256 thumbprint (RFC 7638) of the verifier's response encryption key when the request
-     * asks for direct_post.jwt, else undefined (an mdoc's SessionTranscript binds it, B.2.6.1)
-     */
-    jwkThumbprint: string | undefined
     wallet: PresentationContext
     /** ldp_vc: the proof type the caller forces, and what the verifier's client_metadata accepts */
     ldp: { forced: string | undefined; accepted: AcceptedLdProofs | undefined }
@@ -101,12 +96,12 @@ const PRESENTERS: Record<FormatId, Presenter> = {
   [SD_JWT_VC_TYP]: {
     misbehaviours: SD_JWT_PRESENTATION_MISBEHAVIOURS,
     changes: 'an SD-JWT VC presentation',
-    async present({ choice, misbehave, nonce, audience, iat, wallet }) {
+    async present({ choice, misbehave, binding, iat, wallet }) {
       const { presentation } = await presentSdJwt({
         credential: choice.credential.credential,
         claimPaths: choice.claimPaths,
-        nonce,
-        audience,
+        nonce: binding.nonce,
+        audience: binding.audience,
         iat,
         // the key cnf.jwk names: the wallet's own, or the further key of a batch copy (OpenID4VCI 1.0 §3.3.2)
         signer: wallet.jwtSigner(choice.credential.subject),
@@ -123,7 +118,7 @@ const PRESENTERS: Record<FormatId, Presenter> = {
       all.some((m) => m === 'vp-wrong-nonce' || m === 'vp-wrong-aud')
         ? ' (kb-wrong-nonce / kb-wrong-aud are the SD-JWT ones)'
         : '',
-    async present({ choice, misbehave, nonce, audience, iat, wallet }) {
+    async present({ choice, misbehave, binding, iat, wallet }) {
       let credential = choice.credential.credential
       try {
         credential = tamperOf(misbehave).apply('vp.credentials', [credential])[0] ?? credential
@@ -134,8 +129,8 @@ const PRESENTERS: Record<FormatId, Presenter> = {
       const holder = wallet.isBatchKey(choice.credential.subject) ? choice.credential.subject : wallet.did
       return buildVpToken(wallet.jwtSigner(holder), {
         holder,
-        audience,
-        nonce,
+        audience: binding.audience,
+        nonce: binding.nonce,
         presentation: { verifiableCredential: [credential] },
         misbehave,
         now: () => iat,
@@ -147,7 +142,7 @@ const PRESENTERS: Record<FormatId, Presenter> = {
   ldp_vc: {
     misbehaviours: LDP_VP_MISBEHAVIOURS,
     changes: 'a Linked Data presentation (ldp_vp)',
-    async present({ choice, misbehave, nonce, audience, iat, wallet, ldp }) {
+    async present({ choice, misbehave, binding, iat, wallet, ldp }) {
       const proofType = chooseLdProofType(wallet.keyType, ldp.accepted, ldp.forced ?? wallet.ldpProofType)
       if (!proofType)
         throw new WalletUsageError(
@@ -156,8 +151,8 @@ const PRESENTERS: Record<FormatId, Presenter> = {
       return buildLdpVp({
         holder: await wallet.ldPresenter(choice.credential.subject),
         credentials: [JSON.parse(choice.credential.credential) as Record<string, unknown>],
-        nonce,
-        audience,
+        nonce: binding.nonce,
+        audience: binding.audience,
         proofType,
         misbehave,
         now: iat * 1000,
@@ -165,18 +160,21 @@ const PRESENTERS: Record<FormatId, Presenter> = {
     },
   },
   // B.2.6: a DeviceResponse of the mdoc with the elements the query asks for, device-signed over the
-  // SessionTranscript of this request (client_id, nonce, the encryption key's thumbprint, response_uri)
+  // SessionTranscript of this request (client_id, nonce, the encryption key's thumbprint, response_uri; over
+  // the DC API the origin, nonce and thumbprint, B.2.6.2)
   [MDOC_FORMAT]: {
     misbehaviours: MDOC_PRESENTATION_MISBEHAVIOURS,
     changes: 'an mdoc presentation (mso_mdoc DeviceResponse)',
-    async present({ choice, misbehave, nonce, audience, responseUri, jwkThumbprint, wallet }) {
+    async present({ choice, misbehave, binding, wallet }) {
+      const { mdoc } = binding
       const { presentation } = await presentMdocCredential({
         credential: choice.credential.credential,
         claimPaths: choice.claimPaths,
-        clientId: audience,
-        nonce,
-        responseUri,
-        jwkThumbprint,
+        ...(mdoc.kind === 'dc_api'
+          ? { origin: mdoc.origin }
+          : { clientId: mdoc.clientId, responseUri: mdoc.responseUri }),
+        nonce: binding.nonce,
+        jwkThumbprint: binding.jwkThumbprint,
         signer: wallet.deviceSigner(choice.credential.subject),
         misbehave,
       })
@@ -219,6 +217,130 @@ function aimMisbehaviours(
     )
   }
   return aimedAt
+}
+
+/**
+ * The misbehaviours a 1.0 answer can show, checked before anything is built: none of the Presentation
+ * Exchange's, an exclusive one alone (with expired-session at most), the DC API ones only over the DC API.
+ */
+export function checkAnswerMisbehaviours(
+  misbehave: readonly PresentationMisbehaviour[],
+  over: 'link' | 'dc_api',
+): void {
+  const peOnly = misbehave.filter((m) => PE_ONLY_PRESENTATION_MISBEHAVIOURS.includes(m))
+  if (peOnly.length > 0) {
+    throw new WalletUsageError(
+      `misbehaviour ${peOnly.join(', ')} belongs to the Presentation Exchange (draft 20) answer; an OpenID4VP 1.0 answer has no presentation_submission, Bitstring status check or remembered JWT VP for it`,
+    )
+  }
+  if (over === 'link') {
+    const dcApiOnly = misbehave.filter((m) => DC_API_PRESENTATION_MISBEHAVIOURS.includes(m))
+    if (dcApiOnly.length > 0) {
+      throw new WalletUsageError(
+        `misbehaviour ${dcApiOnly.join(', ')} changes an OpenID4VP 1.0 answer over the Digital Credentials API (Appendix A; Wallet.presentDcApi, vc-harness wallet dc-api); this is a request by link`,
+      )
+    }
+  }
+  const exclusive = misbehave.filter((m) => EXCLUSIVE_PRESENTATION_MISBEHAVIOURS.includes(m))
+  const others = misbehave.filter((m) => m !== 'expired-session' && !exclusive.includes(m))
+  if (exclusive.length === 1 && others.length > 0) {
+    throw new WalletUsageError(
+      `misbehaviour ${exclusive[0]} replaces the whole answer: combine it with expired-session only, not with ${others.join(', ')}`,
+    )
+  }
+}
+
+/** What buildDcqlAnswer needs: the query, what the presentations are bound to, the verifier's metadata. */
+export interface DcqlAnswerInput {
+  wallet: PresentationContext
+  dcqlQuery: DcqlQuery
+  binding: AnswerBinding
+  /** the request's client_metadata (an ldp_vp's proof type: vp_formats_supported.ldp_vc) */
+  clientMetadata: unknown
+  /** the presentations' `iat`, seconds */
+  iat: number
+  misbehave: readonly PresentationMisbehaviour[]
+  ldProofType?: string | undefined
+  onUnsatisfied?: 'throw' | 'access-denied' | undefined
+  step: (step: PresentStep, detail?: unknown) => void
+}
+
+/** The vp_token of an answer, or why the wallet declines ('access-denied' when nothing held satisfies the query). */
+export type DcqlAnswer =
+  | { kind: 'vp_token'; vpToken: VpTokenV1; presented: string[] }
+  | { kind: 'unsatisfied'; description: string }
+
+/**
+ * The vp_token of a 1.0 answer, however it travels (a link's direct_post, the DC API): the DCQL selection
+ * (presentation-dcql.ts; the careless wallet presents its first credential when nothing matches), one
+ * presentation per chosen credential by its format's presenter, all bound to `binding`, keyed by credential
+ * query id (§8.1); each format misbehaviour aimed at the first presentation that takes it.
+ */
+export async function buildDcqlAnswer(input: DcqlAnswerInput): Promise<DcqlAnswer> {
+  const { wallet, misbehave, step } = input
+  let selection: DcqlSelection
+  try {
+    selection = await selectForDcql(input.dcqlQuery, wallet.credentials())
+  } catch (error) {
+    if (error instanceof DcqlUnsatisfiedError && wallet.trustEverything) {
+      selection = carelessSelection(wallet, input.dcqlQuery, error)
+    } else if (error instanceof DcqlUnsatisfiedError && input.onUnsatisfied === 'access-denied') {
+      step('select', { unsatisfied: error.credentialQueries })
+      return {
+        kind: 'unsatisfied',
+        description: `the wallet holds no credential for the credential quer${error.credentialQueries.length === 1 ? 'y' : 'ies'} ${error.credentialQueries.join(', ')}`,
+      }
+    } else {
+      throw error
+    }
+  }
+  step('select', {
+    dcql: selection.answers.flatMap((a) =>
+      a.credentials.map((c) => ({ query: a.queryId, credential: c.credential.id, claims: c.claimPaths })),
+    ),
+  })
+  const choices = selection.answers.flatMap((a) => a.credentials)
+  const aimedAt = aimMisbehaviours(choices, misbehave)
+  const accepted = dcqlAcceptedLdProofs(input.clientMetadata)
+  let vpToken: VpTokenV1 = {}
+  for (const answer of selection.answers) {
+    const presentations: VpTokenV1[string] = []
+    for (const choice of answer.credentials) {
+      presentations.push(
+        await PRESENTERS[choice.format].present({
+          choice,
+          misbehave: aimedAt.get(choice) ?? [],
+          binding: input.binding,
+          iat: input.iat,
+          wallet,
+          ldp: { forced: input.ldProofType, accepted },
+        }),
+      )
+    }
+    vpToken[answer.queryId] = presentations
+  }
+  vpToken = tamperOf(misbehave).apply('vp_token', vpToken)
+  return { kind: 'vp_token', vpToken, presented: choices.map((c) => c.credential.id) }
+}
+
+/**
+ * The careless wallet (trustEverything) when nothing matches: the first held credential anyway, under every
+ * credential query id, disclosing no selectively disclosable claim.
+ */
+function carelessSelection(
+  wallet: PresentationContext,
+  dcqlQuery: DcqlQuery,
+  unsatisfied: DcqlUnsatisfiedError,
+): DcqlSelection {
+  const first = wallet.credentials()[0]
+  if (!first) throw unsatisfied
+  const format = first.format as DcqlChoice['format']
+  return {
+    answers: dcqlQuery.credentials.map(({ id: queryId }) => ({
+      queryId,
+      credentials: [{ queryId, format, credential: first, claimPaths: [], claimSetIndex: undefined }],
+    })),
+  }
 }
 
 export class PresentationSessionV1 {
@@ -311,21 +433,9 @@ export class PresentationSessionV1 {
     const misbehave = assertPresentationMisbehaviours(opts.misbehave)
     const tamper = tamperOf(misbehave)
     const step = opts.onStep ?? (() => {})
-    const peOnly = misbehave.filter((m) => PE_ONLY_PRESENTATION_MISBEHAVIOURS.includes(m))
-    if (peOnly.length > 0) {
-      throw new WalletUsageError(
-        `misbehaviour ${peOnly.join(', ')} belongs to the Presentation Exchange (draft 20) answer; an OpenID4VP 1.0 answer has no presentation_submission, Bitstring status check or remembered JWT VP for it`,
-      )
-    }
-    const exclusive = misbehave.filter((m) => EXCLUSIVE_PRESENTATION_MISBEHAVIOURS.includes(m))
-    const others = misbehave.filter((m) => m !== 'expired-session' && !exclusive.includes(m))
-    if (exclusive.length === 1 && others.length > 0) {
-      throw new WalletUsageError(
-        `misbehaviour ${exclusive[0]} replaces the whole answer: combine it with expired-session only, not with ${others.join(', ')}`,
-      )
-    }
+    checkAnswerMisbehaviours(misbehave, 'link')
     // the mode the answer is posted with; 'plain-response' is refused here unless direct_post.jwt was asked
-    const responseMode = tamper.apply('response.mode', this.responseMode)
+    const responseMode = tamper.apply('response.mode', this.responseMode) as ResolvedRequestV1['responseMode']
     if (!tamper.acts('request.skipExpiry') && !this.wallet.trustEverything && this.expired) {
       throw new WalletProtocolError({
         step: 'request',
@@ -338,40 +448,19 @@ export class PresentationSessionV1 {
       return this.decline(opts.errorDescription ?? ACCESS_DENIED_DESCRIPTION, step)
     }
 
-    let selection: DcqlSelection
-    try {
-      selection = await this.select()
-    } catch (error) {
-      if (error instanceof DcqlUnsatisfiedError && this.wallet.trustEverything) {
-        selection = this.carelessSelection(error)
-      } else if (error instanceof DcqlUnsatisfiedError && opts.onUnsatisfied === 'access-denied') {
-        step('select', { unsatisfied: error.credentialQueries })
-        return this.decline(
-          opts.errorDescription ??
-            `the wallet holds no credential for the credential quer${error.credentialQueries.length === 1 ? 'y' : 'ies'} ${error.credentialQueries.join(', ')}`,
-          step,
-        )
-      } else {
-        throw error
-      }
-    }
-    step('select', {
-      dcql: selection.answers.flatMap((a) =>
-        a.credentials.map((c) => ({ query: a.queryId, credential: c.credential.id, claims: c.claimPaths })),
-      ),
+    const built = await buildDcqlAnswer({
+      wallet: this.wallet,
+      dcqlQuery: this.dcqlQuery,
+      binding: this.binding(),
+      clientMetadata: this.request.payload.client_metadata,
+      iat: Math.floor(this.now() / 1000),
+      misbehave,
+      ldProofType: opts.ldProofType,
+      onUnsatisfied: opts.onUnsatisfied,
+      step,
     })
-
-    const choices = selection.answers.flatMap((a) => a.credentials)
-    const aimedAt = aimMisbehaviours(choices, misbehave)
-    let vpToken: VpTokenV1 = {}
-    for (const answer of selection.answers) {
-      const presentations: VpTokenV1[string] = []
-      for (const choice of answer.credentials) {
-        presentations.push(await this.present(choice, aimedAt.get(choice) ?? [], opts.ldProofType))
-      }
-      vpToken[answer.queryId] = presentations
-    }
-    vpToken = tamper.apply('vp_token', vpToken)
+    if (built.kind === 'unsatisfied') return this.decline(opts.errorDescription ?? built.description, step)
+    const { vpToken } = built
 
     let form: Record<string, string>
     let encryption: JweHeader | undefined
@@ -391,9 +480,8 @@ export class PresentationSessionV1 {
     // remembered before it leaves: a verifier that asks again with this nonce is refused (§14.1)
     if (!tamper.acts('response.forgetNonce')) await this.wallet.rememberAnsweredNonce(this.nonce)
     const answer = await postAuthorizationResponse(this, form, step, this.wallet.http)
-    const presented = choices.map((c) => c.credential.id)
     return {
-      ...presentationResult(this, '1.0', 'verified', answer, form, presented),
+      ...presentationResult(this, '1.0', 'verified', answer, form, built.presented),
       vpToken: JSON.stringify(vpToken),
       dcqlVpToken: vpToken,
       responseMode,
@@ -402,44 +490,17 @@ export class PresentationSessionV1 {
   }
 
   /**
-   * The careless wallet (trustEverything) when nothing matches: the first held credential anyway, under every
-   * credential query id, disclosing no selectively disclosable claim.
+   * What every presentation of the answer is bound to (B.3.6, B.1.3, B.2.6.1): the nonce, the full client_id,
+   * the thumbprint of the key the request asks the answer to be encrypted to (the verifier's, as its session
+   * knows it: 'plain-response' and 'jwe-wrong-key' change the encryption, not the handover), the response_uri.
    */
-  private carelessSelection(unsatisfied: DcqlUnsatisfiedError): DcqlSelection {
-    const first = this.wallet.credentials()[0]
-    if (!first) throw unsatisfied
-    const format = first.format as DcqlChoice['format']
+  private binding(): AnswerBinding {
     return {
-      answers: this.queryIds.map((queryId) => ({
-        queryId,
-        credentials: [{ queryId, format, credential: first, claimPaths: [], claimSetIndex: undefined }],
-      })),
-    }
-  }
-
-  /** One presentation of a chosen credential, with the misbehaviours aimed at it (its format's presenter). */
-  private async present(
-    choice: DcqlChoice,
-    misbehave: readonly PresentationMisbehaviour[],
-    ldProofType: string | undefined,
-  ): Promise<string | Record<string, unknown>> {
-    // B.2.6.1: the thumbprint of the key the request asks the answer to be encrypted to (the verifier's, as
-    // its session knows it: 'plain-response' and 'jwe-wrong-key' change the encryption, not the handover)
-    const encryptionKey = this.request.encryption?.jwk
-    return PRESENTERS[choice.format].present({
-      choice,
-      misbehave,
       nonce: this.nonce,
       audience: this.clientId,
-      iat: Math.floor(this.now() / 1000),
-      responseUri: this.responseUri,
-      jwkThumbprint:
-        this.responseMode === 'direct_post.jwt' && encryptionKey
-          ? jwkThumbprint(encryptionKey as never)
-          : undefined,
-      wallet: this.wallet,
-      ldp: { forced: ldProofType, accepted: dcqlAcceptedLdProofs(this.request.payload.client_metadata) },
-    })
+      jwkThumbprint: thumbprintOf(this.responseMode === 'direct_post.jwt', this.request.encryption?.jwk),
+      mdoc: { kind: 'redirect', clientId: this.clientId, responseUri: this.responseUri },
+    }
   }
 
   /**

@@ -13,7 +13,7 @@
 import type { TxCode } from '@sphereon/oid4vci-common'
 import type { DiSigner } from '../shared/data-integrity.ts'
 import type { JwsAlg } from '../shared/did-key.ts'
-import type { Oid4vpHandover } from '../shared/mdoc.ts'
+import type { DcApiHandover, Oid4vpHandover } from '../shared/mdoc.ts'
 import {
   corruptIssuerSignature,
   corruptProofValue,
@@ -44,6 +44,7 @@ import {
 import { WalletUsageError } from './errors.ts'
 import {
   EXPIRED_IAT_SECONDS,
+  FOREIGN_ORIGIN,
   FUTURE_IAT_SECONDS,
   type Misbehaviour,
   type PresentationMisbehaviour,
@@ -51,6 +52,7 @@ import {
   WRONG_AUDIENCE,
   WRONG_RESPONSE_URI_SUFFIX,
 } from './misbehaviour.ts'
+import type { AnswerBinding } from './presentation-binding.ts'
 import {
   type LdPresenter,
   selfIssueLdCredential,
@@ -160,8 +162,11 @@ interface Points {
   /** the VP is not remembered for 'vp-replayed': it is not an honest one */
   'pe.forget': Flag
   // --- OpenID4VP 1.0, DCQL (presentation-v1.ts, presentation-sd-jwt.ts) ---------------------------------------
-  /** the response mode the answer is posted with (§8.2 direct_post, §8.3 direct_post.jwt) */
-  'response.mode': [value: 'direct_post' | 'direct_post.jwt', ctx: undefined]
+  /**
+   * the response mode the answer is posted with (§8.2 direct_post, §8.3 direct_post.jwt), or returned with over
+   * the Digital Credentials API (Appendix A.2 dc_api, dc_api.jwt)
+   */
+  'response.mode': [value: 'direct_post' | 'direct_post.jwt' | 'dc_api' | 'dc_api.jwt', ctx: undefined]
   /** the key (client_metadata.jwks) and algorithms a direct_post.jwt answer is encrypted to (§8.3) */
   'response.encryption': [value: ResponseEncryption, ctx: undefined]
   /** the vp_token object (§8.1), keyed by credential query id */
@@ -184,6 +189,8 @@ interface Points {
   // --- OpenID4VP 1.0, an mdoc's DeviceResponse (presentation-mdoc.ts, Appendix B.2.6) --------------------------
   /** what the SessionTranscript's OpenID4VPHandover binds: client_id, nonce, jwkThumbprint, response_uri */
   'mdoc.handover': [value: Oid4vpHandover, ctx: undefined]
+  /** over the DC API, what the OpenID4VPDCAPIHandover binds: origin, nonce, jwkThumbprint (B.2.6.2) */
+  'mdoc.dcApiHandover': [value: DcApiHandover, ctx: undefined]
   /** the elements disclosed by namespace, and the one added beyond the query */
   'mdoc.disclose': [
     value: { disclose: Record<string, string[]>; extra?: { namespace: string; element: string } },
@@ -196,6 +203,14 @@ interface Points {
   ]
   /** what signs DeviceAuthentication: the holder key the MSO's deviceKey is */
   'mdoc.signer': [value: DeviceSigner, ctx: undefined]
+  // --- OpenID4VP 1.0 over the Digital Credentials API (presentation-dc-api.ts, Appendix A) -------------------
+  /**
+   * what every presentation of the answer is bound to: `origin:<origin>` as audience, the request's nonce, the
+   * OpenID4VPDCAPIHandover; ctx: the caller's origin and the request's client_id (a signed request's)
+   */
+  'dc_api.binding': [value: AnswerBinding, ctx: { origin: string; clientId: string | undefined }]
+  /** the wallet's expected_origins check of a signed request (A.2) is skipped */
+  'dc_api.ignoreExpectedOrigins': Flag
 }
 
 export type TamperPoint = keyof Points
@@ -500,11 +515,13 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
     'kb.omit': on,
   },
   'plain-response': {
-    // 1.0 §8.3: asked for direct_post.jwt, the answer is encrypted; here it goes in the clear
+    // 1.0 §8.3: asked for direct_post.jwt (dc_api.jwt over the DC API), the answer is encrypted; here it goes
+    // in the clear
     'response.mode': (mode) => {
+      if (mode === 'dc_api.jwt') return 'dc_api'
       if (mode !== 'direct_post.jwt') {
         throw new WalletUsageError(
-          `'plain-response' answers direct_post where direct_post.jwt was asked; this request asks for ${mode}`,
+          `'plain-response' answers direct_post where direct_post.jwt was asked (dc_api where dc_api.jwt was); this request asks for ${mode}`,
         )
       }
       return 'direct_post'
@@ -535,9 +552,9 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
     // 1.0 §8.3: the response is encrypted to the verifier's client_metadata key; here to a fresh key of the
     // same type, the verifier key's kid kept in the JWE header (so it tries its key, which cannot decrypt)
     'response.mode': (mode) => {
-      if (mode !== 'direct_post.jwt') {
+      if (mode !== 'direct_post.jwt' && mode !== 'dc_api.jwt') {
         throw new WalletUsageError(
-          `'jwe-wrong-key' encrypts a direct_post.jwt answer to the wrong key; this request asks for ${mode}`,
+          `'jwe-wrong-key' encrypts a direct_post.jwt (or dc_api.jwt) answer to the wrong key; this request asks for ${mode}`,
         )
       }
       return mode
@@ -547,11 +564,14 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
   'mdoc-wrong-nonce': {
     // 1.0 §B.2.6.1: the SessionTranscript's OpenID4VPHandover binds the request's nonce; here 32 random bytes
     'mdoc.handover': (handover) => ({ ...handover, nonce: randomNonce() }),
+    // B.2.6.2: so does the OpenID4VPDCAPIHandover over the DC API
+    'mdoc.dcApiHandover': (handover) => ({ ...handover, nonce: randomNonce() }),
     'response.forgetNonce': on,
   },
   'mdoc-wrong-client-id': {
     // 1.0 §B.2.6.1, §14.10: the handover binds the full client_id; here without its prefix
     'mdoc.handover': (handover) => ({ ...handover, clientId: withoutPrefix(handover.clientId) }),
+    'mdoc.dcApiHandover': () => noSuchMember('mdoc-wrong-client-id', 'client_id'),
   },
   'mdoc-wrong-response-uri': {
     // 1.0 §B.2.6.1: the handover binds the response_uri the answer is posted to; here another URI of its origin
@@ -559,6 +579,7 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
       ...handover,
       responseUri: `${handover.responseUri.replace(/\/$/, '')}${WRONG_RESPONSE_URI_SUFFIX}`,
     }),
+    'mdoc.dcApiHandover': () => noSuchMember('mdoc-wrong-response-uri', 'response_uri'),
   },
   'mdoc-tampered-element': {
     // ISO 18013-5 §9.3.1: every IssuerSignedItem's digest is in the MSO; the first disclosed one's value
@@ -591,6 +612,40 @@ export const TAMPER: { readonly [M in Misbehaviour | PresentationMisbehaviour]: 
     // same algorithm (the SessionTranscript and the disclosed items correct)
     'mdoc.signer': (signer) => freshDeviceSigner(signer.alg),
   },
+  'dc-api-foreign-origin': {
+    // 1.0 Appendix A.4, B.2.6.2: every presentation is bound to the caller's origin; here to another one
+    'dc_api.binding': (binding) => ({
+      ...binding,
+      audience: `origin:${FOREIGN_ORIGIN}`,
+      mdoc: { kind: 'dc_api', origin: FOREIGN_ORIGIN },
+    }),
+  },
+  'dc-api-client-id-audience': {
+    // Appendix A.4: "the Client Identifier is not used as the audience for the response"; here it is (an
+    // unsigned request has none: the origin without `origin:`), and an mdoc signs the redirect flow's
+    // OpenID4VPHandover (B.2.6.1) instead of the OpenID4VPDCAPIHandover (B.2.6.2): the origin binding is missing
+    'dc_api.binding': (binding, { origin, clientId }) => {
+      const audience = clientId ?? origin
+      return { ...binding, audience, mdoc: { kind: 'redirect', clientId: audience, responseUri: origin } }
+    },
+  },
+  'dc-api-wrong-request': {
+    // §14.1, Appendix A.4: the answer is made for this request; here for another one (another nonce)
+    'dc_api.binding': (binding) => ({ ...binding, nonce: randomNonce() }),
+    'response.forgetNonce': on,
+  },
+  'dc-api-ignore-expected-origins': {
+    // Appendix A.2: "If the Origin does not match any of the entries in expected_origins, the Wallet MUST
+    // return an error"; here it answers
+    'dc_api.ignoreExpectedOrigins': on,
+  },
+}
+
+/** A handover misbehaviour of the redirect flow asked of an answer over the DC API, whose handover lacks it. */
+function noSuchMember(misbehaviour: string, member: string): never {
+  throw new WalletUsageError(
+    `'${misbehaviour}' changes the ${member} of the OpenID4VPHandover (OpenID4VP 1.0 B.2.6.1); over the Digital Credentials API the SessionTranscript is the OpenID4VPDCAPIHandover of origin, nonce and thumbprint (B.2.6.2), which has no ${member} (dc-api-foreign-origin changes its origin)`,
+  )
 }
 
 function replaceFirst<T>(list: T[], change: (first: T) => T): T[] {

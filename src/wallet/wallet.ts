@@ -63,9 +63,15 @@ import {
   type RememberedPresentation,
   type StartPresentationOptions,
 } from './presentation.ts'
+import {
+  type DcApiInput,
+  type DcApiPresentationResult,
+  type PresentDcApiOptions,
+  presentDcApi,
+} from './presentation-dc-api.ts'
 import { checkForcedLdProofType, type LdPresenter, presenterOf } from './presentation-ldp.ts'
 import { linkKind, parsePresentationLink } from './presentation-link.ts'
-import { PresentationSessionV1 } from './presentation-v1.ts'
+import { checkAnswerMisbehaviours, PresentationSessionV1 } from './presentation-v1.ts'
 import { isV1Link } from './presentation-v1-request.ts'
 import type { JwtSigner } from './proof.ts'
 import { parseReceivedSdJwt, SdJwtReceiveError, verifyReceivedSdJwt } from './sd-jwt-receive.ts'
@@ -696,6 +702,8 @@ export class Wallet implements WalletContext, PresentationContext {
     const misbehave = assertPresentationMisbehaviours(opts.misbehave)
     const step = opts.onStep ?? (() => {})
     if (isV1Link(parsePresentationLink(link))) {
+      // refused before the request is fetched (the DC API ones among them)
+      checkAnswerMisbehaviours(misbehave, 'link')
       const v1 = await this.startPresentationV1(link, { misbehave, ...(opts.now && { now: opts.now }) })
       step('request', {
         profile: '1.0',
@@ -741,6 +749,20 @@ export class Wallet implements WalletContext, PresentationContext {
       ...(opts.onUnsatisfied !== undefined && { onUnsatisfied: opts.onUnsatisfied }),
       ...(opts.ldProofType !== undefined && { ldProofType: opts.ldProofType }),
     })
+  }
+
+  /**
+   * Answers an OpenID4VP 1.0 request over the W3C Digital Credentials API (Appendix A) as a platform wallet
+   * does: `request` is what the page handed `navigator.credentials.get` (one `{protocol, data}` entry, or the
+   * whole `{digital: {requests}}`: the first entry of openid4vp-v1-unsigned / -signed / -multisigned), `origin`
+   * the caller's origin as the platform authenticated it. Returns the DigitalCredential `{protocol, data}`
+   * (`response`: `{vp_token}` for dc_api, `{response: <JWE>}` for dc_api.jwt, `{error: 'access_denied', …}`
+   * when declined) with what the wallet checked (`signatures` of a signed request) and presented; nothing is
+   * posted. A refusal throws a WalletProtocolError of step `request` (dcApiErrorResponse makes the error answer
+   * a platform returns of it). See presentation-dc-api.ts and README.md.
+   */
+  presentDcApi(input: DcApiInput, opts: PresentDcApiOptions = {}): Promise<DcApiPresentationResult> {
+    return presentDcApi(this, input, opts)
   }
 
   /**

@@ -85,6 +85,105 @@ export interface FlowCreated {
   profile?: VerificationProfile
   /** Verification: what the request asks for, in the request's own order. */
   requested?: RequestedCredential[]
+  /**
+   * Verification: the session can also be answered through the browser's Digital Credentials API (OpenID4VP
+   * 1.0 Appendix A), by a wallet on this device. The request itself is fetched when the user asks for it
+   * (GET <api>/verification/<id>/dc-api), the answer posted back there.
+   */
+  dcApi?: DcApiOffer
+}
+
+// --- The Digital Credentials API (OpenID4VP 1.0 Appendix A) ----------------------------------------------
+
+/**
+ * Appendix A.1's exchange protocol identifiers, the ones this page can hand to the browser. The same three as
+ * `DC_API_PROTOCOLS` in src/shared/dc-api.ts (which the browser bundle cannot import: it signs with node:crypto);
+ * test/web/flow-state.test.ts holds them equal.
+ */
+export const DC_API_PROTOCOL_NAMES = [
+  'openid4vp-v1-unsigned',
+  'openid4vp-v1-signed',
+  'openid4vp-v1-multisigned',
+] as const
+export type DcApiProtocolName = (typeof DC_API_PROTOCOL_NAMES)[number]
+
+/** What the page learns of a session's DC API request before the user asks for it: no URL, no key. */
+export interface DcApiOffer {
+  /** The exchange protocol of the request entry (unsigned, signed or multi-signed). */
+  protocol: DcApiProtocolName
+  /** The origins the verifier accepts an answer from (a signed request's `expected_origins`). */
+  expectedOrigins: string[]
+}
+
+/**
+ * One entry of `navigator.credentials.get({digital: {requests}})` (GET <api>/verification/<id>/dc-api), and
+ * what the page posts back: a DigitalCredential's `protocol` and `data`.
+ */
+export interface DcApiMessage {
+  protocol: string
+  data: Record<string, unknown>
+}
+
+/** Bounds of the DC API offer the page accepts. */
+export const DC_API_LIMITS = { origins: 16, origin: 2048, protocol: 64 } as const
+
+/** A DcApiOffer from untrusted JSON (a backend's FlowCreated), or undefined. */
+export function asDcApiOffer(value: unknown): DcApiOffer | undefined {
+  const v = record(value)
+  const protocol = DC_API_PROTOCOL_NAMES.find((p) => p === v.protocol)
+  const origins = v.expectedOrigins
+  if (protocol === undefined || !Array.isArray(origins) || origins.length > DC_API_LIMITS.origins)
+    return undefined
+  if (!origins.every((o) => typeof o === 'string' && o.length > 0 && o.length <= DC_API_LIMITS.origin)) {
+    return undefined
+  }
+  return { protocol, expectedOrigins: [...(origins as string[])] }
+}
+
+/**
+ * A request entry or an answer from untrusted values: `protocol` a string (equal to `protocol` when given)
+ * and `data` a JSON object; undefined otherwise. Reads the two members by name, so it also takes a
+ * DigitalCredential (whose members are getters of its prototype, not own properties).
+ */
+export function asDcApiMessage(value: unknown, protocol?: string): DcApiMessage | undefined {
+  if (typeof value !== 'object' || value === null) return undefined
+  const v = value as { protocol?: unknown; data?: unknown }
+  const data = v.data
+  if (
+    typeof v.protocol !== 'string' ||
+    v.protocol.length === 0 ||
+    v.protocol.length > DC_API_LIMITS.protocol
+  ) {
+    return undefined
+  }
+  if (protocol !== undefined && v.protocol !== protocol) return undefined
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return undefined
+  return { protocol: v.protocol, data: data as Record<string, unknown> }
+}
+
+/** What the page knows of the browser for the DC API: the feature test and the protocol check. */
+export interface DcApiEnvironment {
+  /** `typeof navigator.credentials?.get === 'function' && 'DigitalCredential' in window` */
+  available: boolean
+  /** `DigitalCredential.userAgentAllowsProtocol(protocol)` where the browser has it; undefined otherwise. */
+  allowsProtocol?: (protocol: string) => boolean
+  /** The page's origin (`location.origin`), the one the browser reports to the wallet. */
+  origin: string
+}
+
+/**
+ * Whether the page offers "Use a wallet on this device": the flow has a DC API request, the browser has the
+ * API and does not refuse the request's protocol, and the page runs on an origin the verifier accepts (on any
+ * other the wallet, or the verifier, would refuse the answer: the QR code is the way then).
+ */
+export function dcApiUsable(offer: DcApiOffer | undefined, env: DcApiEnvironment): boolean {
+  if (offer === undefined || !env.available) return false
+  if (offer.expectedOrigins.length > 0 && !offer.expectedOrigins.includes(env.origin)) return false
+  try {
+    return env.allowsProtocol?.(offer.protocol) !== false
+  } catch {
+    return true
+  }
 }
 
 /** A message of the WebSocket relay (GET <api>/<kind>/<id>/socket), JSON text. */

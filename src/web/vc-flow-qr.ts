@@ -1,21 +1,29 @@
 // <vc-flow-qr>: a relying party's QR page component. It asks the relying party's backend (never the service:
 // it holds no API key) for a credential offer or a verification session, renders the deep link as a QR code
 // and as a same-device link, and follows the flow over a WebSocket, polling when the socket cannot be used.
+// A verification whose backend offers the Digital Credentials API (OpenID4VP 1.0 Appendix A) also gets a
+// "Use a wallet on this device" button, in browsers that have the API: it hands the request to
+// navigator.credentials.get and posts the wallet's answer to the backend; the QR code stays as the fallback.
 // Bundled by esbuild at serve start (src/demo/assets.ts); docs/qr-page.md documents its API.
 //
 //   <vc-flow-qr kind="issuance|verification" api="/demo/api" transport="auto|websocket|polling"
-//               poll-interval="1500"></vc-flow-qr>
+//               poll-interval="1500" dc-api="auto|off"></vc-flow-qr>
 //
 // Attribute `state` (loading, waiting, scanned, issued, verified, rejected, expired, error) and a
-// `vc-flow-state` event on each change; attribute `profile` (pe, dcql) on a verification flow; slots title,
-// waiting, scanned, done, rejected, expired, error; parts container, title, qr, deep-link, link-copy, link-text,
-// copy, tx-code, request, profile, requested, status, outcome, outcome-title, failed-checks, check, shared,
-// credential, claims, refresh.
+// `vc-flow-state` event on each change; attribute `profile` (pe, dcql) on a verification flow; attribute
+// `dc-api-offered` while the DC API button is offered and a `vc-flow-dc-api` event at each step of its use
+// (asking, sent, cancelled, failed); slots title, waiting, scanned, done, rejected, expired, error; parts
+// container, title, dc-api, dc-api-status, qr, deep-link, link-copy, link-text, copy, tx-code, request, profile,
+// requested, status, outcome, outcome-title, failed-checks, check, shared, credential, claims, refresh.
 
 import QRCode from 'qrcode'
 import {
+  asDcApiMessage,
+  asDcApiOffer,
   asFlowStatus,
   asRequested,
+  type DcApiOffer,
+  dcApiUsable,
   type FlowCreated,
   type FlowKind,
   type FlowOutcome,
@@ -25,10 +33,29 @@ import {
   type PageState,
   PROFILE_NAMES,
   pageState,
+  pageText,
   requestedText,
 } from './flow-state.ts'
 
 export type Transport = 'auto' | 'websocket' | 'polling'
+
+/** `detail` of the `vc-flow-dc-api` event: one step of a use of the Digital Credentials API. */
+export interface DcApiDetail {
+  /**
+   * asking: the request went to `navigator.credentials.get` (the browser's wallet selection is open);
+   * sent: the wallet answered and the backend took the answer (the flow's state says verified or rejected);
+   * cancelled: the browser's promise was rejected with NotAllowedError or AbortError (the user closed the
+   * dialog, no wallet could answer) or resolved with nothing; failed: anything else went wrong.
+   */
+  phase: 'asking' | 'sent' | 'cancelled' | 'failed'
+  flowId: string
+  /** The request entry's exchange protocol, e.g. openid4vp-v1-signed. */
+  protocol: string
+  /** cancelled, failed: the DOMException's name (NotAllowedError, AbortError, …) or the backend's code. */
+  reason?: string
+  /** cancelled, failed: what the page shows (part dc-api-status). */
+  message?: string
+}
 
 /** `detail` of the `vc-flow-state` event. */
 export interface FlowStateDetail {
@@ -82,6 +109,11 @@ const STYLE = `
 [part~="profile"] { margin: 0 0 .25rem; font-weight: 600; }
 [part~="requested"] { margin: 0; padding-left: 1.1rem; }
 [part~="status"] { margin: 0; min-height: 1.5em; text-align: center; }
+[part~="dc-api"] { font: inherit; font-weight: 600; padding: .6rem 1.2rem; border-radius: .5rem; border: 0;
+  background: #0f7b4f; color: #fff; cursor: pointer; }
+[part~="dc-api"]:disabled { opacity: .6; cursor: progress; }
+[part~="dc-api"]:focus-visible { outline: 3px solid #f0b400; outline-offset: 2px; }
+[part~="dc-api-status"] { margin: 0; max-width: 288px; font-size: .85rem; color: #3d4450; text-align: center; }
 [part~="refresh"] { font: inherit; padding: .5rem 1rem; border-radius: .5rem; border: 1px solid #1f5fd6;
   background: #fff; color: #1f5fd6; cursor: pointer; }
 .when { display: none; }
@@ -93,6 +125,7 @@ const STYLE = `
 :host([state="waiting"]) .live, :host([state="scanned"]) .live { display: flex; flex-direction: column;
   align-items: center; gap: .75rem; }
 :host([state="scanned"]) [part~="qr"] { opacity: .35; }
+:host([state="scanned"]) [part~="qr"].unanswered { opacity: 1; }
 [hidden] { display: none !important; }
 `
 
@@ -100,6 +133,8 @@ const MARKUP = `
 <div part="container">
   <slot name="title"><h2 part="title"></h2></slot>
   <div class="live">
+    <button part="dc-api" type="button" hidden>Use a wallet on this device</button>
+    <p part="dc-api-status" role="status" aria-live="polite" hidden></p>
     <canvas part="qr" role="img" width="288" height="288"></canvas>
     <a part="deep-link" rel="noopener">Open in wallet</a>
     <div part="link-copy">
@@ -127,16 +162,32 @@ const MARKUP = `
   <button part="refresh" type="button" hidden>Start again</button>
 </div>`
 
-function statusText(state: PageState, kind: FlowKind, message?: string): string {
+/** What the DC API changes in the status text: the button is offered; an attempt ended without an answer. */
+interface DcApiStatus {
+  offered: boolean
+  unanswered: boolean
+}
+
+function statusText(
+  state: PageState,
+  kind: FlowKind,
+  message?: string,
+  dcApi: DcApiStatus = { offered: false, unanswered: false },
+): string {
   const issuance = kind === 'issuance'
   switch (state) {
     case 'loading':
       return issuance ? 'Preparing your credential offer…' : 'Preparing the verification request…'
     case 'waiting':
+      if (dcApi.offered)
+        return 'Use a wallet on this device, or scan the QR code with the wallet on your phone.'
       return issuance
         ? 'Scan the QR code with your wallet, or open the link on this device.'
         : 'Scan the QR code with your wallet to share your credential, or open the link on this device.'
     case 'scanned':
+      // The page itself fetched the request for the DC API, and no wallet took it: the QR code is the way.
+      if (dcApi.unanswered)
+        return 'Waiting for a wallet: scan the QR code, or try a wallet on this device again.'
       return issuance
         ? 'Your wallet has the offer: accept it in the wallet.'
         : 'Your wallet has the request: confirm the presentation in the wallet.'
@@ -156,7 +207,7 @@ function statusText(state: PageState, kind: FlowKind, message?: string): string 
 }
 
 export class VcFlowQr extends HTMLElement {
-  static readonly observedAttributes = ['kind', 'api', 'transport']
+  static readonly observedAttributes = ['kind', 'api', 'transport', 'dc-api']
 
   readonly #root: ShadowRoot
   readonly #qr: HTMLCanvasElement
@@ -174,6 +225,17 @@ export class VcFlowQr extends HTMLElement {
   readonly #outcomeTitle: HTMLElement
   readonly #failedChecks: HTMLElement
   readonly #shared: HTMLElement
+  readonly #dcApiButton: HTMLButtonElement
+  readonly #dcApiStatus: HTMLElement
+  /** The flow's DC API offer, validated; undefined when the flow has none. */
+  #dcApi: DcApiOffer | undefined
+  /** The use of the DC API under way: its abort controller (also aborted when the flow stops). */
+  #dcApiCall: AbortController | undefined
+  /**
+   * The page fetched this flow's DC API request (the service says `scanned`) and the attempt ended without an
+   * answer: the QR code is not dimmed and the status text points to it.
+   */
+  #dcApiUnanswered = false
   #copyReset: ReturnType<typeof setTimeout> | undefined
   #state: PageState = 'loading'
   #flow: FlowCreated | undefined
@@ -210,6 +272,12 @@ export class VcFlowQr extends HTMLElement {
     this.#outcomeTitle = part<HTMLElement>('outcome-title')
     this.#failedChecks = part<HTMLElement>('failed-checks')
     this.#shared = part<HTMLElement>('shared')
+    this.#dcApiButton = part<HTMLButtonElement>('dc-api')
+    this.#dcApiStatus = part<HTMLElement>('dc-api-status')
+    this.#dcApiButton.addEventListener('click', () => {
+      // Never throws out of the element: every failure is shown in dc-api-status.
+      this.#useDcApi().catch(() => {})
+    })
     this.#copy.addEventListener('click', () => void this.#copyLink())
     this.#linkText.addEventListener('focus', () => this.#linkText.select())
   }
@@ -225,6 +293,14 @@ export class VcFlowQr extends HTMLElement {
   get transport(): Transport {
     const value = this.getAttribute('transport')
     return value === 'websocket' || value === 'polling' ? value : 'auto'
+  }
+  /** `auto` (default): offer the Digital Credentials API where the flow and the browser allow it; `off`: never. */
+  get dcApiMode(): 'auto' | 'off' {
+    return this.getAttribute('dc-api') === 'off' ? 'off' : 'auto'
+  }
+  /** Whether "Use a wallet on this device" is offered now (also the `dc-api-offered` attribute). */
+  get dcApiOffered(): boolean {
+    return this.hasAttribute('dc-api-offered')
   }
   get pollInterval(): number {
     const value = Number(this.getAttribute('poll-interval'))
@@ -249,8 +325,11 @@ export class VcFlowQr extends HTMLElement {
     this.#started = false
   }
 
-  attributeChangedCallback(_name: string, old: string | null, value: string | null) {
-    if (old !== value && this.#started && this.isConnected) void this.refresh()
+  attributeChangedCallback(name: string, old: string | null, value: string | null) {
+    if (old === value || !this.#started || !this.isConnected) return
+    // dc-api only shows or hides the button; the other attributes start a new flow.
+    if (name === 'dc-api') this.#offerDcApi()
+    else void this.refresh()
   }
 
   /** Starts a new flow (a new offer or session, a new QR code); what was followed before is dropped. */
@@ -271,6 +350,10 @@ export class VcFlowQr extends HTMLElement {
     this.#request.hidden = true
     this.#requested.replaceChildren()
     this.removeAttribute('profile')
+    this.#dcApi = undefined
+    this.#dcApiUnanswered = false
+    this.#showDcApiStatus(undefined)
+    this.#offerDcApi()
     this.#setState('loading', undefined)
     const controller = new AbortController()
     this.#fetches = controller
@@ -315,6 +398,8 @@ export class VcFlowQr extends HTMLElement {
         this.#txCode.hidden = false
       }
       this.#showRequest(flow)
+      this.#dcApi = flow.kind === 'verification' ? asDcApiOffer(flow.dcApi) : undefined
+      this.#offerDcApi()
       this.#setState('waiting', { kind, id: flow.id, status: 'PENDING', step: 'created', at: '' })
       this.#follow(generation)
     } catch (error) {
@@ -335,6 +420,184 @@ export class VcFlowQr extends HTMLElement {
     })
     this.#requested.replaceChildren(...items)
     this.#request.hidden = items.length === 0
+  }
+
+  /**
+   * Shows "Use a wallet on this device" when the flow has a DC API request, `dc-api` is not `off`, the flow
+   * is not final, and the browser passes the feature test the W3C Digital Credentials API and Chrome
+   * recommend (`navigator.credentials.get` is a function and `DigitalCredential` exists; it exists in secure
+   * contexts only), does not refuse the protocol (`DigitalCredential.userAgentAllowsProtocol`, where it
+   * exists), and the page's origin is one the verifier expects.
+   */
+  #offerDcApi() {
+    let offered = false
+    if (this.#dcApi && this.dcApiMode === 'auto' && !isFinal(this.#state)) {
+      const dc = (globalThis as { DigitalCredential?: { userAgentAllowsProtocol?: unknown } })
+        .DigitalCredential
+      const allows = dc?.userAgentAllowsProtocol
+      offered = dcApiUsable(this.#dcApi, {
+        available: typeof navigator.credentials?.get === 'function' && 'DigitalCredential' in window,
+        ...(typeof allows === 'function'
+          ? { allowsProtocol: (protocol: string) => Boolean(allows.call(dc, protocol)) }
+          : {}),
+        origin: location.origin,
+      })
+    }
+    this.#dcApiButton.hidden = !offered
+    this.toggleAttribute('dc-api-offered', offered)
+    if (!offered) this.#showDcApiStatus(undefined)
+    this.#showStatus()
+  }
+
+  /** The status text of a live state (waiting, scanned), which the DC API's use changes. */
+  #showStatus() {
+    this.#qr.classList.toggle('unanswered', this.#dcApiUnanswered)
+    if (this.#state !== 'waiting' && this.#state !== 'scanned') return
+    this.#status.textContent = statusText(this.#state, this.kind, undefined, {
+      offered: this.dcApiOffered,
+      unanswered: this.#dcApiUnanswered,
+    })
+  }
+
+  #showDcApiStatus(message: string | undefined) {
+    this.#dcApiStatus.textContent = message ?? ''
+    this.#dcApiStatus.hidden = message === undefined
+  }
+
+  /**
+   * The button's click: the request entry from the backend (which the service counts as the wallet's
+   * fetch: the page shows `scanned`), `navigator.credentials.get` with it, the answer posted to the backend.
+   * The flow's own state (socket or polling) then says verified or rejected. A refusal of the browser or of
+   * the backend is shown in `dc-api-status`; the QR code stays.
+   */
+  async #useDcApi() {
+    const flow = this.#flow
+    const offer = this.#dcApi
+    if (!flow || !offer || this.#dcApiCall || isFinal(this.#state)) return
+    const generation = this.#generation
+    const controller = new AbortController()
+    this.#dcApiCall = controller
+    this.#dcApiButton.disabled = true
+    this.#dcApiUnanswered = false
+    this.#showStatus()
+    const base = `${this.api}/verification/${encodeURIComponent(flow.id)}/dc-api`
+    const event = (detail: Omit<DcApiDetail, 'flowId' | 'protocol'>) =>
+      this.dispatchEvent(
+        new CustomEvent<DcApiDetail>('vc-flow-dc-api', {
+          detail: { flowId: flow.id, protocol: offer.protocol, ...detail },
+          bubbles: true,
+          composed: true,
+        }),
+      )
+    const stopped = () => generation !== this.#generation
+    // Once the answer is being posted, its events go out even if the flow stopped meanwhile (the answer's
+    // own verified or rejected often arrives over the socket before the POST's response); before, a stopped
+    // flow (refreshed, removed, final) ends the call silently.
+    let posting = false
+    const failed = (phase: 'cancelled' | 'failed', reason: string, message: string) => {
+      if (!stopped()) {
+        this.#showDcApiStatus(message)
+        this.#dcApiUnanswered = true
+        this.#showStatus()
+      }
+      if (!stopped() || posting) event({ phase, reason, message })
+    }
+    try {
+      this.#showDcApiStatus('Asking a wallet on this device…')
+      const requested = await fetch(base, {
+        headers: { accept: 'application/json' },
+        credentials: 'same-origin',
+        cache: 'no-store',
+        signal: controller.signal,
+      })
+      const entryBody: unknown = await requested.json().catch(() => undefined)
+      if (stopped()) return
+      if (!requested.ok) {
+        const { code, detail } = problemOf(entryBody)
+        failed(
+          'failed',
+          code ?? `HTTP ${requested.status}`,
+          `The request could not be prepared${detail ? `: ${detail}` : ''}. Scan the QR code instead.`,
+        )
+        return
+      }
+      const entry = asDcApiMessage(entryBody, offer.protocol)
+      if (!entry) {
+        failed('failed', 'invalid_entry', 'The backend sent no usable request. Scan the QR code instead.')
+        return
+      }
+      event({ phase: 'asking' })
+      let credential: unknown
+      try {
+        credential = await navigator.credentials.get({
+          digital: { requests: [entry] },
+          mediation: 'required',
+          signal: controller.signal,
+        } as CredentialRequestOptions)
+      } catch (error) {
+        const name = (error as { name?: unknown })?.name
+        const reason = typeof name === 'string' ? name : 'Error'
+        if (reason === 'NotAllowedError' || reason === 'AbortError') {
+          failed(
+            'cancelled',
+            reason,
+            'No wallet on this device answered (cancelled). Try again, or scan the QR code.',
+          )
+        } else {
+          failed(
+            'failed',
+            reason,
+            `This browser could not ask a wallet (${reason}). Scan the QR code instead.`,
+          )
+        }
+        return
+      }
+      if (stopped()) return
+      if (credential === null || credential === undefined) {
+        failed('cancelled', 'null', 'No wallet on this device answered. Try again, or scan the QR code.')
+        return
+      }
+      const answer = asDcApiMessage(credential)
+      if (!answer) {
+        failed('failed', 'invalid_answer', 'The wallet gave no usable answer. Scan the QR code instead.')
+        return
+      }
+      this.#showDcApiStatus('Your wallet answered: checking…')
+      posting = true
+      // Not aborted when the flow stops: the wallet's answer is delivered whatever the page does meanwhile.
+      const posted = await fetch(base, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ protocol: answer.protocol, data: answer.data }),
+        credentials: 'same-origin',
+        cache: 'no-store',
+      })
+      const postedBody: unknown = await posted.json().catch(() => undefined)
+      if (!posted.ok) {
+        const { code, detail } = problemOf(postedBody)
+        failed(
+          'failed',
+          code ?? `HTTP ${posted.status}`,
+          `The answer was not taken${detail ? `: ${detail}` : ''}. Try again, or scan the QR code.`,
+        )
+        return
+      }
+      // verified or rejected: the flow's state (socket or polling) brings it, with its outcome.
+      if (!stopped()) this.#showDcApiStatus('Your wallet answered.')
+      event({ phase: 'sent' })
+    } catch (error) {
+      // The backend cannot be reached, or the flow was stopped (its fetches aborted).
+      failed(
+        'failed',
+        (error as { name?: string })?.name ?? 'Error',
+        'The backend cannot be reached. Scan the QR code instead.',
+      )
+    } finally {
+      if (this.#dcApiCall === controller) {
+        this.#dcApiCall = undefined
+        this.#dcApiButton.disabled = false
+      }
+    }
   }
 
   /** Copies the deep link: the Clipboard API, else the selected text; the button says what happened. */
@@ -513,6 +776,10 @@ export class VcFlowQr extends HTMLElement {
     this.#pollTimer = undefined
     this.#fetches?.abort()
     this.#fetches = undefined
+    // Closes the browser's wallet selection if it is open (get() rejects with AbortError).
+    this.#dcApiCall?.abort()
+    this.#dcApiCall = undefined
+    this.#dcApiButton.disabled = false
     const socket = this.#socket
     this.#socket = undefined
     if (socket && socket.readyState <= WebSocket.OPEN) socket.close(1000)
@@ -522,7 +789,11 @@ export class VcFlowQr extends HTMLElement {
     const previous = this.#state
     this.#state = state
     this.setAttribute('state', state)
-    this.#status.textContent = statusText(state, this.kind, message)
+    if (isFinal(state)) this.#offerDcApi()
+    this.#status.textContent = statusText(state, this.kind, message, {
+      offered: this.dcApiOffered,
+      unanswered: this.#dcApiUnanswered,
+    })
     this.#refresh.hidden = !isFinal(state)
     const detail: FlowStateDetail = {
       state,
@@ -541,6 +812,16 @@ export class VcFlowQr extends HTMLElement {
   }
 }
 
+/** The `code` and `detail` of a demo backend's problem body, when it has them. */
+function problemOf(body: unknown): { code?: string; detail?: string } {
+  if (typeof body !== 'object' || body === null) return {}
+  const { code, detail } = body as { code?: unknown; detail?: unknown }
+  return {
+    ...(typeof code === 'string' ? { code: pageText(code) } : {}),
+    ...(typeof detail === 'string' ? { detail: pageText(detail) } : {}),
+  }
+}
+
 if (!customElements.get('vc-flow-qr')) customElements.define('vc-flow-qr', VcFlowQr)
 
 declare global {
@@ -549,5 +830,6 @@ declare global {
   }
   interface HTMLElementEventMap {
     'vc-flow-state': CustomEvent<FlowStateDetail>
+    'vc-flow-dc-api': CustomEvent<DcApiDetail>
   }
 }

@@ -6,6 +6,7 @@ import { redact, runSecrets, type SecretRegistry } from '../../src/harness/redac
 import type { KeySecret, Target, TenantFixture } from '../../src/harness/target.ts'
 import { PROBLEM_MEDIA_TYPE } from '../../src/shared/wire.ts'
 import { type CleanupReport, cleanupEnabled, debrisOf, describeCleanup, removeDebris } from './cleanup.ts'
+import { DcApiFlow } from './dc-api.ts'
 import { DcqlFlow } from './dcql.ts'
 import { type Exchange, ExchangeLog, unrecordedFetch } from './exchanges.ts'
 import { HaipFlow } from './haip.ts'
@@ -83,6 +84,7 @@ export class HarnessWorld extends World implements FlowWorld {
   private webhookFlow: WebhookFlow | undefined
   private sdJwtFlow: SdJwtVcFlow | undefined
   private dcqlFlow: DcqlFlow | undefined
+  private dcApiFlow: DcApiFlow | undefined
   private linkedDataFlow: LinkedDataFlow | undefined
   private mdocFlow: MdocFlow | undefined
   private haipFlow: HaipFlow | undefined
@@ -188,6 +190,12 @@ export class HarnessWorld extends World implements FlowWorld {
   get dcql(): DcqlFlow {
     this.dcqlFlow ??= new DcqlFlow(this)
     return this.dcqlFlow
+  }
+
+  /** The scenario's OpenID4VP over the Digital Credentials API: template, page, platform wallet (steps/support/dc-api.ts). */
+  get dcApi(): DcApiFlow {
+    this.dcApiFlow ??= new DcApiFlow(this, this.dcql)
+    return this.dcApiFlow
   }
 
   /** The scenario's ISO mdoc: the mDL template, the mdoc received, what a session asked and got (steps/support/mdoc.ts). */

@@ -32,7 +32,7 @@ describe('issuer-test and verifier-test on the command line', { timeout: 180_000
     assert.match(list.stdout, /rule: the credential request carries neither proof nor proofs/)
     assert.equal(list.stdout.match(/^issuer:/gm)?.length, 41)
     const verifier = await runCli(['verifier-test', '--list'])
-    assert.equal(verifier.stdout.match(/^verifier:/gm)?.length, 31)
+    assert.equal(verifier.stdout.match(/^verifier:/gm)?.length, 35)
     // the ISO mdoc cases: the OIDF suite's invalid-session-transcript among them
     assert.match(
       verifier.stdout,

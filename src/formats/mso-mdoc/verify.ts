@@ -1,6 +1,7 @@
 import { createPublicKey } from 'node:crypto'
 import { didKeyFromPublicKey } from '../../shared/did-key.ts'
 import {
+  dcApiSessionTranscript,
   decodeDeviceResponse,
   decodeIssuerSigned,
   deviceSignatureFailure,
@@ -119,6 +120,24 @@ function readDeviceResponse(token: unknown): ReadPresentation {
     format: MDOC_FORMAT,
     mechanisms: `${MDOC_FORMAT} DeviceResponse of ${documents.length} document(s) (issuerAuth ${algs || 'none'}, deviceSignature)`,
     async verifyBinding(session) {
+      // Appendix B.2.6.2: over the DC API the device signed DeviceAuthentication with the
+      // OpenID4VPDCAPIHandover of the origin, the nonce and the encryption key's thumbprint
+      if (session.origin !== undefined) {
+        if (session.nonce === undefined) return ['the mdoc SessionTranscript needs the request’s nonce']
+        const transcript = await dcApiSessionTranscript({
+          origin: session.origin,
+          nonce: session.nonce,
+          jwkThumbprint: session.encryptionKeyThumbprint,
+        })
+        return documents.flatMap((doc, i) => {
+          const failure = deviceSignatureFailure(doc, transcript)
+          return failure === undefined
+            ? []
+            : [
+                `document ${i} (${doc.docType}): ${failure} (OpenID4VPDCAPIHandover of origin ${session.origin}, this nonce${session.encryptionKeyThumbprint ? ', the encryption key’s thumbprint' : ''}, OpenID4VP 1.0 Appendix B.2.6.2): it was made for another origin or exchange, or by a key other than the MSO’s`,
+              ]
+        })
+      }
       // Appendix B.2.6.1: the device signed DeviceAuthentication with the SessionTranscript of this request
       if (session.nonce === undefined || session.responseUri === undefined) {
         return [

@@ -156,7 +156,7 @@ export async function runIssuerTest(options: IssuerTestOptions): Promise<ServerT
 export interface VerifierTestOptions extends Common {
   source:
     | { deployment: Deployment; verificationTemplate?: string; issuanceTemplates?: readonly string[] }
-    | { requestCommand: string; resultCommand?: string }
+    | { requestCommand?: string; resultCommand?: string; dcApiCommand?: string }
   /** present the credentials of this wallet file instead of received ones */
   walletFile?: string
   /** the test issuer's data folder (request commands without a wallet file) */
@@ -187,8 +187,10 @@ export async function runVerifierTest(options: VerifierTestOptions): Promise<Ser
         )
       target = `${deployment.describe}, verification template ${template}`
     } else {
+      if (options.source.requestCommand === undefined && options.source.dcApiCommand === undefined)
+        throw new PreflightError('give a request command, a DC API command, or both')
       source = commandRequests(options.source)
-      target = `the verifier of ${options.source.requestCommand}`
+      target = `the verifier of ${source.describe}`
       if (!options.walletFile) {
         testIssuer = await startTestIssuer(options.issuerDataDir ? { dataDir: options.issuerDataDir } : {})
         recorder.allow(new URL(testIssuer.url).host)
@@ -204,12 +206,14 @@ export async function runVerifierTest(options: VerifierTestOptions): Promise<Ser
   let first = true
   const requests: RequestSource = {
     describe: source.describe,
+    ...(source.links !== undefined && { links: source.links }),
     async next() {
       const request = await source.next()
       if (first) for (const host of hostsOfLink(request.link)) recorder.allow(host)
       first = false
       return request
     },
+    ...(source.nextDcApi && { nextDcApi: source.nextDcApi.bind(source) }),
   }
   const ctx = {
     requests,

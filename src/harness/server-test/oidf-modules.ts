@@ -67,7 +67,8 @@ export const OIDF_PLANS: readonly OidfPlan[] = [
     title: 'OpenID4VP 1.0 Final: the suite plays the verifier and grades a wallet',
     planClass: 'vp1finalwallet/VP1FinalWalletTestPlan.java',
     haip: false,
-    vcHarness: '`vc-harness wallet-test` (plans `presentation-dcql`, `presentation-mdoc`)',
+    vcHarness:
+      '`vc-harness wallet-test` (plans `presentation-dcql`, `presentation-mdoc`, and `presentation-dc-api` over the Digital Credentials API)',
   },
   {
     name: 'oid4vci-1_0-wallet-test-plan',
@@ -81,7 +82,8 @@ export const OIDF_PLANS: readonly OidfPlan[] = [
     title: 'OpenID4VP 1.0 Final with HAIP 1.0: the verifier plan with x509_hash and a signed request_uri',
     planClass: 'vp1finalverifier/VP1FinalVerifierTestPlanHaip.java',
     haip: true,
-    vcHarness: '`vc-harness verifier-test` (plan `verifier`)',
+    vcHarness:
+      '`vc-harness verifier-test` (plan `verifier`; its `dc-api-*` cases over the Digital Credentials API)',
   },
   {
     name: 'oid4vci-1_0-issuer-haip-test-plan',
@@ -97,7 +99,8 @@ export const OIDF_PLANS: readonly OidfPlan[] = [
       'OpenID4VP 1.0 Final with HAIP 1.0: the wallet plan with x509_hash and direct_post.jwt, and over the Digital Credentials API',
     planClass: 'vp1finalwallet/VP1FinalWalletTestPlanHaip.java',
     haip: true,
-    vcHarness: '`vc-harness wallet-test` (plans `presentation-dcql`, `presentation-mdoc`)',
+    vcHarness:
+      '`vc-harness wallet-test` (plans `presentation-dcql`, `presentation-mdoc`, `presentation-dc-api`)',
   },
   {
     name: 'oid4vci-1_0-wallet-haip-test-plan',
@@ -161,6 +164,11 @@ export function coverageScenarios(c: Coverage): string[] {
 const ISSUE_MDOC = 'issue 35'
 const ISSUE_HAIP = 'issue 36'
 const ISSUE_DC_API = 'issue 37'
+/** Before the DC API plan: what the modules that exist only over the Digital Credentials API had. */
+const BEFORE_DC_API: Coverage = {
+  kind: 'none',
+  why: `vc-harness did not speak the Digital Credentials API yet (${ISSUE_DC_API})`,
+}
 
 /** What the authorization code flow's scenarios (features/issuance/haip.feature) need of a target. */
 const HAIP_SCENARIOS =
@@ -639,8 +647,17 @@ const WALLET_VP_MODULES: OidfModule[] = [
     checks: 'The wallet refuses a request object whose signature does not verify',
     coverage: {
       kind: 'wallet-case',
+      ids: [
+        'presentation-dcql:request-foreign-signature',
+        'presentation-mdoc:request-foreign-signature',
+        'presentation-dc-api:request-foreign-signature',
+      ],
+    },
+    before: {
+      kind: 'wallet-case',
       ids: ['presentation-dcql:request-foreign-signature', 'presentation-mdoc:request-foreign-signature'],
     },
+    note: 'presentation-dc-api:request-foreign-signature is the signed request over the Digital Credentials API (x509_hash)',
   },
   {
     plan: W_VP_PLAN,
@@ -648,10 +665,9 @@ const WALLET_VP_MODULES: OidfModule[] = [
     negative: true,
     checks:
       'The wallet accepts a multi-signed request object of which one signature is invalid and the other valid (a wrong input, a positive outcome)',
-    coverage: {
-      kind: 'none',
-      why: `multi-signed requests exist only over the Digital Credentials API, which vc-harness does not speak yet (${ISSUE_DC_API})`,
-    },
+    coverage: { kind: 'wallet-case', ids: ['presentation-dc-api:multisigned-one-invalid-signature'] },
+    before: BEFORE_DC_API,
+    note: 'the fault dc-api-multisigned-one-invalid-signature corrupts the first (x509_hash) signature and keeps the decentralized_identifier one; presentation-dc-api:multisigned-all-invalid, which corrupts both, must be refused',
   },
   {
     plan: W_VP_PLAN,
@@ -689,10 +705,9 @@ const WALLET_VP_MODULES: OidfModule[] = [
     negative: true,
     checks:
       "The wallet refuses a signed Digital Credentials API request whose expected_origins leave out the caller's origin",
-    coverage: {
-      kind: 'none',
-      why: `expected_origins belong to the Digital Credentials API, which vc-harness does not speak yet (${ISSUE_DC_API})`,
-    },
+    coverage: { kind: 'wallet-case', ids: ['presentation-dc-api:wrong-expected-origins'] },
+    before: BEFORE_DC_API,
+    note: 'expected_origins ["https://wrong.example.com"], as the suite sends; presentation-dc-api:expected-origins-missing leaves them out of a signed request',
   },
   {
     plan: W_VP_PLAN,
@@ -816,16 +831,33 @@ const modulesOf = (list: readonly OidfModule[], names: readonly string[]): OidfM
     return m
   })
 
-const HAIP_VERIFIER: OidfModule[] = VERIFIER_MODULES.map((m) => ({
-  plan: 'oid4vp-1final-verifier-haip-test-plan',
-  module: m.module,
-  negative: m.negative,
-  checks: m.checks,
-  coverage: m.coverage,
-  note: [m.note, `the dc_api.jwt response mode needs the Digital Credentials API (${ISSUE_DC_API})`]
-    .filter(Boolean)
-    .join('; '),
-}))
+// VP1FinalVerifierTestPlanHaip runs the verifier plan with direct_post.jwt and over the Digital Credentials API
+// (dc_api.jwt). Over the DC API, vc-harness answers a correct presentation (dc-api-happy-flow) and binds it
+// wrongly (another origin, the client_id, another request); the other misbehaviours go by link only.
+const DC_API_VERIFIER_NOTE =
+  "over the Digital Credentials API (dc_api.jwt) the verifier plan runs the dc-api-* cases (a correct answer; one bound to another origin, to the client_id, to another request), not this module's misbehaviour, which it sends by link"
+const HAIP_VERIFIER: OidfModule[] = VERIFIER_MODULES.map((m) => {
+  const happy = m.module === 'oid4vp-1final-verifier-happy-flow'
+  const coverage: Coverage =
+    happy && m.coverage.kind === 'verifier-case'
+      ? { kind: 'verifier-case', ids: [...m.coverage.ids, 'verifier:dc-api-happy-flow'] }
+      : m.coverage
+  return {
+    plan: 'oid4vp-1final-verifier-haip-test-plan',
+    module: m.module,
+    negative: m.negative,
+    checks: m.checks,
+    coverage,
+    note: [
+      m.note,
+      happy
+        ? 'verifier:dc-api-happy-flow is the variant over the Digital Credentials API, applicable when the verifier offers its request there'
+        : DC_API_VERIFIER_NOTE,
+    ]
+      .filter(Boolean)
+      .join('; '),
+  }
+})
 
 /** How a presentation plan (presentation-dcql, presentation-mdoc) runs a case: its client identifier prefix and response mode. */
 function dcqlVariant(id: string): string {
@@ -833,6 +865,42 @@ function dcqlVariant(id: string): string {
   if (!flow) throw new Error(`no wallet test case ${id}`)
   if (flow.kind !== 'presentation') return 'an issuance'
   return `${flow.clientIdPrefix ?? 'decentralized_identifier'} and ${flow.responseMode ?? 'direct_post'}`
+}
+
+/**
+ * Modules of the wallet plan vc-harness runs in HAIP's variants themselves: x509_hash with direct_post.jwt,
+ * and over the Digital Credentials API (presentation-dc-api: unsigned, signed under x509_hash and multi-signed
+ * requests answered with dc_api.jwt; the mDL of HAIP's DC API variant).
+ */
+const HAIP_VP_NATIVE: Readonly<Record<string, Pick<OidfModule, 'coverage' | 'note'>>> = {
+  'oid4vp-1final-wallet-happy-flow': {
+    coverage: {
+      kind: 'wallet-case',
+      ids: [
+        'presentation-mdoc:positive-x509-hash-jwt',
+        'presentation-dc-api:positive-unsigned-jwt',
+        'presentation-dc-api:positive-signed-jwt',
+        'presentation-dc-api:positive-multisigned',
+        'presentation-dc-api:positive-mdoc',
+      ],
+    },
+    note: 'by link with x509_hash and direct_post.jwt (an mDL), and over the Digital Credentials API with dc_api.jwt: unsigned, signed (x509_hash; an SD-JWT VC and the mDL) and multi-signed requests',
+  },
+  'oid4vp-1final-wallet-negative-test-invalid-request-object-signature': {
+    coverage: {
+      kind: 'wallet-case',
+      ids: ['presentation-mdoc:request-foreign-signature', 'presentation-dc-api:request-foreign-signature'],
+    },
+    note: 'x509_hash by link (direct_post.jwt) and a signed x509_hash request over the Digital Credentials API',
+  },
+  'oid4vp-1final-wallet-multisigned-one-invalid-signature': {
+    coverage: { kind: 'wallet-case', ids: ['presentation-dc-api:multisigned-one-invalid-signature'] },
+    note: 'answered with dc_api (the positive multi-signed case, presentation-dc-api:positive-multisigned, with dc_api.jwt)',
+  },
+  'oid4vp-1final-wallet-negative-test-wrong-expected-origins': {
+    coverage: { kind: 'wallet-case', ids: ['presentation-dc-api:wrong-expected-origins'] },
+    note: 'a signed x509_hash request whose expected_origins are ["https://wrong.example.com"]',
+  },
 }
 
 // VP1FinalWalletTestPlanHaip: every module but response-uri-not-client-id (not applicable to x509_hash and
@@ -849,8 +917,18 @@ const HAIP_VP_WALLET: OidfModule[] = WALLET_VP_MODULES.filter(
           'presentation-mdoc:positive-x509-hash-jwt',
         ]
       : coverageIds(m.coverage)
+  const native = HAIP_VP_NATIVE[m.module]
+  if (native) {
+    return {
+      plan: 'oid4vp-1final-wallet-haip-test-plan' as const,
+      module: m.module,
+      negative: m.negative,
+      checks: m.checks,
+      ...native,
+    }
+  }
   const runs = ids.map((id) => `${id} with ${dcqlVariant(id)}`).join(', ')
-  const why = `HAIP asks with x509_hash and direct_post.jwt, or over the Digital Credentials API (${ISSUE_DC_API}); vc-harness runs ${runs}`
+  const why = `HAIP asks with x509_hash and direct_post.jwt, or over the Digital Credentials API; vc-harness runs ${runs}, by link (over the DC API only the presentation-dc-api cases)`
   return inHaip(m, 'oid4vp-1final-wallet-haip-test-plan', why, ids)
 })
 
@@ -1445,6 +1523,26 @@ export const BEYOND_OIDF: readonly BeyondOidf[] = [
       'verifier:mdoc-foreign-device-key',
       'verifier:mdoc-tampered-element',
     ],
+  },
+  {
+    topic: 'The Digital Credentials API (wallet)',
+    what: "Beyond the suite's expected_origins and multi-signed modules: a signed request without expected_origins (REQUIRED when signed), a multi-signed request none of whose signatures verifies, and every answer over the API posted back to vc-harness's verifier, which holds its presentations to origin:<origin>.",
+    ids: [
+      'presentation-dc-api:expected-origins-missing',
+      'presentation-dc-api:multisigned-all-invalid',
+      'presentation-dc-api:positive-unsigned',
+    ],
+    tags: ['@OID4VP-1.0-A.2'],
+  },
+  {
+    topic: 'The origin binding over the Digital Credentials API (verifier)',
+    what: "An answer over the API bound to another origin than the calling page's, bound to the client_id instead of origin:<origin> (which Appendix A.4 requires even for signed requests), or made for another request must be refused; the suite's verifier plan sends none of them.",
+    ids: [
+      'verifier:dc-api-foreign-origin',
+      'verifier:dc-api-client-id-audience',
+      'verifier:dc-api-wrong-request',
+    ],
+    tags: ['@OID4VP-1.0-A.4'],
   },
   {
     topic: 'Encrypted responses (verifier)',

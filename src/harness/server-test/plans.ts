@@ -498,6 +498,8 @@ const ISO = '@ISO18013-5'
 const JWT_VP = 'the request asks for a JWT VC (jwt_vc_json) or a Linked Data VC (ldp_vc)'
 const PE = 'the request is a Presentation Exchange (draft 20) request'
 const V1 = 'the request is an OpenID4VP 1.0 (DCQL) request'
+const DC_API =
+  'the verifier offers its request over the W3C Digital Credentials API (a relying-party session whose 4.6 answer has dcApi, or --dc-api-command)'
 
 const VERIFIER_CASES: ServerCase[] = [
   verifierCase('happy-flow', 'The verifier accepts a valid presentation of a credential it trusts', {
@@ -736,6 +738,48 @@ const VERIFIER_CASES: ServerCase[] = [
       rule: "a disclosed element's value was changed after issuance: its digest is not the one the MSO's valueDigests hold",
       misbehave: 'mdoc-tampered-element',
       applies: MDOC,
+    },
+  ),
+  // OpenID4VP 1.0 over the W3C Digital Credentials API (Appendix A): the harness plays the browser and the
+  // platform, hands the verifier's request entry and the origin to its wallet and posts the answer back with
+  // that origin. Every presentation must be bound to `origin:<origin>` (A.4; an mdoc's OpenID4VPDCAPIHandover,
+  // B.2.6.2), never to the client_id, even for a signed request.
+  verifierCase(
+    'dc-api-happy-flow',
+    'The verifier accepts a valid answer over the Digital Credentials API, bound to the calling origin',
+    {
+      sources: [`${P}-A.2`, `${P}-A.4`, `${P}-B.2.6.2`],
+      applies: DC_API,
+    },
+  ),
+  verifierCase(
+    'dc-api-foreign-origin',
+    'The verifier refuses an answer over the DC API bound to another origin than the calling one',
+    {
+      sources: [`${P}-A.4`, `${P}-B.2.6.2`],
+      rule: 'every presentation is bound to origin:https://attacker.example, not to the origin the answer came from',
+      misbehave: 'dc-api-foreign-origin',
+      applies: DC_API,
+    },
+  ),
+  verifierCase(
+    'dc-api-client-id-audience',
+    'The verifier refuses an answer over the DC API bound to the client_id instead of the origin (missing origin binding)',
+    {
+      sources: [`${P}-A.4`, `${P}-B.2.6.2`],
+      rule: "the presentations are bound to the request's client_id (an mdoc: the redirect flow's OpenID4VPHandover), not to origin:<origin>, which A.4 requires even for signed requests",
+      misbehave: 'dc-api-client-id-audience',
+      applies: DC_API,
+    },
+  ),
+  verifierCase(
+    'dc-api-wrong-request',
+    'The verifier refuses an answer over the DC API made for another request',
+    {
+      sources: [`${P}-A.4`, `${P}-14.1`],
+      rule: "every presentation carries another nonce than the request's",
+      misbehave: 'dc-api-wrong-request',
+      applies: DC_API,
     },
   ),
   verifierCase(

@@ -20,7 +20,7 @@ import type { Wallet } from '../../wallet/index.ts'
 import { resolveExternal } from '../profile.ts'
 import { sampleCredentials } from '../sandbox.ts'
 import type { KeySecret } from '../target-types.ts'
-import type { OfferSource, ReportedResult, RequestSource } from './sources.ts'
+import type { DcApiAsk, OfferSource, ReportedResult, RequestSource } from './sources.ts'
 
 export interface Deployment {
   /** how the reports name it */
@@ -230,6 +230,30 @@ export function deploymentRequests(keys: DeploymentKeys, template: string): Requ
       const sessionId = sessionIdOf(created)
       return {
         link: created.authentication_request,
+        result: () => sessionResult(keys.client, token, sessionId),
+      }
+    },
+    // OpenID4VP 1.0 Appendix A: a session of a template with dcql.dcApi is offered over the DC API too
+    // (4.6's dcApi): its request entry fetched, answered from the first expected origin, posted to its response.
+    async nextDcApi(fetch) {
+      const token = await keys.token(template)
+      const created = ok<SessionCreated | DcqlSessionCreated>(
+        await keys.client.createSession<SessionCreated | DcqlSessionCreated>(token, template),
+        `create a verification session of template ${template} (4.6)`,
+      )
+      const dcApi = 'dcApi' in created ? created.dcApi : undefined
+      if (!dcApi) return undefined
+      const sessionId = sessionIdOf(created)
+      const answer = await fetch(dcApi.request, { headers: { accept: 'application/json' } })
+      const text = await answer.text()
+      if (answer.status !== 200)
+        throw new Error(
+          `GET ${dcApi.request} (the DC API request entry) answered ${answer.status}: ${text.slice(0, 200)}`,
+        )
+      return {
+        request: JSON.parse(text) as DcApiAsk['request'],
+        origin: dcApi.expectedOrigins[0] as string,
+        response: dcApi.response,
         result: () => sessionResult(keys.client, token, sessionId),
       }
     },

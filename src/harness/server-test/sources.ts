@@ -38,9 +38,30 @@ export interface ReportedResult {
   detail: string
 }
 
+/**
+ * One fresh request over the W3C Digital Credentials API (OpenID4VP 1.0 Appendix A), as the verifier's page
+ * would make it: the entry it hands `navigator.credentials.get`, the page's origin, and where the page posts
+ * the DigitalCredential back (JSON `{origin, protocol, data}`; 2xx accepted, 4xx refused).
+ */
+export interface DcApiAsk {
+  request: { protocol: string; data: Record<string, unknown> }
+  origin: string
+  response: string
+  /** the verifier's verdict once the answer was posted, when it reports it elsewhere */
+  result?: () => Promise<ReportedResult>
+}
+
 export interface RequestSource {
   readonly describe: string
+  /** the next authorization request by link; undefined: this source gives none (DC API only) */
   next(): Promise<AuthorizationRequest>
+  /** whether next() gives links (a source of DC API requests alone does not) */
+  readonly links?: boolean
+  /**
+   * The next request over the Digital Credentials API, or undefined when the verifier offers none; `fetch`
+   * is the recording one (a source that must fetch the entry uses it)
+   */
+  nextDcApi?(fetch: typeof globalThis.fetch): Promise<DcApiAsk | undefined>
   /** closes what the source opened (keys it created on a deployment, …) */
   close?(): Promise<void>
 }
@@ -262,15 +283,76 @@ function failedChecks(json: Record<string, unknown>): string {
   return failed.length ? ` (${failed.map((c) => `${c.check}: ${c.message}`).join('; ')})` : ''
 }
 
-/** A request per case from `--request-command`, its verdict from `--result-command` when given. */
-export function commandRequests(opts: { requestCommand: string; resultCommand?: string }): RequestSource {
+/**
+ * `--dc-api-command` output: JSON `{request: {protocol, data}, origin, response}` (docs/server-testing.md): the
+ * entry the verifier's page hands navigator.credentials.get, the page's origin, the URL the page posts the
+ * answer to.
+ */
+export function parseDcApiOutput(output: string): Omit<DcApiAsk, 'result'> {
+  const text = output.trim()
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    throw new SourceError(
+      `the DC API command printed no JSON object {request: {protocol, data}, origin, response}; it printed: ${JSON.stringify(text.slice(0, 200))}`,
+    )
+  }
+  const o = json as Record<string, unknown> | null
+  const request = o?.request as Record<string, unknown> | undefined
+  const problems = [
+    !(typeof request?.protocol === 'string') && 'request.protocol (a string)',
+    !(typeof request?.data === 'object' && request?.data !== null) && 'request.data (an object)',
+    !(typeof o?.origin === 'string') && 'origin (the calling page’s origin)',
+    !(typeof o?.response === 'string' && URL.canParse(o.response)) &&
+      'response (the URL to post the answer to)',
+  ].filter(Boolean)
+  if (problems.length > 0)
+    throw new SourceError(
+      `the DC API command's JSON lacks ${problems.join(', ')}: ${JSON.stringify(text.slice(0, 200))}`,
+    )
   return {
-    describe: opts.requestCommand,
+    request: request as DcApiAsk['request'],
+    origin: o?.origin as string,
+    response: o?.response as string,
+  }
+}
+
+/**
+ * A request per case from `--request-command`, its verdict from `--result-command` when given; a request over
+ * the Digital Credentials API per DC API case from `--dc-api-command` (the same `--result-command`, `{session}`
+ * the last path segment of its response URL).
+ */
+export function commandRequests(opts: {
+  requestCommand?: string
+  resultCommand?: string
+  dcApiCommand?: string
+}): RequestSource {
+  const resultCommand = opts.resultCommand
+  const dcApiCommand = opts.dcApiCommand
+  return {
+    describe: [opts.requestCommand, dcApiCommand && `over the DC API: ${dcApiCommand}`]
+      .filter(Boolean)
+      .join('; '),
+    links: opts.requestCommand !== undefined,
+    ...(dcApiCommand !== undefined && {
+      async nextDcApi() {
+        const ask = parseDcApiOutput(await runCommand(dcApiCommand, {}, { what: '--dc-api-command' }))
+        const session = new URL(ask.response).pathname.split('/').filter(Boolean).at(-1) ?? ''
+        return {
+          ...ask,
+          ...(resultCommand
+            ? { result: () => commandResult(resultCommand, { session, link: ask.response }) }
+            : {}),
+        }
+      },
+    }),
     async next() {
+      if (opts.requestCommand === undefined)
+        throw new SourceError('no --request-command: this run has requests over the DC API only')
       const link = parseRequestOutput(
         await runCommand(opts.requestCommand, {}, { what: '--request-command' }),
       )
-      const resultCommand = opts.resultCommand
       return {
         link,
         ...(resultCommand ? { result: (answer) => commandResult(resultCommand, { ...answer, link }) } : {}),

@@ -11,6 +11,7 @@ import { isObject } from '../../shared/json.ts'
 import { WalletProtocolError, WalletUsageError } from '../../wallet/errors.ts'
 import type { PresentationMisbehaviour } from '../../wallet/misbehaviour.ts'
 import type { PresentationResult, PresentationSession } from '../../wallet/presentation.ts'
+import { isDcApiRefusal, resolveDcApiRequest } from '../../wallet/presentation-dc-api.ts'
 import { DcqlUnsatisfiedError } from '../../wallet/presentation-dcql.ts'
 import { parsePresentationLink } from '../../wallet/presentation-link.ts'
 import { NoMatchingCredentialsError } from '../../wallet/presentation-select.ts'
@@ -31,7 +32,7 @@ import {
   type ServerVerdict,
   stepFailed,
 } from './runner.ts'
-import type { AuthorizationRequest, RequestSource } from './sources.ts'
+import type { AuthorizationRequest, DcApiAsk, ReportedResult, RequestSource } from './sources.ts'
 
 export interface VerifierTestContext {
   requests: RequestSource
@@ -245,16 +246,119 @@ function presentationStopped(error: unknown): ServerVerdict {
 }
 
 /**
+ * A case over the W3C Digital Credentials API (OpenID4VP 1.0 Appendix A): the harness is the browser and the
+ * platform. It takes a fresh request entry and the page's origin from the source, has the wallet answer it
+ * for that origin (correctly, or with the case's misbehaviour in how the answer is bound), posts the
+ * DigitalCredential with the origin to where the page posts it, and judges the verifier's answer (2xx
+ * accepted, 4xx refused) and, where it reports its verdict elsewhere, that verdict.
+ */
+async function dcApiCase(
+  ctx: VerifierTestContext,
+  c: ServerCase,
+  wallet: Wallet,
+  note: (line: string) => void,
+): Promise<ServerVerdict> {
+  if (!ctx.requests.nextDcApi)
+    return notApplicable(
+      'the source gives no request over the Digital Credentials API (a relying-party template with dcql.dcApi, or --dc-api-command)',
+    )
+  let ask: DcApiAsk | undefined
+  try {
+    ask = await ctx.requests.nextDcApi(ctx.recorder.fetch)
+  } catch (error) {
+    return nothing(`no request over the Digital Credentials API: ${(error as Error).message}`)
+  }
+  if (!ask)
+    return notApplicable(
+      "the verifier's session offers no request over the Digital Credentials API (4.6 answered no dcApi: its template sets no dcql.dcApi)",
+    )
+  const url = new URL(ask.response)
+  if (!ctx.recorder.isAllowed(ask.response)) ctx.recorder.allow(url.host)
+  note(`request over the DC API: ${ask.request.protocol}, answered for origin ${ask.origin}`)
+  const misbehave = c.misbehave as PresentationMisbehaviour | undefined
+  let answer: { response: { protocol: string; data: Record<string, unknown> } }
+  try {
+    answer = await wallet.presentDcApi(
+      { request: ask.request, origin: ask.origin },
+      misbehave ? { misbehave: [misbehave] } : {},
+    )
+  } catch (error) {
+    if (isDcApiRefusal(error))
+      return nothing(`the wallet could not use the request over the DC API: ${error.message}`)
+    return presentationStopped(error)
+  }
+  let status: number
+  let body: string
+  try {
+    const response = await ctx.recorder.fetch(ask.response, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ origin: ask.origin, ...answer.response }),
+      redirect: 'manual',
+    })
+    status = response.status
+    body = (await response.text()).slice(0, 300)
+  } catch (error) {
+    return nothing(`the answer could not be posted to ${ask.response}: ${(error as Error).message}`)
+  }
+  note(`response: ${status}${status >= 400 ? ` ${body}` : ''}`)
+  const must = c.expect === 'refuse' ? `${c.rule ?? c.title} (${c.sources.join(' ')})` : c.title
+  if (status >= 500 || status < 200 || (status >= 300 && status < 400))
+    return c.expect === 'refuse' && status >= 500
+      ? failed('nothing', `${must}: the verifier answered ${status} (a server error, not a refusal): ${body}`)
+      : failed(
+          c.expect === 'refuse' ? 'accepted' : 'refused',
+          `${must}: the verifier answered ${status}: ${body}`,
+        )
+  if (status >= 400)
+    return c.expect === 'refuse'
+      ? passed('refused', `refused as required: the answer was answered ${status} ${body}`)
+      : failed('refused', `${must}: the verifier refused a correct answer: ${status} ${body}`)
+  let reported: ReportedResult | undefined
+  if (ask.result) {
+    reported = await ask.result()
+    note(`reported: ${reported.detail}`)
+  }
+  if (c.expect === 'refuse') {
+    return reported?.accepted === false
+      ? passed('refused', `rejected as required: answered ${status}, ${reported.detail}`)
+      : failed(
+          'accepted',
+          `${must}: the verifier accepted it (answered ${status}${reported ? `; ${reported.detail}` : ''})`,
+        )
+  }
+  return reported?.accepted === false
+    ? failed('refused', `${must}: the verifier rejected a correct answer: ${reported.detail}`)
+    : passed('accepted', `accepted: answered ${status}${reported ? `; ${reported.detail}` : ''}`)
+}
+
+/**
  * Pre-flight: one request, resolved and checked the way the wallet does (request object, signature, client
  * identifier prefix). Throws a message naming what is wrong before any case runs; answers what it asks for.
  */
 export async function probeVerifier(ctx: VerifierTestContext): Promise<string> {
-  const request = await ctx.requests.next()
   const wallet = await Wallet.create({
     keyType: ctx.keyType,
     fetch: ctx.recorder.fetch,
     trustAnchors: ctx.trustAnchors,
   })
+  if (ctx.requests.links === false) {
+    // requests over the DC API alone: one is resolved and checked the way the wallet does
+    const ask = await ctx.requests.nextDcApi?.(ctx.recorder.fetch)
+    if (!ask) throw new Error('the DC API source gave no request')
+    ctx.recorder.allow(new URL(ask.response).host)
+    let resolved: Awaited<ReturnType<typeof resolveDcApiRequest>>
+    try {
+      resolved = await resolveDcApiRequest(
+        { request: ask.request, origin: ask.origin },
+        { trustAnchors: ctx.trustAnchors, now: Date.now() },
+      )
+    } catch (error) {
+      throw new Error(`the first request over the DC API could not be used: ${(error as Error).message}`)
+    }
+    return `OpenID4VP 1.0 over the Digital Credentials API only, ${resolved.protocol}, ${resolved.responseMode}, client ${resolved.clientId}`
+  }
+  const request = await ctx.requests.next()
   let session: Session
   try {
     session = await startSession(wallet, request.link)
@@ -307,6 +411,9 @@ async function runCase(
   wallet: Wallet,
   note: (line: string) => void,
 ): Promise<ServerVerdict> {
+  if (c.name.startsWith('dc-api-')) return dcApiCase(ctx, c, wallet, note)
+  if (ctx.requests.links === false)
+    return notApplicable('the verifier is asked over the Digital Credentials API only (no --request-command)')
   if (c.name === 'request-uri-twice') {
     let request: AuthorizationRequest
     try {

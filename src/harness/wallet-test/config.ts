@@ -58,6 +58,9 @@ export function verificationTemplate(flow: PresentationFlow) {
             clientIdPrefix: flow.clientIdPrefix ?? 'decentralized_identifier',
             responseMode: flow.responseMode ?? 'direct_post',
             requestUriMethod: flow.requestUriMethod ?? 'get',
+            // OpenID4VP 1.0 Appendix A: the session over the DC API too; its expected origin is the service's
+            // own (the default), which the harness hands the wallet as the calling page's origin.
+            ...(flow.dcApi ? { dcApi: { request: flow.dcApi.request } } : {}),
           },
         }
       : {}),

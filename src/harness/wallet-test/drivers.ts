@@ -28,8 +28,19 @@ export function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`
 }
 
-/** The placeholders a wallet command may use. */
-export const PLACEHOLDERS = ['link', 'trust_anchor', 'wallet_file', 'case'] as const
+/**
+ * The placeholders a wallet command may use. `dc_api_request` and `origin` are the DC API plan's
+ * (presentation-dc-api): a file holding the request entry `{protocol, data}` the page would hand
+ * `navigator.credentials.get`, and the origin of that page; empty for the other plans.
+ */
+export const PLACEHOLDERS = [
+  'link',
+  'trust_anchor',
+  'wallet_file',
+  'case',
+  'dc_api_request',
+  'origin',
+] as const
 /** A placeholder, with the quotes a user may have put around it. */
 const PLACEHOLDER = new RegExp(`(['"]?)\\{(${PLACEHOLDERS.join('|')})\\}\\1`, 'g')
 
@@ -39,26 +50,70 @@ const PLACEHOLDER = new RegExp(`(['"]?)\\{(${PLACEHOLDERS.join('|')})\\}\\1`, 'g
  */
 export function commandFor(
   template: string,
-  ctx: Pick<CaseContext, 'link' | 'trustAnchorFile' | 'walletFile' | 'testCase'>,
+  ctx: Pick<CaseContext, 'link' | 'trustAnchorFile' | 'walletFile' | 'testCase'> &
+    Partial<Pick<CaseContext, 'dcApi'>>,
 ): string {
   const values: Record<(typeof PLACEHOLDERS)[number], string> = {
-    link: ctx.link,
+    // a DC API case has no deep link: {link} is empty there, {dc_api_request} and {origin} everywhere else
+    link: ctx.dcApi ? '' : ctx.link,
     trust_anchor: ctx.trustAnchorFile,
     wallet_file: ctx.walletFile,
     case: ctx.testCase.id,
+    dc_api_request: ctx.dcApi?.requestFile ?? '',
+    origin: ctx.dcApi?.origin ?? '',
   }
   return template.replace(PLACEHOLDER, (_m, _q, name: keyof typeof values) => shellQuote(values[name]))
 }
 
-/** Checks a --wallet-command: it must hand the link over somewhere. */
-export function commandProblem(template: string): string | undefined {
+/** Whether a command hands over a DC API request: `{dc_api_request}`, or a script reading the environment. */
+export const handsDcApiRequest = (template: string): boolean =>
+  template.includes('{dc_api_request}') || template.includes('VC_HARNESS_DC_API_REQUEST')
+
+/**
+ * Checks a --wallet-command: it must hand the link over somewhere, or, for the DC API plan
+ * (`presentation-dc-api`, whose cases have no link), the request: `{dc_api_request}` (with `{origin}`).
+ */
+export function commandProblem(template: string, plan?: string, dcApiCommand?: string): string | undefined {
   if (template.trim() === '') return '--wallet-command is empty'
-  if (!template.includes('{link}'))
+  if (dcApiCommand !== undefined && !handsDcApiRequest(dcApiCommand))
+    return `--dc-api-command must contain {dc_api_request} (a file holding the request entry; {origin} the calling origin), e.g. "vc-harness wallet dc-api --origin {origin} --request {dc_api_request}": ${dcApiCommand}`
+  if (!template.includes('{link}') && !handsDcApiRequest(template))
     return `--wallet-command must contain {link} (where the deep link goes): ${template}`
+  if (plan === 'presentation-dc-api' && dcApiCommand === undefined && !handsDcApiRequest(template))
+    return `plan presentation-dc-api asks over the Digital Credentials API: give --dc-api-command with {dc_api_request} and {origin} (e.g. "vc-harness wallet dc-api --origin {origin} --request {dc_api_request}"), or a --wallet-command that also handles {dc_api_request}`
+  return undefined
+}
+
+/**
+ * The DigitalCredential a DC API wallet command printed on stdout: the JSON object `{protocol, data}` (the
+ * whole output, or from its first line that opens an object); undefined when there is none.
+ */
+export function dcApiAnswerOf(
+  stdout: string,
+): { protocol?: unknown; data: Record<string, unknown> } | undefined {
+  const text = stdout.trim()
+  const candidates = [
+    text,
+    ...text
+      .split('\n')
+      .flatMap((line, i, lines) => (line.startsWith('{') ? [lines.slice(i).join('\n')] : [])),
+  ]
+  for (const candidate of candidates) {
+    try {
+      const value: unknown = JSON.parse(candidate)
+      if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+        const data = (value as { data?: unknown }).data
+        if (typeof data === 'object' && data !== null && !Array.isArray(data))
+          return value as { protocol?: unknown; data: Record<string, unknown> }
+      }
+    } catch {}
+  }
   return undefined
 }
 
 const OUTPUT_TAIL = 4000
+/** The most of a DC API command's stdout read as its answer (the service takes 512 KiB). */
+const ANSWER_MAX = 1024 * 1024
 
 /**
  * Runs `template` through /bin/sh for each case, with the link in `{link}` and in VC_HARNESS_LINK, the trust
@@ -67,29 +122,41 @@ const OUTPUT_TAIL = 4000
  */
 export function commandDriver(
   template: string,
-  opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {},
+  opts: { env?: NodeJS.ProcessEnv; cwd?: string; dcApiCommand?: string } = {},
 ): WalletDriver {
+  const dcApiTemplate = opts.dcApiCommand ?? (handsDcApiRequest(template) ? template : undefined)
   return {
-    describe: template,
+    describe: opts.dcApiCommand ? `${template}; over the DC API: ${opts.dcApiCommand}` : template,
+    dcApi: dcApiTemplate !== undefined,
     open(ctx) {
       const env = opts.env ?? process.env
-      const child = spawn('/bin/sh', ['-c', commandFor(template, ctx)], {
+      const command = ctx.dcApi && dcApiTemplate !== undefined ? dcApiTemplate : template
+      const child = spawn('/bin/sh', ['-c', commandFor(command, ctx)], {
         cwd: opts.cwd,
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
         env: {
           ...env,
-          VC_HARNESS_LINK: ctx.link,
+          VC_HARNESS_LINK: ctx.dcApi ? '' : ctx.link,
           VC_HARNESS_CASE: ctx.testCase.id,
           VC_HARNESS_TRUST_ANCHOR: env.VC_HARNESS_TRUST_ANCHOR ?? ctx.trustAnchorFile,
           VC_HARNESS_WALLET: env.VC_HARNESS_WALLET ?? ctx.walletFile,
+          ...(ctx.dcApi && {
+            VC_HARNESS_DC_API_REQUEST: ctx.dcApi.requestFile,
+            VC_HARNESS_ORIGIN: ctx.dcApi.origin,
+          }),
         },
       })
       let output = ''
+      // A DC API case: stdout is the wallet's answer (an mdoc's DeviceResponse in a JWE: kept whole, bounded).
+      let stdout = ''
       const keep = (chunk: Buffer) => {
         output = (output + chunk.toString('utf8')).slice(-OUTPUT_TAIL)
       }
-      child.stdout.on('data', keep)
+      child.stdout.on('data', (chunk: Buffer) => {
+        keep(chunk)
+        if (ctx.dcApi && stdout.length < ANSWER_MAX) stdout += chunk.toString('utf8')
+      })
       child.stderr.on('data', keep)
       const kill = () => {
         try {
@@ -103,7 +170,12 @@ export function commandDriver(
         )
         child.on('close', (code) => {
           ctx.signal.removeEventListener('abort', kill)
-          resolve({ exitCode: ctx.signal.aborted ? null : code, output: output.trim() })
+          const answer = ctx.dcApi && !ctx.signal.aborted ? dcApiAnswerOf(stdout) : undefined
+          resolve({
+            exitCode: ctx.signal.aborted ? null : code,
+            output: output.trim(),
+            ...(answer && { answer }),
+          })
         })
       })
     },
@@ -113,6 +185,8 @@ export function commandDriver(
 /** The part of src/wallet's Wallet the in-process driver needs. */
 export interface OpensLinks {
   open(link: string): Promise<unknown>
+  /** the DC API plan: answers `{request, origin}` as a platform wallet (Wallet.presentDcApi) */
+  presentDcApi?(input: { request: unknown; origin: string }): Promise<{ response: unknown }>
 }
 
 /**
@@ -127,7 +201,10 @@ export function inProcessDriver(
     describe,
     // open() resolves once every request the wallet made has its answer: nothing can come late.
     settleMs: 0,
+    dcApi: true,
     async open(ctx) {
+      const dcApi = ctx.dcApi
+      if (dcApi) return presentInProcess(await walletFor(ctx), dcApi)
       try {
         await (await walletFor(ctx)).open(ctx.link)
         return { exitCode: 0 }
@@ -135,5 +212,28 @@ export function inProcessDriver(
         return { exitCode: 1, output: (error as Error).message }
       }
     },
+  }
+}
+
+/**
+ * A DC API case in process: the wallet's DigitalCredential (exit 0), or the error answer a platform hands back
+ * for its refusal (exit 1), as `vc-harness wallet dc-api` prints them.
+ */
+async function presentInProcess(
+  wallet: OpensLinks,
+  dcApi: NonNullable<CaseContext['dcApi']>,
+): Promise<DriverResult> {
+  if (!wallet.presentDcApi)
+    return { exitCode: 1, output: 'this wallet does not speak the Digital Credentials API' }
+  try {
+    const result = await wallet.presentDcApi({ request: dcApi.request, origin: dcApi.origin })
+    return { exitCode: 0, answer: result.response }
+  } catch (error) {
+    const { dcApiErrorResponse, isDcApiRefusal } = await import('../../wallet/presentation-dc-api.ts')
+    return {
+      exitCode: 1,
+      output: (error as Error).message,
+      ...(isDcApiRefusal(error) && { answer: dcApiErrorResponse(dcApi.request, error) }),
+    }
   }
 }

@@ -9,6 +9,7 @@ import {
   PRESENTATION_FAULTS,
   type PresentationFault,
 } from '../../service/faults/index.ts'
+import type { DcApiRequestType } from '../../shared/dc-api.ts'
 import { MDL_DOCTYPE, MDOC_FORMAT } from '../../shared/mdoc.ts'
 import { SD_JWT_VC_TYP } from '../../shared/wire.ts'
 
@@ -21,6 +22,7 @@ export const PLAN_NAMES = [
   'presentation-pe-ldp',
   'presentation-dcql',
   'presentation-mdoc',
+  'presentation-dc-api',
 ] as const
 export type PlanName = (typeof PLAN_NAMES)[number]
 /** What `--plan` accepts: a plan, or `all` (every plan in order). */
@@ -38,6 +40,8 @@ export const PLAN_TITLES: Record<PlanName, string> = {
     'OpenID4VP draft 20 with Presentation Exchange, ldp_vc in an ldp_vp (Linked Data proofs)',
   'presentation-dcql': 'OpenID4VP 1.0 Final with DCQL, SD-JWT VC, client identifier prefixes',
   'presentation-mdoc': 'OpenID4VP 1.0 Final with DCQL, ISO mdoc (mso_mdoc): a DeviceResponse of the mDL',
+  'presentation-dc-api':
+    'OpenID4VP 1.0 Final over the W3C Digital Credentials API (Appendix A): unsigned, signed and multi-signed requests, SD-JWT VC and ISO mdoc',
 }
 
 export type CredentialFormat = FormatId
@@ -66,7 +70,18 @@ export interface PresentationFlow {
   clientIdPrefix?: ClientIdPrefix
   responseMode?: 'direct_post' | 'direct_post.jwt'
   requestUriMethod?: 'get' | 'post'
+  /**
+   * OpenID4VP 1.0 Appendix A: the session is asked over the W3C Digital Credentials API instead of by its deep
+   * link. The harness plays the browser: it fetches the request entry, hands it and the origin to the wallet,
+   * and posts the wallet's answer to the verifier (the response mode is dc_api, or dc_api.jwt where
+   * `responseMode` says direct_post.jwt). `request`: how the request is protected (A.3).
+   */
+  dcApi?: { request: DcApiRequestType }
 }
+
+/** Whether a case asks over the Digital Credentials API (it has no deep link a QR code could carry). */
+export const isDcApiCase = (c: Pick<WalletCase, 'flow'>): boolean =>
+  c.flow.kind === 'presentation' && c.flow.dcApi !== undefined
 
 /**
  * What passes. `accept`: the wallet must complete the flow (credential verified and kept; presentation sent and
@@ -614,6 +629,163 @@ function haipIssuanceCases(): WalletCase[] {
   ]
 }
 
+const REFUSE_DC_API =
+  'passes when no vp_token reaches the verifier: the wallet answers an error through the API (the harness posts it), exits non-zero, or answers nothing; fails when it answers with a presentation'
+const ACCEPT_DC_API =
+  'passes when the wallet answers through the API with a presentation bound to the origin that the verifier finds valid (session VERIFIED); fails on an error answer, a rejected presentation or no answer'
+
+/**
+ * The plan over the W3C Digital Credentials API (OpenID4VP 1.0 Appendix A). The harness plays the browser and
+ * platform: it fetches the case's request entry (`{protocol, data}`), hands it with the origin of the relying
+ * party's page (the session's first expected origin: the service's own) to the wallet, and posts what the
+ * wallet answers, with that origin, to the verifier, which judges it as it would a direct_post. Two setup
+ * cases: the SD-JWT VC most cases ask for, and the mDL of HAIP's DC API variant.
+ */
+function dcApiCases(): WalletCase[] {
+  const plan: PlanName = 'presentation-dc-api'
+  const v = 'OID4VP-1.0'
+  const sdJwt = { format: SD_JWT_VC_TYP, credentialType: 'PersonIdentificationData' } as const
+  const mdl = { format: MDOC_FORMAT, credentialType: MDL_DOCTYPE } as const
+  const setup = (suffix: string, what: typeof sdJwt | typeof mdl, title: string, sources: string[]) => ({
+    id: `${plan}:${suffix}`,
+    plan,
+    title,
+    flow: { kind: 'issuance' as const, generation: '1.0' as const, ...what },
+    expect: 'accept' as const,
+    sources,
+    passes: ACCEPT_ISSUANCE,
+  })
+  type Ask = { request: DcApiRequestType; prefix: ClientIdPrefix; jwt?: boolean; mdoc?: boolean }
+  const flowOf = ({ request, prefix, jwt, mdoc }: Ask): PresentationFlow => ({
+    kind: 'presentation',
+    profile: 'dcql',
+    ...(mdoc ? mdl : sdJwt),
+    clientIdPrefix: prefix,
+    responseMode: jwt ? 'direct_post.jwt' : 'direct_post',
+    dcApi: { request },
+  })
+  const positive = (suffix: string, title: string, ask: Ask, sources: string[]): WalletCase => ({
+    id: `${plan}:${suffix}`,
+    plan,
+    title,
+    flow: flowOf(ask),
+    expect: 'accept',
+    sources,
+    passes: ACCEPT_DC_API,
+  })
+  const negative = (
+    suffix: string,
+    fault: PresentationFault,
+    title: string,
+    rule: string,
+    ask: Ask,
+    sources: string[],
+  ): WalletCase => ({
+    id: `${plan}:${suffix}`,
+    plan,
+    title,
+    flow: flowOf(ask),
+    fault,
+    expect: 'refuse',
+    sources,
+    rule,
+    passes: REFUSE_DC_API,
+  })
+  const signedHash: Ask = { request: 'signed', prefix: 'x509_hash' }
+  const multisigned: Ask = { request: 'multisigned', prefix: 'x509_hash' }
+  const cases: WalletCase[] = [
+    setup(
+      'setup',
+      sdJwt,
+      'The wallet receives the dc+sd-jwt PersonIdentificationData the DC API cases ask for',
+      ['@OID4VCI-1.0-8.3'],
+    ),
+    setup('setup-mdoc', mdl, 'The wallet receives the mso_mdoc mDL the mdoc case over the DC API asks for', [
+      '@OID4VCI-1.0-8.3',
+      '@OID4VCI-1.0-A.2',
+    ]),
+    positive(
+      'positive-unsigned',
+      'The wallet answers an unsigned request over the DC API, its presentation bound to the origin (dc_api)',
+      { request: 'unsigned', prefix: 'decentralized_identifier' },
+      [`@${v}-A.1`, `@${v}-A.2`, `@${v}-A.3.1`, `@${v}-A.4`],
+    ),
+    positive(
+      'positive-signed-x509-hash',
+      'The wallet answers a signed request over the DC API (x509_hash, expected_origins holding the origin; dc_api)',
+      signedHash,
+      [`@${v}-A.2`, `@${v}-A.3.1`, `@${v}-A.4`, `@${v}-5.9.3`],
+    ),
+    positive(
+      'positive-unsigned-jwt',
+      'The wallet answers an unsigned request over the DC API with an encrypted response (dc_api.jwt)',
+      { request: 'unsigned', prefix: 'decentralized_identifier', jwt: true },
+      [`@${v}-A.2`, `@${v}-A.3.1`, `@${v}-A.4`, `@${v}-8.3`],
+    ),
+    positive(
+      'positive-multisigned',
+      'The wallet answers a multi-signed request over the DC API (x509_hash and decentralized_identifier signatures; dc_api.jwt)',
+      { ...multisigned, jwt: true },
+      [`@${v}-A.3.2`, `@${v}-A.4`, `@${v}-8.3`],
+    ),
+    positive(
+      'positive-signed-jwt',
+      'The wallet answers a signed request over the DC API with an encrypted response (x509_hash, dc_api.jwt)',
+      { ...signedHash, jwt: true },
+      [`@${v}-A.2`, `@${v}-A.4`, `@${v}-8.3`],
+    ),
+    positive(
+      'positive-mdoc',
+      "The wallet answers a signed request for the mDL over the DC API with a DeviceResponse bound to the origin (x509_hash, dc_api.jwt: HAIP's DC API variant)",
+      { ...signedHash, jwt: true, mdoc: true },
+      [`@${v}-A.4`, `@${v}-B.2.6.2`, '@HAIP-5'],
+    ),
+    {
+      ...positive(
+        'multisigned-one-invalid-signature',
+        'The wallet answers a multi-signed request of which one signature is invalid and another valid',
+        multisigned,
+        [`@${v}-A.3.2`],
+      ),
+      fault: 'dc-api-multisigned-one-invalid-signature',
+      rule: 'the first signature of the multi-signed request does not verify; the second, under a prefix the wallet verifies, does',
+    },
+    negative(
+      'multisigned-all-invalid',
+      'dc-api-multisigned-all-invalid',
+      'The wallet refuses a multi-signed request none of whose signatures verifies',
+      'no signature of the multi-signed request verifies',
+      multisigned,
+      [`@${v}-A.3.2`, '@RFC7515-7.2.1'],
+    ),
+    negative(
+      'wrong-expected-origins',
+      'dc-api-wrong-expected-origins',
+      "The wallet refuses a signed request whose expected_origins leave out the caller's origin",
+      `the signed request's expected_origins are ["https://wrong.example.com"], which do not hold the calling origin`,
+      signedHash,
+      [`@${v}-A.2`, `@${v}-A.4`],
+    ),
+    negative(
+      'expected-origins-missing',
+      'dc-api-expected-origins-missing',
+      'The wallet refuses a signed request without expected_origins',
+      'the signed request carries no expected_origins (REQUIRED when the request is signed)',
+      signedHash,
+      [`@${v}-A.2`],
+    ),
+    negative(
+      'request-foreign-signature',
+      'request-foreign-signature',
+      "The wallet refuses a signed request over the DC API not signed by the client's key",
+      "the signed request's signature is made by a key that is not the one its x5c chain certifies",
+      signedHash,
+      [`@${v}-A.3.1`, `@${v}-5.9.3`, '@RFC9101-6.2'],
+    ),
+  ]
+  return cases
+}
+
 const PLANS: Record<PlanName, () => WalletCase[]> = {
   'issuance-haip': haipIssuanceCases,
   'issuance-draft15': () => issuanceCases('issuance-draft15', 'draft15', 'jwt_vc_json'),
@@ -623,6 +795,7 @@ const PLANS: Record<PlanName, () => WalletCase[]> = {
   'presentation-dcql': () => presentationCases('presentation-dcql', 'dcql'),
   'issuance-mdoc': () => issuanceCases('issuance-mdoc', '1.0', MDOC_FORMAT),
   'presentation-mdoc': () => presentationCases('presentation-mdoc', 'mdoc'),
+  'presentation-dc-api': dcApiCases,
 }
 
 /** The cases of a plan (`all`: every plan, in PLAN_NAMES order). */

@@ -32,6 +32,7 @@ import {
 import { type Evidence, judge, settled, type Verdict } from './judge.ts'
 import {
   type IssuanceFlow,
+  isDcApiCase,
   type PlanChoice,
   type PresentationFlow,
   planCases,
@@ -70,6 +71,12 @@ export interface CaseContext {
   trustAnchorFile: string
   /** a wallet file the command may keep its state in for the whole run (VC_HARNESS_WALLET) */
   walletFile: string
+  /**
+   * A DC API case (presentation-dc-api): the request entry the page hands `navigator.credentials.get`, the
+   * origin of that page, and a file holding the entry (`{dc_api_request}`); `link` is then the URL the
+   * harness fetched the entry from, not a deep link.
+   */
+  dcApi?: { request: unknown; origin: string; requestFile: string }
   /** aborted when the case is over (settled or its window closed): stop the wallet */
   signal: AbortSignal
 }
@@ -79,6 +86,11 @@ export interface DriverResult {
   exitCode?: number | null
   /** the end of what the command printed, for the reports */
   output?: string
+  /**
+   * A DC API case: the DigitalCredential `{protocol, data}` the wallet answered (a presentation, or the error
+   * answer of a refusal), which the harness posts to the verifier with the origin
+   */
+  answer?: unknown
 }
 
 export interface WalletDriver {
@@ -94,6 +106,11 @@ export interface WalletDriver {
    * talking to us as it exits). An in-process wallet has had every answer when its open() resolves: 0.
    */
   readonly settleMs?: number
+  /**
+   * Whether it can hand a wallet a request over the Digital Credentials API (the presentation-dc-api plan);
+   * the cases of a driver that cannot are left out of the run, which says so.
+   */
+  readonly dcApi?: boolean
   open(ctx: CaseContext): Promise<DriverResult>
 }
 
@@ -202,9 +219,18 @@ export interface LiveState {
 export async function runWalletTest(options: WalletTestOptions): Promise<WalletTestRun> {
   const started = Date.now()
   const all = planCases(options.plan)
-  const cases = options.only?.length ? all.filter((c) => options.only?.includes(c.id)) : all
-  if (cases.length === 0)
+  const chosen = options.only?.length ? all.filter((c) => options.only?.includes(c.id)) : all
+  if (chosen.length === 0)
     throw new Error(`no case of plan ${options.plan} matches ${options.only?.join(', ')}`)
+  // A driver that cannot hand over a DC API request (a person with a phone, a command without
+  // {dc_api_request}) runs the other cases; the run says which it left out.
+  const cases = options.driver.dcApi ? chosen : chosen.filter((c) => !isDcApiCase(c))
+  const leftOut = chosen.length - cases.length
+  if (cases.length === 0) {
+    throw new Error(
+      `the cases of presentation-dc-api ask over the Digital Credentials API, which ${options.driver.interactive ? 'a wallet driven by hand cannot be asked (the harness would have to be its browser)' : 'this driver cannot hand a wallet: give a --wallet-command with {dc_api_request} and {origin}'} (docs/wallet-testing.md)`,
+    )
+  }
   const host = options.host ?? '127.0.0.1'
   const leaf = options.tls && tlsLeaf(options.tls)
   // The host wallets reach: the x509_san_dns cases' client identifier and the verifier leaf's dNSName name it
@@ -283,6 +309,11 @@ export async function runWalletTest(options: WalletTestOptions): Promise<WalletT
       trustAnchorFile,
       pageUrl: `${serviceUrl}/wallet-test`,
       notes: [
+        ...(leftOut > 0
+          ? [
+              `${leftOut} case${leftOut === 1 ? '' : 's'} of presentation-dc-api left out: ${options.driver.interactive ? 'a wallet driven by hand cannot be asked over the Digital Credentials API' : 'the wallet command has no {dc_api_request} (docs/wallet-testing.md)'}`,
+            ]
+          : []),
         ...setupNotes(cases, publicHost, serviceUrl),
         ...(options.tls ? tlsWarnings(options.tls, serviceUrl) : []),
       ],
@@ -304,6 +335,7 @@ export async function runWalletTest(options: WalletTestOptions): Promise<WalletT
         settleMs: options.settleMs ?? options.driver.settleMs ?? 300,
         trustAnchorFile,
         walletFile,
+        tmpDir: tmp,
         onProgress: options.onProgress,
         live,
         setEnd: (end) => {
@@ -374,7 +406,10 @@ function setupNotes(cases: readonly WalletCase[], publicHost: string, serviceUrl
  * from the plan's setup case, so that tenant's DIDs (public in its issuer metadata) become the trusted issuers.
  */
 async function createVerificationTemplate(run: CaseRun, tenant: string, flow: PresentationFlow) {
-  const setup = tenantOf({ id: `${run.testCase.plan}:setup` } as WalletCase)
+  // presentation-dc-api issues an SD-JWT VC and an mDL, each in a setup case of its own
+  const setupId =
+    run.testCase.plan === 'presentation-dc-api' && flow.format === MDOC_FORMAT ? 'setup-mdoc' : 'setup'
+  const setup = tenantOf({ id: `${run.testCase.plan}:${setupId}` } as WalletCase)
   const metadata = await run.fetch(`${run.apiUrl}/.well-known/openid-credential-issuer/oid4vci/${setup}`)
   const dids = metadata.ok
     ? (((await metadata.json()) as { vc_harness_issuer_dids?: string[] }).vc_harness_issuer_dids ?? [])
@@ -406,16 +441,29 @@ interface CaseRun {
   settleMs: number
   trustAnchorFile: string
   walletFile: string
+  /** the run's temporary folder (a DC API case's request file) */
+  tmpDir: string
   onProgress: WalletTestOptions['onProgress']
   live: LiveState
   setEnd: (end: () => void) => void
 }
 
 /** Opens the case's flow as its relying party: the deep link, and the session id of a presentation. */
-async function openFlow(
-  run: CaseRun,
-  tenant: string,
-): Promise<{ link: string; token: string; sessionId?: string }> {
+interface OpenedFlow {
+  link: string
+  token: string
+  sessionId?: string
+  /** a DC API case: the request entry, the origin the harness calls from, where the answer is posted */
+  dcApi?: { request: unknown; origin: string; response: string }
+}
+
+/** A URL of the service as the runner reaches it: the path (and query) of `url` on the loopback API URL. */
+const onApi = (run: CaseRun, url: string) => {
+  const u = new URL(url)
+  return `${run.apiUrl}${u.pathname}${u.search}`
+}
+
+async function openFlow(run: CaseRun, tenant: string): Promise<OpenedFlow> {
   const { testCase, api, key } = run
   const issuance = testCase.flow.kind === 'issuance'
   if (testCase.flow.kind === 'presentation') await createVerificationTemplate(run, tenant, testCase.flow)
@@ -439,7 +487,47 @@ async function openFlow(
     await api.createSession<SessionCreated | DcqlSessionCreated>(token, VERIFICATION_TEMPLATE),
     'create session',
   )
+  const dcApi = 'dcApi' in created ? created.dcApi : undefined
+  if (isDcApiCase(testCase)) {
+    if (!dcApi)
+      throw new Error('the session offers no Digital Credentials API request (4.6 answered no dcApi)')
+    // The harness is the relying party's page: it fetches the entry it would hand navigator.credentials.get.
+    const response = await run.fetch(onApi(run, dcApi.request), { headers: { accept: 'application/json' } })
+    const text = await response.text()
+    if (response.status !== 200)
+      throw new Error(`GET ${dcApi.request} answered ${response.status}: ${text.slice(0, 300)}`)
+    return {
+      link: dcApi.request,
+      token,
+      sessionId: sessionIdOf(created),
+      dcApi: {
+        request: JSON.parse(text) as unknown,
+        origin: dcApi.expectedOrigins[0] as string,
+        response: dcApi.response,
+      },
+    }
+  }
   return { link: created.authentication_request, token, sessionId: sessionIdOf(created) }
+}
+
+/**
+ * Posts a DC API wallet's answer as the relying party's page would (OpenID4VP 1.0 Appendix A.4): the
+ * DigitalCredential with the origin the browser called from, to the session's DC API response endpoint. What
+ * the verifier made of it is in the exchanges and the session; the answer's status is for the output.
+ */
+async function postDcApiAnswer(
+  run: CaseRun,
+  dcApi: NonNullable<OpenedFlow['dcApi']>,
+  answer: unknown,
+): Promise<string> {
+  const body = { ...(answer as Record<string, unknown>), origin: dcApi.origin }
+  const response = await run.fetch(onApi(run, dcApi.response), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify(body),
+  })
+  const text = await response.text()
+  return `the harness posted the wallet's answer to the verifier with origin ${dcApi.origin}: ${response.status}${response.status >= 400 ? ` ${text.slice(0, 300)}` : ''}`
 }
 
 async function runCase(run: CaseRun): Promise<CaseResult> {
@@ -460,7 +548,7 @@ async function runCase(run: CaseRun): Promise<CaseResult> {
     ...(testCase.fault ? { fault: testCase.fault } : {}),
     ...(testCase.flow.kind === 'issuance' ? { issuance: testCase.flow.generation } : {}),
   })
-  let flow: Awaited<ReturnType<typeof openFlow>>
+  let flow: OpenedFlow
   try {
     flow = await openFlow(run, tenant)
   } catch (error) {
@@ -487,6 +575,11 @@ async function runCase(run: CaseRun): Promise<CaseResult> {
     trustAnchorFile: run.trustAnchorFile,
     walletFile: run.walletFile,
     signal: controller.signal,
+  }
+  if (flow.dcApi) {
+    const requestFile = join(run.tmpDir, 'dc-api-request.json')
+    writeFileSync(requestFile, `${JSON.stringify(flow.dcApi.request, null, 2)}\n`)
+    ctx.dcApi = { request: flow.dcApi.request, origin: flow.dcApi.origin, requestFile }
   }
   run.live.current = {
     index: run.index,
@@ -530,8 +623,24 @@ async function runCase(run: CaseRun): Promise<CaseResult> {
   })
   let result: DriverResult = {}
   const driving = driver.open(ctx).then(
-    (r) => {
+    async (r) => {
       result = r
+      // A DC API case: the browser hands the wallet's answer back to the page, which posts it to the verifier.
+      const dcApi = flow.dcApi
+      if (dcApi && !controller.signal.aborted) {
+        let line: string
+        if (r.answer === undefined) {
+          line =
+            'the wallet gave no DigitalCredential answer (a JSON object {protocol, data} on stdout): nothing was posted to the verifier'
+        } else {
+          try {
+            line = await postDcApiAnswer(run, dcApi, r.answer)
+          } catch (error) {
+            line = `the harness could not post the wallet's answer: ${(error as Error).message}`
+          }
+        }
+        result = { ...r, output: [r.output, line].filter(Boolean).join('\n') }
+      }
       // A command exited, or a person said the wallet is done (Enter): late answers get settleMs.
       setTimeout(stop, run.settleMs)
     },

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url'
 import type { ErrorObject, ValidateFunction } from 'ajv'
 import { ldProofProblem } from '../../formats/ldp-vc/issue.ts'
 import { DEFAULT_DCQL_FORMAT, FORMATS, formatNamed, isFormatId } from '../../formats/registry.ts'
+import { originProblem } from '../../shared/dc-api.ts'
 import { MDOC_FORMAT } from '../../shared/mdoc.ts'
 import { parseCertificates } from '../../shared/x509.ts'
 import { configuredIaca, configuredVerifier } from '../crypto/issuer-certificates.ts'
@@ -104,6 +105,17 @@ export function parseConfig(input: unknown, source = 'configuration'): ServiceCo
         if (chain.dnsName === '' && sanDns >= 0) {
           problems.push(
             `/tenants/${t}/verificationTemplates/${sanDns}/dcql/clientIdPrefix: x509_san_dns needs a dNSName in the leaf of verifierCertificate, which has none`,
+          )
+        }
+        // A multi-signed DC API request signs under each of its prefixes (OpenID4VP 1.0 Appendix A.3.2).
+        const multiSanDns = tenant.verificationTemplates.findIndex(
+          (v) =>
+            v.dcql?.dcApi?.request === 'multisigned' &&
+            (v.dcql.dcApi.clientIdPrefixes ?? []).includes('x509_san_dns'),
+        )
+        if (chain.dnsName === '' && multiSanDns >= 0) {
+          problems.push(
+            `/tenants/${t}/verificationTemplates/${multiSanDns}/dcql/dcApi/clientIdPrefixes: x509_san_dns needs a dNSName in the leaf of verifierCertificate, which has none`,
           )
         }
       } catch (error) {
@@ -260,7 +272,13 @@ function mdocTemplateProblem(template: {
 export function verificationTemplateProblem(template: {
   profile?: string
   trustAnchors?: readonly string[]
-  dcql?: { format?: string; clientIdPrefix?: string; requestUriMethod?: string; vctValues?: object }
+  dcql?: {
+    format?: string
+    clientIdPrefix?: string
+    requestUriMethod?: string
+    vctValues?: object
+    dcApi?: { request?: string; expectedOrigins?: readonly string[]; clientIdPrefixes?: readonly string[] }
+  }
   credentialTypes: readonly string[]
   optionalGroups?: readonly { name: string; credentialTypes: readonly string[]; min?: number }[]
   requestedFields?: readonly { path: string; credentialTypes?: readonly string[]; optional?: boolean }[]
@@ -291,6 +309,8 @@ export function verificationTemplateProblem(template: {
         'post needs a request_uri, and a redirect_uri request goes by value, unsigned (OpenID4VP 1.0 §5.9.3)',
     }
   }
+  const dcApi = dcql?.dcApi === undefined ? undefined : dcApiProblem(dcql.dcApi, dcql.clientIdPrefix)
+  if (dcApi) return dcApi
   if (dcql?.vctValues !== undefined) {
     const format = formatNamed(dcql.format ?? DEFAULT_DCQL_FORMAT)
     if (format?.typedBy !== 'vct') {
@@ -315,6 +335,44 @@ export function verificationTemplateProblem(template: {
     vctValues: (type) => [`vct:${type}`],
   })
   return problem === undefined ? undefined : { field: 'credentialTypes', message: problem }
+}
+
+/**
+ * What is wrong with a template's Digital Credentials API settings (OpenID4VP 1.0 Appendix A), the field
+ * named under `dcql/dcApi`: a signed request needs a client identifier prefix that signs, a multi-signed one
+ * distinct prefixes, and every expected origin must be an origin as a browser writes it (A.2).
+ */
+function dcApiProblem(
+  dcApi: { request?: string; expectedOrigins?: readonly string[]; clientIdPrefixes?: readonly string[] },
+  clientIdPrefix: string | undefined,
+): { field: string; message: string } | undefined {
+  const request = dcApi.request ?? 'signed'
+  if (request !== 'unsigned' && clientIdPrefix === 'redirect_uri') {
+    return {
+      field: 'dcql/dcApi/request',
+      message: `${request} needs a client identifier prefix whose requests are signed; dcql.clientIdPrefix redirect_uri signs nothing (OpenID4VP 1.0 §5.9.3): use request unsigned, or another prefix`,
+    }
+  }
+  if (dcApi.clientIdPrefixes !== undefined) {
+    if (request !== 'multisigned') {
+      return {
+        field: 'dcql/dcApi/clientIdPrefixes',
+        message: `is only meaningful with request multisigned (a ${request} request ${request === 'signed' ? 'is signed under dcql.clientIdPrefix' : 'is not signed'})`,
+      }
+    }
+    if (new Set(dcApi.clientIdPrefixes).size < 2) {
+      return {
+        field: 'dcql/dcApi/clientIdPrefixes',
+        message:
+          'a multi-signed request names at least two distinct client identifier prefixes (OpenID4VP 1.0 Appendix A.3.2); for one, use request signed',
+      }
+    }
+  }
+  for (const [i, origin] of (dcApi.expectedOrigins ?? []).entries()) {
+    const problem = originProblem(origin)
+    if (problem) return { field: `dcql/dcApi/expectedOrigins/${i}`, message: problem }
+  }
+  return undefined
 }
 
 /** What is wrong with a template's webhook settings under `mode`, or undefined (config load and portal). */

@@ -1,6 +1,7 @@
 import { DEFAULT_LD_PROOF_TYPE } from '../../formats/ldp-vc/issue.ts'
 import { LD_PROOF_TYPES } from '../../formats/ldp-vc/suites.ts'
 import { DEFAULT_DCQL_FORMAT, DEFAULT_ISSUANCE_FORMAT, FORMAT_IDS } from '../../formats/registry.ts'
+import { DC_API_REQUEST_TYPES } from '../../shared/dc-api.ts'
 import { CREDENTIAL_OFFER_SCHEME } from '../../shared/wire.ts'
 import { type Static, Type } from '../util/typebox.ts'
 import { applyDefaults } from './defaults.ts'
@@ -412,6 +413,53 @@ export const RequestedField = Type.Object(
 )
 export type RequestedField = Static<typeof RequestedField>
 
+/** The client identifier prefixes a request over the Digital Credentials API may be signed under. */
+export const DC_API_SIGNED_PREFIXES = ['decentralized_identifier', 'x509_san_dns', 'x509_hash'] as const
+/** A multi-signed request's prefixes when `clientIdPrefixes` names none: the HAIP one and the DID one. */
+export const DEFAULT_MULTISIGNED_PREFIXES = ['x509_hash', 'decentralized_identifier'] as const
+
+/**
+ * OpenID4VP over the W3C Digital Credentials API (OpenID4VP 1.0 Appendix A) for a `dcql` template: besides its
+ * QR link, each session offers a request for `navigator.credentials.get` (docs/verification.md, "The Digital
+ * Credentials API").
+ */
+export const DcApiSettings = Type.Object(
+  {
+    request: Type.Optional(
+      Type.Enum(
+        DC_API_REQUEST_TYPES,
+        withDefault('signed', {
+          description:
+            'How the request is protected (Appendix A.3): unsigned (the parameters as they are; the origin alone names the verifier), signed (a request object in the JWS Compact Serialization under dcql.clientIdPrefix, with expected_origins), or multisigned (JWS JSON Serialization, one signature per clientIdPrefixes entry). signed and multisigned need a prefix that signs: not redirect_uri.',
+        }),
+      ),
+    ),
+    expectedOrigins: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 2048 }), {
+        minItems: 1,
+        maxItems: 16,
+        uniqueItems: true,
+        description:
+          "The origins of the relying party's pages that may make the request, as a browser writes them (https://rp.example, no path or trailing slash; http only on a loopback host): a signed request's expected_origins (Appendix A.2), and the only origins an answer is accepted from; the first is assumed when an answer names none. Default: the origin of the service's public URL.",
+      }),
+    ),
+    clientIdPrefixes: Type.Optional(
+      Type.Array(Type.Enum(DC_API_SIGNED_PREFIXES), {
+        minItems: 2,
+        maxItems: DC_API_SIGNED_PREFIXES.length,
+        uniqueItems: true,
+        description: `multisigned only: the client identifier prefixes the request is signed under, one signature each (Appendix A.3.2). Default: ${DEFAULT_MULTISIGNED_PREFIXES.join(', ')}.`,
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'OpenID4VP 1.0 Appendix A: also offer each session over the W3C Digital Credentials API. Default: none (QR link only).',
+  },
+)
+export type DcApiSettings = Static<typeof DcApiSettings>
+
 /** OpenID4VP 1.0 settings of a `dcql` verification template (docs/verification.md, "Two profiles"). */
 export const DcqlSettings = Type.Object(
   {
@@ -461,6 +509,7 @@ export const DcqlSettings = Type.Object(
         }),
       ),
     ),
+    dcApi: Type.Optional(DcApiSettings),
   },
   { additionalProperties: false, description: 'OpenID4VP 1.0 settings; only with profile dcql.' },
 )
@@ -595,7 +644,10 @@ export type ResolvedVerificationTemplate = Omit<
   'requestedFields' | 'optionalGroups' | 'dcql'
 > & {
   /** Set (with its defaults) exactly when `profile` is `dcql`. */
-  dcql?: WithDefaults<DcqlSettings, 'format' | 'clientIdPrefix' | 'responseMode' | 'requestUriMethod'>
+  dcql?: Omit<
+    WithDefaults<DcqlSettings, 'format' | 'clientIdPrefix' | 'responseMode' | 'requestUriMethod'>,
+    'dcApi'
+  > & { dcApi?: WithDefaults<DcApiSettings, 'request'> }
   requestedFields?: WithDefaults<RequestedField, 'sensitive' | 'optional'>[]
   optionalGroups?: WithDefaults<NonNullable<VerificationTemplate['optionalGroups']>[number], 'min'>[]
 }

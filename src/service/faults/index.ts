@@ -30,6 +30,14 @@ export const PRESENTATION_FAULTS = [
   'format-not-offered',
   /** an mso_mdoc query asks for the held mDL's elements under another doctype_value (OpenID4VP 1.0 B.2.3) */
   'doctype-mismatch',
+  /** a signed DC API request whose expected_origins leave out the caller's origin (OpenID4VP 1.0 Appendix A.2) */
+  'dc-api-wrong-expected-origins',
+  /** a signed DC API request without expected_origins (Appendix A.2: REQUIRED when signed) */
+  'dc-api-expected-origins-missing',
+  /** a multi-signed DC API request whose first signature is corrupted, the others valid (Appendix A.3.2) */
+  'dc-api-multisigned-one-invalid-signature',
+  /** a multi-signed DC API request none of whose signatures verifies (Appendix A.3.2) */
+  'dc-api-multisigned-all-invalid',
 ] as const
 export type PresentationFault = (typeof PRESENTATION_FAULTS)[number]
 

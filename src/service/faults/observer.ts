@@ -39,8 +39,16 @@ export function noteExchange(request: FastifyRequest, facts: Facts): void {
   notes.set(request, { ...notes.get(request), ...facts })
 }
 
+/**
+ * OpenID4VP 1.0 Appendix A: one route for a session over the Digital Credentials API, its GET the request
+ * entry (fetched by the page, in a wallet test by the harness playing the browser), its POST the answer.
+ */
+const DC_API_ROUTE = '/oid4vp/:tenant/dc-api/:id'
+
 function observed(request: FastifyRequest): { endpoint: Endpoint; tenant: string } | undefined {
-  const endpoint = ENDPOINTS[request.routeOptions.url ?? '']
+  const url = request.routeOptions.url ?? ''
+  const endpoint =
+    url === DC_API_ROUTE ? (request.method === 'POST' ? 'response' : 'request') : ENDPOINTS[url]
   const tenant = (request.params as { tenant?: unknown } | undefined)?.tenant
   return endpoint && typeof tenant === 'string' ? { endpoint, tenant } : undefined
 }

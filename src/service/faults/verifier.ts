@@ -1,7 +1,9 @@
 import type { ServiceEvents } from '../events.ts'
+import type { DcApiRequests } from '../oid4vp/dc-api.ts'
 import type { Oid4vpProfile, RequestObjectSigner } from '../oid4vp/profile.ts'
 import type { RequestObjectClaims, SessionRecord } from '../store/index.ts'
 import type { BuiltRequest, RequestInput, SessionAsk } from '../verification/service.ts'
+import { dcApiClaimsFault, FaultyDcApiRequests } from './dc-api.ts'
 import { type FaultRegistry, isPresentationFault, type PresentationFault } from './index.ts'
 import {
   foreignResponseUri,
@@ -94,10 +96,20 @@ export class FaultyVerifier {
       sign: (tenantId, claims, key, now) => {
         const fault = this.fault(tenantId)
         if (!fault) return inner.sign(tenantId, claims, key, now)
-        const shown = requestObjectFault(fault, this.askedClaims(fault, claims), key, now)
+        const shown = requestObjectFault(
+          fault,
+          dcApiClaimsFault(fault, this.askedClaims(fault, claims)),
+          key,
+          now,
+        )
         return inner.sign(tenantId, shown.claims, { ...key, privateKey: shown.privateKey }, now)
       },
     }
+  }
+
+  /** The requests over the Digital Credentials API under the tenant's fault (faults/dc-api.ts). */
+  dcApi(inner: DcApiRequests): DcApiRequests {
+    return new FaultyDcApiRequests(this.registry, inner)
   }
 
   /** The profile object `inner` (of profile `id`) asking what its tenant's fault makes it ask. */

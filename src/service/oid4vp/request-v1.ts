@@ -1,16 +1,22 @@
-import { generateKeyPairSync, type JsonWebKey, type KeyObject, randomBytes } from 'node:crypto'
+import { generateKeyPairSync, type JsonWebKey, randomBytes } from 'node:crypto'
 import { formatOf } from '../../formats/registry.ts'
-import { clientIdOf, parseClientId, serviceIdentity } from '../../shared/client-id-prefix.ts'
-import { JWS_ALGS, type JwsAlg } from '../../shared/did-key.ts'
+import { parseClientId } from '../../shared/client-id-prefix.ts'
+import { JWS_ALGS } from '../../shared/did-key.ts'
 import { OPENID4VP_SCHEME, SIOP_AUDIENCE } from '../../shared/wire.ts'
 import type { ResolvedVerificationTemplate } from '../config/schema.ts'
 import type { ConfiguredVerifier, IssuerCertificates } from '../crypto/issuer-certificates.ts'
-import type { TenantKey, TenantKeys } from '../crypto/tenant-keys.ts'
+import type { TenantKeys } from '../crypto/tenant-keys.ts'
 import type { RequestObjectClaims, SessionRecord } from '../store/index.ts'
 import { type Clock, systemClock } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
 import type { BuiltRequest, RequestInput } from '../verification/service.ts'
-import { type Oid4vpProfile, type RequestObjectSigner, requestObjectSigner } from './profile.ts'
+import { type ClientIdPrefix, VerifierIdentities } from './identity.ts'
+import {
+  type Oid4vpProfile,
+  type RequestObjectSigner,
+  type RequestSigningKey,
+  requestObjectSigner,
+} from './profile.ts'
 import { dcqlResponses } from './responses.ts'
 
 // The authorization request of a `dcql` session: OpenID4VP 1.0 Final. The verifier names itself with a
@@ -27,14 +33,6 @@ export const RESPONSE_ENC_VALUES = ['A128GCM', 'A256GCM'] as const
 export const RESPONSE_ALG = 'ECDH-ES'
 
 type Settings = NonNullable<ResolvedVerificationTemplate['dcql']>
-type Prefix = Settings['clientIdPrefix']
-
-/** How a request object is signed: the key and the JOSE header naming it. */
-interface Signer {
-  alg: JwsAlg
-  privateKey: KeyObject
-  header: Record<string, unknown>
-}
 
 /** Appendix B: the algorithms this verifier accepts, per format it asks for. */
 function vpFormatsSupported(format: Settings['format']) {
@@ -53,8 +51,8 @@ function ephemeralKey(): { publicJwk: JsonWebKey; privateJwk: JsonWebKey } {
 }
 
 /** The prefix a stored client_id was built with (its text up to the first ':'). */
-function prefixOf(clientId: string): Prefix {
-  return parseClientId(clientId).prefix as Prefix
+export function prefixOf(clientId: string): ClientIdPrefix {
+  return parseClientId(clientId).prefix as ClientIdPrefix
 }
 
 export class Openid4vp1Requests implements Oid4vpProfile<Record<string, unknown>> {
@@ -62,6 +60,9 @@ export class Openid4vp1Requests implements Oid4vpProfile<Record<string, unknown>
   readonly submissionFormat = dcqlResponses.submissionFormat
   readonly parseResponse = dcqlResponses.parseResponse
   readonly verify = dcqlResponses.verify
+
+  /** How this verifier names itself per client identifier prefix: shared with the DC API requests (dc-api.ts). */
+  readonly identities: VerifierIdentities
 
   constructor(
     private readonly deps: {
@@ -75,49 +76,17 @@ export class Openid4vp1Requests implements Oid4vpProfile<Record<string, unknown>
       /** The time a request object re-signed for request_uri_method=post is dated at; default the system's. */
       clock?: Clock
     },
-  ) {}
-
-  /**
-   * The client identifier and the signer of `prefix` for this tenant: the prefix's table entry
-   * (src/shared/client-id-prefix.ts) says what it signs with (nothing for redirect_uri) and what names it.
-   */
-  private async identity(
-    prefix: Prefix,
-    tenantId: string,
-    responseUri: string,
-    verifier: TenantKey<JwsAlg>,
-  ): Promise<{ clientId: string; signer?: Signer }> {
-    const service = serviceIdentity(prefix)
-    if (service.signsWith === 'nothing') {
-      return { clientId: clientIdOf(prefix, service.identifier({ responseUri })) }
-    }
-    if (service.signsWith === 'did') {
-      return {
-        clientId: clientIdOf(prefix, service.identifier({ did: verifier.did })),
-        signer: { alg: verifier.alg, privateKey: verifier.privateKey, header: { kid: verifier.kid } },
-      }
-    }
-    // HAIP: x509 request objects are ES256: the configured chain's key, or the tenant's P-256 key under a
-    // leaf of its test CA.
-    const configured = this.deps.configured?.get(tenantId)
-    const key = configured ? undefined : await this.deps.tenantKeys.forTenant(tenantId, 'ES256')
-    const chain =
-      configured?.chain ?? (await this.deps.certificates.verifierChain(tenantId, key as TenantKey))
-    const privateKey = configured?.privateKey ?? (key as TenantKey).privateKey
-    const identifier = service.identifier(chain)
-    if (identifier === '') {
-      throw new Error(
-        `the verifier certificate of tenant ${tenantId} names no ${service.requires}: ${prefix} cannot be used`,
-      )
-    }
-    return {
-      clientId: clientIdOf(prefix, identifier),
-      signer: { alg: 'ES256', privateKey, header: { x5c: chain.x5c } },
-    }
+  ) {
+    this.identities = new VerifierIdentities(deps)
   }
 
   /** The request object as the wallet gets it, signed. */
-  private sign(tenantId: string, signer: Signer, claims: Record<string, unknown>, now: number): string {
+  private sign(
+    tenantId: string,
+    signer: RequestSigningKey,
+    claims: Record<string, unknown>,
+    now: number,
+  ): string {
     return (this.deps.signer ?? requestObjectSigner).sign(tenantId, claims, signer, now)
   }
 
@@ -125,7 +94,10 @@ export class Openid4vp1Requests implements Oid4vpProfile<Record<string, unknown>
     const { tenantId, sessionId, nonce, state, verifier, now, expiresAt, dcqlQuery, settings } = input
     if (!dcqlQuery || !settings) throw new Error('a dcql session needs its dcql_query and settings')
     const responseUri = this.deps.urls.verifierResponse(tenantId, sessionId)
-    const { clientId, signer } = await this.identity(settings.clientIdPrefix, tenantId, responseUri, verifier)
+    const { clientId, signer } = await this.identities.of(settings.clientIdPrefix, tenantId, {
+      responseUri,
+      verifier,
+    })
     const encrypted = settings.responseMode === 'direct_post.jwt'
     const responseKey = encrypted ? ephemeralKey() : undefined
     const clientMetadata = {
@@ -174,9 +146,9 @@ export class Openid4vp1Requests implements Oid4vpProfile<Record<string, unknown>
    * knows it is fresh. Only for sessions whose request goes by reference.
    */
   async requestObjectFor(session: SessionRecord, walletNonce: string | undefined): Promise<string> {
-    const prefix = prefixOf(session.request.client_id)
-    const verifier = await this.deps.tenantKeys.forTenant(session.tenantId, 'EdDSA')
-    const { signer } = await this.identity(prefix, session.tenantId, session.request.response_uri, verifier)
+    const { signer } = await this.identities.of(prefixOf(session.request.client_id), session.tenantId, {
+      responseUri: session.request.response_uri,
+    })
     if (!signer) throw new Error('a redirect_uri request has no request object')
     return this.sign(
       session.tenantId,

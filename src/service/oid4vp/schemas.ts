@@ -67,3 +67,50 @@ export const authorizationResponseSchema = {
     ...errors(400, 404, 409, 410),
   },
 }
+
+// OpenID4VP 1.0 Appendix A: a session over the W3C Digital Credentials API. The relying party's page (or its
+// backend) fetches the request entry and posts back what navigator.credentials.get answered.
+
+export const dcApiRequestSchema = {
+  tags,
+  summary: 'Digital Credentials API request entry (OpenID4VP 1.0 Appendix A)',
+  description:
+    "The entry for navigator.credentials.get({digital: {requests: [entry]}}): protocol openid4vp-v1-unsigned (data: the request parameters), -signed (data.request: a compact JWS) or -multisigned (data.request: a JWS JSON Serialization). Signed when fetched; the first fetch is the session's request_retrieved step.",
+  params: SessionParams,
+  response: {
+    200: Type.Object(
+      {
+        protocol: Type.String({ description: 'openid4vp-v1-unsigned, -signed or -multisigned (A.1).' }),
+        data: Type.Object({}, { additionalProperties: true, description: 'The request (A.2, A.3).' }),
+      },
+      { description: 'application/json' },
+    ),
+    ...errors(404, 409, 410),
+  },
+}
+
+export const DcApiAnswer = Type.Object(
+  {
+    origin: Field(
+      'The origin of the page that called navigator.credentials.get (e.g. the Origin header of its request to its backend); one of the session’s expected origins. Default: the first of them.',
+    ),
+    protocol: Field("The DigitalCredential's protocol; when present, the session's (A.1)."),
+    data: Field(
+      "The DigitalCredential's data: {vp_token} (dc_api), {response: <JWE>} (dc_api.jwt) or {error, error_description?} (A.4).",
+    ),
+  },
+  { additionalProperties: true, description: 'application/json.' },
+)
+
+export const dcApiResponseSchema = {
+  tags,
+  summary: 'Digital Credentials API answer (OpenID4VP 1.0 Appendix A.4)',
+  description:
+    '200 {}: VERIFIED. 400 invalid_presentation: REJECTED (the checks, a wallet error, another origin). 400 invalid_request: the answer cannot be read (not JSON, no data object, a JWE that does not decrypt, another protocol); the session stays PENDING.',
+  params: SessionParams,
+  body: DcApiAnswer,
+  response: {
+    200: Type.Object({}, { additionalProperties: true, description: 'Empty: the session is VERIFIED.' }),
+    ...errors(400, 404, 409, 410),
+  },
+}

@@ -1,4 +1,5 @@
 import { createPrivateKey } from 'node:crypto'
+import { DC_API_PROTOCOLS, type DcApiRequest } from '../../shared/dc-api.ts'
 import type { VerificationStep } from '../../shared/flow.ts'
 import { isObject } from '../../shared/json.ts'
 import { jwkThumbprint } from '../../shared/jws.ts'
@@ -12,6 +13,7 @@ import type { Clock } from '../util/clock.ts'
 import { checkCarriedJson } from '../util/json-limits.ts'
 import { sessionChanged, transition } from '../verification/lifecycle.ts'
 import type { WebhookOutbox } from '../webhooks/outbox.ts'
+import type { DcApiRequests } from './dc-api.ts'
 import { HandedOutSessions } from './handed-out.ts'
 import type { Oid4vpProfile, PresentationResponse } from './profile.ts'
 import { RESPONSE_ALG, RESPONSE_ENC_VALUES } from './request-v1.ts'
@@ -46,6 +48,8 @@ export interface Oid4vpDeps {
    * is parsed and verified by the profile of its session.
    */
   profiles: Record<SessionRecord['profile'], Oid4vpProfile>
+  /** Builds a session's request over the Digital Credentials API (dc-api.ts; wrapped in wallet test plans). */
+  dcApi: DcApiRequests
   /** Told where the time of each response's checks went (the bench sets it); none by default. */
   metrics?: CheckMetrics
 }
@@ -171,6 +175,22 @@ export class Oid4vpService {
     return jwt
   }
 
+  /**
+   * OpenID4VP 1.0 Appendix A: the request entry for `navigator.credentials.get`, built (and, signed, signed)
+   * now (dc-api.ts). Its first fetch is the wallet's step request_retrieved, as a request object's is: the
+   * relying party's page fetches it when its user chooses a wallet on this device.
+   */
+  async dcApiRequest(tenantId: string, id: string): Promise<DcApiRequest> {
+    const now = this.deps.clock.now()
+    const session = await this.session(tenantId, id)
+    dcApiOf(session)
+    const { step } = this.allow(session, 'retrieve_request', now)
+    const entry = await this.deps.dcApi.build(session, now)
+    if (session.requestedAt === null) await this.markRequested(session, step)
+    this.handedOut.remember(session, now)
+    return entry
+  }
+
   private async markRequested(session: SessionRecord, step: VerificationStep) {
     const now = this.deps.clock.now()
     // Written (and announced) the first time only: the relying party's RequestedAt is that moment.
@@ -187,7 +207,7 @@ export class Oid4vpService {
     if (typeof jwe !== 'string' || jwe.length === 0 || !session.responseKey) {
       throw new OAuthError(
         'invalid_request',
-        'response must be a compact JWE (response_mode direct_post.jwt)',
+        'response must be a compact JWE (response_mode direct_post.jwt, or dc_api.jwt over the Digital Credentials API)',
       )
     }
     try {
@@ -227,12 +247,73 @@ export class Oid4vpService {
   ): Promise<Record<string, never>> {
     const session = await this.recall(tenantId, id)
     this.allow(session, 'verify')
-    const received = await this.received(session, body)
+    const received = await this.received(session, body, DIRECT_POST)
+    return this.answer(session, received, userAgent, observe)
+  }
+
+  /**
+   * OpenID4VP 1.0 Appendix A: the DigitalCredential the relying party's page received, posted with the origin
+   * of the page that asked (`origin`; absent, the session's first expected origin). The same pipeline as
+   * respond() from the decryption on (dc_api.jwt: `data.response` with the session's key), without `state`
+   * (A.2), and bound to the origin instead of the client_id: an answer from an origin the session does not
+   * expect is REJECTED (sessionBinding), since the holder's data reached a page it was not meant for. The
+   * caller learns the outcome: 200 verified, 400 invalid_presentation rejected (a wallet's refusal too), 400
+   * invalid_request when the answer cannot be read, the session left open.
+   */
+  async respondDcApi(
+    tenantId: string,
+    id: string,
+    body: { origin?: unknown; protocol?: unknown; data?: unknown },
+    userAgent: string | undefined,
+    observe?: (facts: ResponseFacts) => void,
+  ): Promise<Record<string, never>> {
+    const session = await this.recall(tenantId, id)
+    const dcApi = dcApiOf(session)
+    this.allow(session, 'verify')
+    const protocol = DC_API_PROTOCOLS[dcApi.request]
+    if (body.protocol !== undefined && body.protocol !== protocol) {
+      throw new OAuthError(
+        'invalid_request',
+        `protocol ${clip(text(body.protocol))} is not this session's DC API protocol ${protocol} (OpenID4VP 1.0 Appendix A.1)`,
+      )
+    }
+    if (body.origin !== undefined && typeof body.origin !== 'string') {
+      throw new OAuthError('invalid_request', 'origin must be the calling page’s origin as a string')
+    }
+    if (!isObject(body.data)) {
+      throw new OAuthError(
+        'invalid_request',
+        "data must be the DigitalCredential's data object: {vp_token}, {response} (dc_api.jwt) or {error} (OpenID4VP 1.0 Appendix A.4)",
+      )
+    }
+    const origin = body.origin ?? (dcApi.origins[0] as string)
+    const received = await this.received(session, body.data, {
+      via: 'dc_api',
+      origin,
+      origins: dcApi.origins,
+    })
+    return this.answer(session, received, userAgent, observe)
+  }
+
+  /**
+   * What respond() and respondDcApi() share once the response is read: tell the observer, parse, verify,
+   * transition, complete. A DC API answer that closes the session as REJECTED is answered 400
+   * invalid_presentation, whatever rejected it: its caller is the relying party, which learns the outcome.
+   */
+  private async answer(
+    session: SessionRecord,
+    received: Received,
+    userAgent: string | undefined,
+    observe: ((facts: ResponseFacts) => void) | undefined,
+  ): Promise<Record<string, never>> {
     observe?.(factsOf(received.params))
     const now = this.deps.clock.now()
     const profile = this.deps.profiles[session.profile]
     const parsed = parse(session, received, profile)
-    const outcome = 'outcome' in parsed ? parsed.outcome : await this.verify(session, profile, parsed, now)
+    const outcome =
+      'outcome' in parsed
+        ? parsed.outcome
+        : await this.verify(session, profile, parsed, received.channel, now)
     const { status, step } = this.allow(session, outcome.event, now)
     const sourceWallet = userAgent ? clip(userAgent) : null
     await this.complete(
@@ -240,6 +321,10 @@ export class Oid4vpService {
       step,
       outcome.claims,
     )
+    if (received.channel.via === 'dc_api' && outcome.event === 'reject') {
+      const errors = outcome.record.validations?.verificationResult.errors.join(' | ') ?? ''
+      throw new OAuthError('invalid_presentation', `the answer was rejected: ${errors}`)
+    }
     if (outcome.error) throw outcome.error
     return {}
   }
@@ -253,11 +338,16 @@ export class Oid4vpService {
    * The response parameters: the form's, or under direct_post.jwt those of the JWE in `response`. Before
    * anything reads or writes: a response beyond the JSON limits is a 400 that leaves the session open.
    */
-  private async received(session: SessionRecord, body: Record<string, unknown>): Promise<Received> {
+  private async received(
+    session: SessionRecord,
+    body: Record<string, unknown>,
+    channel: Channel,
+  ): Promise<Received> {
+    // direct_post.jwt, and over the DC API dc_api.jwt (dc-api.ts): the same session key decrypts `response`.
     const encrypted = session.request.response_mode === 'direct_post.jwt' && body.response !== undefined
     const params = encrypted ? await this.decrypt(session, body.response) : body
     checkResponseLimits(params)
-    return { params, encrypted }
+    return { params, encrypted, channel }
   }
 
   /** The profile's verdict on the presentations, as the outcome the session records. */
@@ -265,6 +355,7 @@ export class Oid4vpService {
     session: SessionRecord,
     profile: Oid4vpProfile,
     presentations: PresentationResponse,
+    channel: Channel,
     now: number,
   ): Promise<Outcome> {
     const { policy, request } = session
@@ -276,7 +367,8 @@ export class Oid4vpService {
       trustAnchors: policy.trustAnchors ?? [],
       requireStatus: policy.requireStatus,
       status: this.deps.status,
-      responseUri: request.response_uri,
+      // Over the DC API the answer is bound to the origin (Appendix A.4, B.2.6.2), never to a response_uri.
+      ...(channel.via === 'dc_api' ? { origin: channel.origin } : { responseUri: request.response_uri }),
       // direct_post.jwt: the session's ECDH-ES key, which a format's handover may bind (OpenID4VP 1.0 §8.3).
       ...(session.responseKey && { encryptionKeyThumbprint: jwkThumbprint(session.responseKey) }),
     })
@@ -351,7 +443,10 @@ function checkResponseLimits(params: Record<string, unknown>) {
 }
 
 /** Validations of a response that failed one check before any presentation could be read. */
-function single(check: 'walletResponse' | 'securityMechanisms', message: string): Validations {
+function single(
+  check: 'walletResponse' | 'securityMechanisms' | 'sessionBinding',
+  message: string,
+): Validations {
   return {
     status: 'REJECT',
     checks: [{ check, result: 'failed', message }],
@@ -359,10 +454,32 @@ function single(check: 'walletResponse' | 'securityMechanisms', message: string)
   }
 }
 
-/** The parameters a response carried, and whether they came inside a JWE. */
+/**
+ * How a response reached the verifier: posted by the wallet to the response_uri, or handed back through the
+ * Digital Credentials API to the relying party's page at `origin` (OpenID4VP 1.0 Appendix A), which the
+ * session expects among `origins`.
+ */
+type Channel = { via: 'direct_post' } | { via: 'dc_api'; origin: string; origins: readonly string[] }
+const DIRECT_POST: Channel = { via: 'direct_post' }
+
+/** The parameters a response carried, whether they came inside a JWE, and how they came. */
 interface Received {
   params: Record<string, unknown>
   encrypted: boolean
+  channel: Channel
+}
+
+type DcApiPolicy = NonNullable<SessionRecord['policy']['dcApi']>
+
+/** The DC API policy of the session a DC API call names; none is a 404, like an unknown session. */
+function dcApiOf(session: SessionRecord): DcApiPolicy {
+  if (session.profile !== 'dcql' || session.policy.dcApi === undefined) {
+    throw new OAuthError(
+      'not_found',
+      `verification session "${session.id}" offers no Digital Credentials API request (its template sets no dcql.dcApi)`,
+    )
+  }
+  return session.policy.dcApi
 }
 
 /** What a response comes to: the lifecycle event it asks for and what the session records with it. */
@@ -396,10 +513,11 @@ function factsOf(params: Record<string, unknown>): ResponseFacts {
  */
 function parse(
   session: SessionRecord,
-  { params, encrypted }: Received,
+  { params, encrypted, channel }: Received,
   profile: Oid4vpProfile,
 ): { outcome: Outcome } | PresentationResponse {
-  if (params.state !== session.request.state) {
+  // Appendix A.2: state "is not defined for the DC API": such an answer is attributed by its session's URL.
+  if (channel.via === 'direct_post' && params.state !== session.request.state) {
     throw new OAuthError(
       'invalid_request',
       params.state === undefined ? 'state is missing' : "state does not match this session's request",
@@ -415,10 +533,19 @@ function parse(
     throw new OAuthError('invalid_request', 'vp_token is missing (or send error for a refusal)')
   }
   if (session.request.response_mode === 'direct_post.jwt' && !encrypted) {
-    const message = `the response is not encrypted: this session's response_mode is direct_post.jwt, so vp_token must arrive inside the JWE in \`response\` (OpenID4VP 1.0 §8.3)`
+    const message =
+      channel.via === 'dc_api'
+        ? `the response is not encrypted: this session's DC API response_mode is dc_api.jwt, so vp_token must arrive inside the JWE in \`data.response\` (OpenID4VP 1.0 §8.3, Appendix A.2)`
+        : `the response is not encrypted: this session's response_mode is direct_post.jwt, so vp_token must arrive inside the JWE in \`response\` (OpenID4VP 1.0 §8.3)`
     const validations = single('securityMechanisms', message)
     const error = new OAuthError('invalid_request', message)
     return { outcome: { event: 'reject', record: { validations }, error } }
+  }
+  // Appendix A.2, A.4: the answer belongs to the origins the request was made for; the page at any other
+  // origin has already seen the holder's data, so the session is rejected rather than left open.
+  if (channel.via === 'dc_api' && !channel.origins.includes(channel.origin)) {
+    const message = `the answer came through the Digital Credentials API to origin ${clip(JSON.stringify(channel.origin))}, which is not one this session expects (${channel.origins.join(', ')}; OpenID4VP 1.0 Appendix A.2 expected_origins, A.4): the holder's data was exposed to another origin`
+    return { outcome: { event: 'reject', record: { validations: single('sessionBinding', message) } } }
   }
   return profile.parseResponse(params)
 }

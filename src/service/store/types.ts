@@ -273,6 +273,17 @@ export interface SessionRecord {
     requireStatus: boolean
     /** dcql: PEM anchors of x5c issuer chains (absent on sessions opened before issue 16, and on pe). */
     trustAnchors?: string[]
+    /**
+     * dcql with `dcql.dcApi`: the session is also offered over the Digital Credentials API (OpenID4VP 1.0
+     * Appendix A), how its request is protected, the origins an answer may come from (the first assumed when
+     * none is named) and, multi-signed, the client identifier prefixes it is signed under. Absent on every
+     * session opened without it (and on rows written before it existed).
+     */
+    dcApi?: {
+      request: import('../../shared/dc-api.ts').DcApiRequestType
+      origins: string[]
+      prefixes?: ('decentralized_identifier' | 'x509_san_dns' | 'x509_hash')[]
+    }
   }
   createdAt: number
   updatedAt: number

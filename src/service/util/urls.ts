@@ -48,6 +48,19 @@ export class PublicUrls {
   }
 
   /**
+   * A session's request over the Digital Credentials API (OpenID4VP 1.0 Appendix A): GET hands the relying
+   * party's page its `{protocol, data}` entry, POST takes the DigitalCredential back (last segment: its id).
+   */
+  verifierDcApi(tenantId: string, sessionId: string): string {
+    return `${this.base()}/oid4vp/${encodeURIComponent(tenantId)}/dc-api/${encodeURIComponent(sessionId)}`
+  }
+
+  /** The origin (scheme, host, port) of the public base URL: a DC API request's default expected origin. */
+  origin(): string {
+    return new URL(this.base()).origin
+  }
+
+  /**
    * The reverse of statusList() and tokenStatusList(): the tenant, list id and form of a URL this service
    * publishes, or undefined
    * for any other URL (which a verifier then fetches over HTTP).

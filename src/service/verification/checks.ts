@@ -2,6 +2,7 @@ import { jwtVcJson, jwtVpJson } from '../../formats/jwt-vc/verify.ts'
 import { isCryptosuite, LD_PROOF_TYPES } from '../../formats/ldp-vc/suites.ts'
 import { ldpVc, ldpVp } from '../../formats/ldp-vc/verify.ts'
 import { DEFAULT_DCQL_FORMAT, formatNamed, formatOf } from '../../formats/registry.ts'
+import { originAudience } from '../../shared/dc-api.ts'
 import { isJwsAlg, JWS_ALGS } from '../../shared/did-key.ts'
 import { isObject } from '../../shared/json.ts'
 import { dcql } from '../credentials/dcql.ts'
@@ -38,6 +39,12 @@ export interface ResponseContext {
    * (direct_post.jwt): a format whose binding covers them (an mdoc's handover, Appendix B.2.6.1) checks them. */
   responseUri?: string
   encryptionKeyThumbprint?: string
+  /**
+   * OpenID4VP 1.0 Appendix A: the request went over the Digital Credentials API, answered from this origin.
+   * Every presentation is then bound to `origin:<origin>` (A.4: "even for signed requests"), not to the
+   * client_id, and an mdoc to the OpenID4VPDCAPIHandover (B.2.6.2); responseUri plays no part.
+   */
+  origin?: string
 }
 
 export interface Verdict {
@@ -182,11 +189,17 @@ export async function verifyDcqlResponse(
     session: {
       nonce: ctx.nonce,
       nonceRole: "the nonce of this session's request",
-      audience: ctx.clientId,
-      audienceRole: "this verifier's client_id",
+      ...(ctx.origin === undefined
+        ? { audience: ctx.clientId, audienceRole: "this verifier's client_id" }
+        : {
+            audience: originAudience(ctx.origin),
+            audienceRole:
+              'the origin audience of this Digital Credentials API request (OpenID4VP 1.0 Appendix A.4: the origin, not the client_id, even for signed requests):',
+            origin: ctx.origin,
+          }),
       now: ctx.now,
       maxAgeSeconds: PRESENTATION_MAX_AGE_SECONDS,
-      ...(ctx.responseUri !== undefined && { responseUri: ctx.responseUri }),
+      ...(ctx.origin === undefined && ctx.responseUri !== undefined && { responseUri: ctx.responseUri }),
       ...(ctx.encryptionKeyThumbprint !== undefined && {
         encryptionKeyThumbprint: ctx.encryptionKeyThumbprint,
       }),

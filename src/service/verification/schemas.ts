@@ -1,3 +1,4 @@
+import { DC_API_PROTOCOLS } from '../../shared/dc-api.ts'
 import { JWT_SECURITY } from '../auth/security.ts'
 import { problems } from '../errors/schemas.ts'
 import { Type } from '../util/typebox.ts'
@@ -31,6 +32,30 @@ export const createSessionSchema = {
         }),
         dcql_query: Open('profile dcql: the DCQL query of the request (OpenID4VP 1.0 §6).'),
         id: Type.String({ description: 'profile dcql: the session id (4.7).' }),
+        dcApi: Type.Optional(
+          Type.Object(
+            {
+              protocol: Type.Enum(Object.values(DC_API_PROTOCOLS), {
+                description: 'The exchange protocol of the request entry (OpenID4VP 1.0 Appendix A.1).',
+              }),
+              request: Type.String({
+                description:
+                  "GET: the {protocol, data} entry for navigator.credentials.get (wallet-facing, no token; the wallet's request_retrieved step).",
+              }),
+              response: Type.String({
+                description:
+                  'POST application/json {origin, protocol, data}: the DigitalCredential the page received, with the origin of the page that asked.',
+              }),
+              expectedOrigins: Type.Array(Type.String(), {
+                description: 'The origins an answer is accepted from (a signed request’s expected_origins).',
+              }),
+            },
+            {
+              description:
+                'profile dcql with dcql.dcApi: the session offered over the W3C Digital Credentials API too (docs/verification.md).',
+            },
+          ),
+        ),
       }),
     ]),
     ...problems(400, 401, 403, 404, 413, 415),

@@ -1,7 +1,8 @@
 import { type JsonWebKey, randomBytes, randomUUID } from 'node:crypto'
+import { DC_API_PROTOCOLS } from '../../shared/dc-api.ts'
 import { MDOC_FORMAT } from '../../shared/mdoc.ts'
 import type { Principal } from '../auth/tokens.ts'
-import type { ResolvedVerificationTemplate } from '../config/schema.ts'
+import { DEFAULT_MULTISIGNED_PREFIXES, type ResolvedVerificationTemplate } from '../config/schema.ts'
 import type { IssuerCertificates } from '../crypto/issuer-certificates.ts'
 import type { TenantKey, TenantKeys } from '../crypto/tenant-keys.ts'
 import { AppError } from '../errors/problem.ts'
@@ -145,6 +146,15 @@ export class VerificationService {
             vctValues: (type) => settings.vctValues?.[type] ?? [urls.defaultVct(principal.tenantId, type)],
           })
         : undefined
+    // OpenID4VP 1.0 Appendix A: the origins an answer over the DC API may come from, fixed with the session.
+    const dcApiSettings = profile === 'dcql' ? settings?.dcApi : undefined
+    const dcApi: SessionRecord['policy']['dcApi'] = dcApiSettings && {
+      request: dcApiSettings.request,
+      origins: [...(dcApiSettings.expectedOrigins ?? [urls.origin()])],
+      ...(dcApiSettings.request === 'multisigned' && {
+        prefixes: [...(dcApiSettings.clientIdPrefixes ?? DEFAULT_MULTISIGNED_PREFIXES)],
+      }),
+    }
     const expiresAt = now + template.body.sessionLifetimeSeconds * 1000
     const { request, requestJwt, link, responseKey } = await requests.build({
       tenantId: principal.tenantId,
@@ -182,6 +192,7 @@ export class VerificationService {
                 : []),
             ].filter((p) => p !== undefined),
         }),
+        ...(dcApi && { dcApi }),
       },
       createdAt: now,
       updatedAt: now,
@@ -197,10 +208,22 @@ export class VerificationService {
     await store.sessions.create(session)
     this.deps.events.emit(sessionChanged(session, 'session_created'))
     // Section 2.7's answer; a dcql session names its query instead, and its id (a PE session's id is its
-    // definition's).
-    return definition
-      ? { authentication_request: link, presentation_definition: definition }
-      : { authentication_request: link, dcql_query: request.dcql_query as Record<string, unknown>, id }
+    // definition's), and, offered over the Digital Credentials API, where its page gets the request entry and
+    // posts the answer back (the same URL).
+    if (definition) return { authentication_request: link, presentation_definition: definition }
+    return {
+      authentication_request: link,
+      dcql_query: request.dcql_query as Record<string, unknown>,
+      id,
+      ...(dcApi && {
+        dcApi: {
+          protocol: DC_API_PROTOCOLS[dcApi.request],
+          request: urls.verifierDcApi(principal.tenantId, id),
+          response: urls.verifierDcApi(principal.tenantId, id),
+          expectedOrigins: dcApi.origins,
+        },
+      }),
+    }
   }
 
   /**

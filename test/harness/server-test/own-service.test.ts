@@ -206,6 +206,13 @@ describe('verifier plan against our own service', { timeout: 240_000 }, () => {
     'plain-response',
     'jwe-wrong-key',
   ]
+  // OpenID4VP 1.0 Appendix A: the demo's pid-check and mdl-check are offered over the DC API too
+  const DC_API_CASES = [
+    'dc-api-happy-flow',
+    'dc-api-foreign-origin',
+    'dc-api-client-id-audience',
+    'dc-api-wrong-request',
+  ]
   const expect = (run: ServerTestRun, passing: string[]) => {
     const expected = Object.fromEntries(
       run.results.map((r) => [
@@ -225,7 +232,8 @@ describe('verifier plan against our own service', { timeout: 240_000 }, () => {
     const run = await runVerifierTest({
       source: { deployment, verificationTemplate: 'pid-check', issuanceTemplates: ['pid-sd-jwt'] },
     })
-    expect(run, SD_CASES)
+    // pid-check is offered over the Digital Credentials API too (dcql.dcApi, signed): the dc-api-* cases apply
+    expect(run, [...SD_CASES, ...DC_API_CASES])
   })
 
   test('Linked Data: an ldp_vp answers the same Presentation Exchange request', async () => {
@@ -269,7 +277,7 @@ describe('verifier plan against our own service', { timeout: 240_000 }, () => {
       source: { deployment, verificationTemplate: 'mdl-check', issuanceTemplates: ['mdl'] },
       trustAnchors: [await anchor('iaca'), await anchor('trust-anchor')],
     })
-    expect(run, MDOC_CASES)
+    expect(run, [...MDOC_CASES, ...DC_API_CASES])
     const reason = (id: string) => run.results.find((r) => r.id === `verifier:${id}`)?.verdict.reason ?? ''
     assert.match(reason('mdoc-wrong-nonce'), /sessionBinding/)
     assert.match(reason('mdoc-tampered-element'), /credentialProof/)
