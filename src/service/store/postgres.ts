@@ -10,7 +10,7 @@ import { migrations } from './migrations.ts'
 import { postgresGroupCommit } from './postgres-commit.ts'
 import { PostgresFeed } from './postgres-feed.ts'
 import { postgresMigrations } from './postgres-schema.ts'
-import { type OneRowQuery, prepared, rows, run } from './prepared.ts'
+import { type OneRowQuery, postgresStatementNames, prepared, rows, run } from './prepared.ts'
 import { type Caches, repositories, type StoreSchema } from './repositories.ts'
 import { pendingReseals, type Row, type SecretsDb, StoreSecrets } from './secrets.ts'
 import { type TemplateAnnouncer, TemplateCache } from './templates.ts'
@@ -73,6 +73,17 @@ export function postgresDatabase<DB>(
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
         oid === INT8_OID ? Number : types.getTypeParser(oid, format)) as typeof types.getTypeParser,
     },
+  })
+  // The fixed statements (prepared.ts) as named statements: parsed and planned once per connection.
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown
+    ;(client as { query: unknown }).query = (text: unknown, values?: unknown, callback?: unknown) => {
+      const name =
+        typeof text === 'string' && Array.isArray(values) ? postgresStatementNames.get(text) : undefined
+      if (name === undefined)
+        return callback === undefined ? query(text, values) : query(text, values, callback)
+      return query({ name, text, values }, callback)
+    }
   })
   return new KyselyClass<DB>({ dialect: new CountingPostgresDialect({ pool }, stats) })
 }
