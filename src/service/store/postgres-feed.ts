@@ -37,8 +37,10 @@ export class PostgresFeed implements ChangeFeed {
   private retry: NodeJS.Timeout | undefined
   /** Events waiting for this turn's NOTIFY statement, each with its caller's promise. */
   private outgoing: { payload: string; resolve(): void; reject(error: unknown): void }[] = []
-  /** NOTIFY statements under way: close() waits for them, so none is cut off by the pool's end. */
-  private readonly sending = new Set<Promise<void>>()
+  /** The NOTIFY statement under way: close() waits for it, so none is cut off by the pool's end. */
+  private sending: Promise<void> | undefined
+  /** A flush is scheduled for the end of this turn. */
+  private scheduled = false
   /** What this instance's own messages start with (JSON.stringify keeps `from` first): skipped unparsed. */
   private readonly ownPrefix = `{"from":${JSON.stringify(this.instance)},`
 
@@ -109,37 +111,47 @@ export class PostgresFeed implements ChangeFeed {
     }
     await new Promise<void>((resolve, reject) => {
       this.outgoing.push({ payload, resolve, reject })
-      if (this.outgoing.length === 1) setImmediate(() => this.flush())
+      if (!this.scheduled && !this.sending) {
+        this.scheduled = true
+        setImmediate(() => this.flush())
+      }
     })
   }
 
   /**
    * The events published in this turn in one statement (issue 38: a NOTIFY per event was a round trip per
-   * state change, 8 per complete flow). Each is still its own notification, in publishing order.
+   * state change, 8 per complete flow), one statement at a time: what is published while one is under way
+   * goes out in the next, as soon as it returns. Each is still its own notification, in publishing order
+   * (PostgreSQL folds identical payloads of one statement into one: two identical events would say nothing
+   * more).
    */
   private flush() {
-    while (this.outgoing.length > 0) {
-      const batch = this.outgoing.splice(0, MAX_BATCH)
-      const parameters = [FEED_CHANNEL, batch.map((item) => item.payload)]
-      // On the listening connection when it is up: no pool hand-off; it hears its own messages anyway.
-      const client = this.client
-      if (client) this.onStatement()
-      const sent = (
-        client
-          ? client.query(NOTIFY_ALL.sql, parameters)
-          : this.db.executeQuery(CompiledQuery.raw(NOTIFY_ALL.sql, parameters))
-      )
-        .then(
-          () => {
-            for (const item of batch) item.resolve()
-          },
-          (error: unknown) => {
-            for (const item of batch) item.reject(error)
-          },
-        )
-        .finally(() => this.sending.delete(sent))
-      this.sending.add(sent)
-    }
+    this.scheduled = false
+    if (this.sending || this.outgoing.length === 0) return
+    const batch = this.outgoing.splice(0, MAX_BATCH)
+    const parameters = [FEED_CHANNEL, batch.map((item) => item.payload)]
+    // On the listening connection when it is up: no pool hand-off; it hears its own messages anyway.
+    const client = this.client
+    if (client) this.onStatement()
+    this.sending = (
+      client
+        ? client.query(NOTIFY_ALL.sql, parameters)
+        : this.db.executeQuery(CompiledQuery.raw(NOTIFY_ALL.sql, parameters))
+    ).then(
+      () => {
+        for (const item of batch) item.resolve()
+        this.sent()
+      },
+      (error: unknown) => {
+        for (const item of batch) item.reject(error)
+        this.sent()
+      },
+    )
+  }
+
+  private sent() {
+    this.sending = undefined
+    this.flush()
   }
 
   onEvent(listener: (event: unknown) => void): () => void {
@@ -150,7 +162,7 @@ export class PostgresFeed implements ChangeFeed {
   async close() {
     // What was published before the close still goes out, before the store's pool ends.
     this.flush()
-    await Promise.allSettled([...this.sending])
+    while (this.sending) await this.sending
     this.closed = true
     clearTimeout(this.retry)
     const client = this.client
