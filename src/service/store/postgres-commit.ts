@@ -45,16 +45,24 @@ export function postgresGroupCommit<S>(
 ) {
   let queue: Queued[] = []
   let scheduled = false
+  /** Batches and lone transactions under way: the store's close waits for them before its pool ends. */
+  const running = new Set<Promise<unknown>>()
+  const track = (work: Promise<unknown>) => {
+    running.add(work)
+    void work.finally(() => running.delete(work))
+  }
 
   const run = (item: Queued, conn: Kysely<S>) =>
     inTransactionScope(owner, () => item.work(repositoriesOf(conn)))
 
   /** One transaction of its own: Kysely's BEGIN … COMMIT, ROLLBACK when the callback throws. */
   const alone = (item: Queued) =>
-    db
-      .transaction()
-      .execute((trx) => run(item, trx as unknown as Kysely<S>))
-      .then(item.resolve, item.reject)
+    track(
+      db
+        .transaction()
+        .execute((trx) => run(item, trx as unknown as Kysely<S>))
+        .then(item.resolve, item.reject),
+    )
 
   /** The batch's values, or undefined when one failed and the batch was rolled back (nothing committed). */
   async function together(batch: Queued[]): Promise<unknown[] | undefined> {
@@ -87,7 +95,7 @@ export function postgresGroupCommit<S>(
       for (const item of batch) item.reject(error)
       return
     }
-    if (!values) for (const item of batch) void alone(item)
+    if (!values) for (const item of batch) alone(item)
     else
       batch.forEach((item, i) => {
         item.resolve(values[i])
@@ -99,12 +107,12 @@ export function postgresGroupCommit<S>(
     while (queue.length > 0) {
       const batch = queue.slice(0, MAX_BATCH)
       queue = queue.slice(MAX_BATCH)
-      if (batch.length === 1) void alone(batch[0] as Queued)
-      else void runBatch(batch)
+      if (batch.length === 1) alone(batch[0] as Queued)
+      else track(runBatch(batch))
     }
   }
 
-  return <T>(work: (repos: Repositories) => Promise<T>): Promise<T> =>
+  const transaction = <T>(work: (repos: Repositories) => Promise<T>): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       queue.push({ work, resolve: resolve as (value: unknown) => void, reject })
       if (!scheduled) {
@@ -113,6 +121,12 @@ export function postgresGroupCommit<S>(
         setImmediate(flush)
       }
     })
+  /** Resolves once no transaction is queued or under way (the store's close, before its pool ends). */
+  const settle = async () => {
+    if (scheduled) flush()
+    while (running.size > 0) await Promise.allSettled([...running])
+  }
+  return { transaction, settle }
 }
 
 /** An error of the connection rather than of a statement: pg's errors from the server carry a SQLSTATE code. */

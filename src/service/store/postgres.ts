@@ -199,13 +199,19 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   const owner = {}
   const root = repositories(db, caches, secrets, shared)
   // The transactions of one turn share one BEGIN … COMMIT (postgres-commit.ts, issue 38).
-  const transaction = postgresGroupCommit(db, (conn) => repositories(conn, caches, secrets, shared), owner)
+  const { transaction, settle } = postgresGroupCommit(
+    db,
+    (conn) => repositories(conn, caches, secrets, shared),
+    owner,
+  )
   return {
     ...guardStore(root, transaction, owner),
     stats,
     feed,
     close: async () => {
       await feed.close()
+      // Transactions under way finish first: the pool's end does not wait for a connection in use.
+      await settle()
       await db.destroy()
     },
   }
