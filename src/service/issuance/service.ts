@@ -186,10 +186,7 @@ export class IssuanceService {
       updatedAt: now,
     }
     const { grant, txCode } = this.deps.grants.newGrant(process, template, now)
-    await this.store.transaction(async (repos) => {
-      await repos.processes.create(process)
-      await repos.grants.create(grant)
-    })
+    await this.store.transaction((repos) => repos.grants.createWithProcess(process, grant))
     this.emit(process, 'offer_created')
     return {
       uri: this.deps.grants.deepLink(principal.tenantId, process.id),
@@ -237,8 +234,7 @@ export class IssuanceService {
       updatedAt: now,
     }
     const { grant } = this.deps.grants.newGrant(process, template, now)
-    await repos.processes.create(process)
-    await repos.grants.create(grant)
+    await repos.grants.createWithProcess(process, grant)
     return process
   }
 

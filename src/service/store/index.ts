@@ -106,6 +106,11 @@ export interface IssuerCertificateRepository {
 /** Every state change is one conditional UPDATE, so concurrent requests cannot both win. */
 export interface GrantRepository {
   create(grant: GrantRecord): Promise<void>
+  /**
+   * processes.create then create, in the caller's transaction: one statement on PostgreSQL (issue 38), two on
+   * SQLite. Throws ConflictError when either row exists.
+   */
+  createWithProcess(process: ProcessRecord, grant: GrantRecord): Promise<void>
   get(processId: string): Promise<GrantRecord | undefined>
   /** The grant and its process, read together (one statement on the wallet's hot paths). */
   withProcess(

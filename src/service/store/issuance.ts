@@ -298,6 +298,21 @@ const PROCESS_UPDATE = prepared(`UPDATE issuance_processes
   SET status = ?, data = ?, validator = ?, submitted = ?, rejected_reason = ?, updated_at = ?
   WHERE id = ? AND updated_at = ?`)
 
+const processValues = (p: ProcessRecord) => [
+  p.id,
+  p.tenantId,
+  p.templateId,
+  p.type,
+  p.status,
+  json(p.data),
+  json(p.validator),
+  json(p.submitted),
+  p.rejectedReason,
+  p.createdByKey,
+  p.createdAt,
+  p.updatedAt,
+]
+
 export class SqlProcesses implements ProcessRepository {
   constructor(private readonly db: Db) {}
   async get(id: string) {
@@ -305,23 +320,7 @@ export class SqlProcesses implements ProcessRepository {
     return row && toProcess(row)
   }
   async create(p: ProcessRecord) {
-    await insertOrConflict(
-      run(this.db, PROCESS_INSERT, [
-        p.id,
-        p.tenantId,
-        p.templateId,
-        p.type,
-        p.status,
-        json(p.data),
-        json(p.validator),
-        json(p.submitted),
-        p.rejectedReason,
-        p.createdByKey,
-        p.createdAt,
-        p.updatedAt,
-      ]),
-      `issuance process "${p.id}"`,
-    )
+    await insertOrConflict(run(this.db, PROCESS_INSERT, processValues(p)), `issuance process "${p.id}"`)
   }
   async list(query: ProcessQuery) {
     let q = this.db.selectFrom('issuance_processes').selectAll().where('tenant_id', '=', query.tenantId)
@@ -449,30 +448,55 @@ const RECORD_NOTIFICATION_BY_TOKEN = prepared(`UPDATE oid4vci_grants SET notific
 
 type GrantWithProcessRow = Selectable<GrantsTable> & Omit<Selectable<ProcessesTable>, 'id' | 'tenant_id'>
 
+const grantValues = (g: GrantRecord) => [
+  g.processId,
+  g.tenantId,
+  g.codeHash,
+  g.codeExpiresAt,
+  g.txCodeHash,
+  g.txFailures,
+  g.codeState,
+  g.tokenHash,
+  g.tokenExpiresAt,
+  g.holderDid,
+  g.credentialRequestedAt,
+  g.transactionId,
+  g.redeemedAt,
+  g.notificationId,
+  g.notificationEvent,
+  g.tokenJkt,
+  json(g.batchHolders?.length ? g.batchHolders : null),
+]
+
+// A new offer's process and grant in one statement on PostgreSQL (issue 38): a data-modifying CTE, whose
+// foreign key check runs at the statement's end and sees the process. SQLite has no INSERT in a WITH: it runs
+// the two inserts (its text here is never run).
+const PROCESS_AND_GRANT_INSERT = prepared(
+  PROCESS_INSERT.sql,
+  false,
+  `WITH process AS (${PROCESS_INSERT.postgres})
+   INSERT INTO oid4vci_grants (${GRANT_COLUMNS})
+   VALUES (${Array.from({ length: 17 }, (_, i) => `$${13 + i}`).join(', ')})`,
+)
+
 export class SqlGrants implements GrantRepository {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** PostgreSQL: the offer's two inserts are one statement. */
+    private readonly postgres = false,
+  ) {}
   async create(g: GrantRecord) {
+    await insertOrConflict(run(this.db, GRANT_INSERT, grantValues(g)), `grant of process "${g.processId}"`)
+  }
+  async createWithProcess(p: ProcessRecord, g: GrantRecord) {
+    if (!this.postgres) {
+      await new SqlProcesses(this.db).create(p)
+      await this.create(g)
+      return
+    }
     await insertOrConflict(
-      run(this.db, GRANT_INSERT, [
-        g.processId,
-        g.tenantId,
-        g.codeHash,
-        g.codeExpiresAt,
-        g.txCodeHash,
-        g.txFailures,
-        g.codeState,
-        g.tokenHash,
-        g.tokenExpiresAt,
-        g.holderDid,
-        g.credentialRequestedAt,
-        g.transactionId,
-        g.redeemedAt,
-        g.notificationId,
-        g.notificationEvent,
-        g.tokenJkt,
-        json(g.batchHolders?.length ? g.batchHolders : null),
-      ]),
-      `grant of process "${g.processId}"`,
+      run(this.db, PROCESS_AND_GRANT_INSERT, [...processValues(p), ...grantValues(g)]),
+      `issuance process "${p.id}" or its grant`,
     )
   }
   private async by(key: GrantKey) {

@@ -4,16 +4,17 @@ import { lazyRequire } from '../../shared/lazy.ts'
 import type { DataKeyring } from '../crypto/data-key.ts'
 import { type Clock, systemClock } from '../util/clock.ts'
 import { ExclusiveCache } from './exclusive-cache.ts'
-import type { ApiKeyRecord, Repositories, Store, StoreStats } from './index.ts'
+import type { ApiKeyRecord, Store, StoreStats } from './index.ts'
 import { Kysely as KyselyClass, Migrator, PostgresDialect } from './kysely.ts'
 import { migrations } from './migrations.ts'
+import { postgresGroupCommit } from './postgres-commit.ts'
 import { PostgresFeed } from './postgres-feed.ts'
 import { postgresMigrations } from './postgres-schema.ts'
-import { type OneRowQuery, prepared, rows, run } from './prepared.ts'
+import { type OneRowQuery, postgresStatementNames, prepared, rows, run } from './prepared.ts'
 import { type Caches, repositories, type StoreSchema } from './repositories.ts'
 import { pendingReseals, type Row, type SecretsDb, StoreSecrets } from './secrets.ts'
 import { type TemplateAnnouncer, TemplateCache } from './templates.ts'
-import { guardStore, inTransactionScope } from './transaction-guard.ts'
+import { guardStore } from './transaction-guard.ts'
 
 // The PostgreSQL connection of a shared deployment (issue 21; docs/scaling.md): a pg pool under Kysely's
 // PostgreSQL dialect, migrated by the same list of migrations as SQLite. `pg` loads only when a PostgreSQL
@@ -72,6 +73,17 @@ export function postgresDatabase<DB>(
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
         oid === INT8_OID ? Number : types.getTypeParser(oid, format)) as typeof types.getTypeParser,
     },
+  })
+  // The fixed statements (prepared.ts) as named statements: parsed and planned once per connection.
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown
+    ;(client as { query: unknown }).query = (text: unknown, values?: unknown, callback?: unknown) => {
+      const name =
+        typeof text === 'string' && Array.isArray(values) ? postgresStatementNames.get(text) : undefined
+      if (name === undefined)
+        return callback === undefined ? query(text, values) : query(text, values, callback)
+      return query({ name, text, values }, callback)
+    }
   })
   return new KyselyClass<DB>({ dialect: new CountingPostgresDialect({ pool }, stats) })
 }
@@ -163,8 +175,14 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     apiKeys: new ExclusiveCache<ApiKeyRecord>(false),
     listVersions: new ExclusiveCache<{ tenantId: string; version: number }>(false),
   }
-  const feed = new PostgresFeed(url, db as unknown as Kysely<unknown>, (tenantId, id) =>
-    caches.templates.drop(tenantId, id),
+  const feed = new PostgresFeed(
+    url,
+    db as unknown as Kysely<unknown>,
+    (tenantId, id) => caches.templates.drop(tenantId, id),
+    undefined,
+    () => {
+      stats.statements++
+    },
   )
   try {
     await feed.start()
@@ -180,16 +198,20 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   const shared = { announceTemplate: feed.announceTemplate as TemplateAnnouncer }
   const owner = {}
   const root = repositories(db, caches, secrets, shared)
-  const transaction = <T>(work: (repos: Repositories) => Promise<T>): Promise<T> =>
-    db
-      .transaction()
-      .execute((trx) => inTransactionScope(owner, () => work(repositories(trx, caches, secrets, shared))))
+  // The transactions of one turn share one BEGIN … COMMIT (postgres-commit.ts, issue 38).
+  const { transaction, settle } = postgresGroupCommit(
+    db,
+    (conn) => repositories(conn, caches, secrets, shared),
+    owner,
+  )
   return {
     ...guardStore(root, transaction, owner),
     stats,
     feed,
     close: async () => {
       await feed.close()
+      // Transactions under way finish first: the pool's end does not wait for a connection in use.
+      await settle()
       await db.destroy()
     },
   }

@@ -25,11 +25,18 @@ const numbered = (text: string) => {
   return text.replace(/\?/g, () => `$${++n}`)
 }
 
-export const prepared = (sql: string, one = false, postgres?: string): Prepared => ({
-  sql: squeezed(sql),
-  one,
-  postgres: squeezed(postgres ?? numbered(sql)),
-})
+/**
+ * Every fixed statement's PostgreSQL text → the name it is prepared under on each connection (issue 38):
+ * parsed and planned once per connection instead of once per execution (store/postgres.ts).
+ */
+export const postgresStatementNames = new Map<string, string>()
+
+export const prepared = (sql: string, one = false, postgres?: string): Prepared => {
+  const text = squeezed(postgres ?? numbered(sql))
+  if (!postgresStatementNames.has(text))
+    postgresStatementNames.set(text, `vc${postgresStatementNames.size + 1}`)
+  return { sql: squeezed(sql), one, postgres: text }
+}
 
 /** A flag the two databases answer differently: SQLite 0/1, PostgreSQL a boolean (EXISTS) or an integer. */
 export const flag = (value: unknown): boolean => value === true || Number(value) === 1

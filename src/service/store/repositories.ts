@@ -299,7 +299,7 @@ export function repositories(
     serviceKeys: new SqlServiceKeys(db, secrets),
     issuerKeys: new SqlIssuerKeys(protocol, secrets),
     issuerCertificates: new SqlIssuerCertificates(protocol, secrets),
-    grants: new SqlGrants(protocol),
+    grants: new SqlGrants(protocol, postgres !== undefined),
     authorizations,
     nonces,
     statusLists: new SqlStatusLists(protocol, caches.listVersions),

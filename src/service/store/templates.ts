@@ -70,7 +70,39 @@ export class TemplateCache {
     })
   }
   drop(tenantId: string, id: string) {
-    this.entries.delete(JSON.stringify([tenantId, id]))
+    const key = JSON.stringify([tenantId, id])
+    this.entries.delete(key)
+    this.reading.delete(key)
+    this.drops++
+  }
+  /** Reads under way, by key: requests missing the same entry at once share one read (issue 38). */
+  private readonly reading = new Map<string, Promise<TemplateRecord | undefined>>()
+  /** Counts drops: a read that began before one does not fill the cache. */
+  private drops = 0
+  /**
+   * The entry, read by `read` when missing or stale; concurrent misses of one key share the read (on
+   * PostgreSQL an expired entry under load was read by every request that missed it: 0.7 reads per flow).
+   */
+  load(key: string, read: () => Promise<TemplateRecord | undefined>): Promise<TemplateRecord | undefined> {
+    const cached = this.get(key)
+    if (cached) return Promise.resolve(cached.record)
+    const pending = this.reading.get(key)
+    if (pending) return pending
+    const drops = this.drops
+    const loading = read().then(
+      (record) => {
+        if (this.reading.get(key) === loading) this.reading.delete(key)
+        if (this.drops !== drops) return record && deepFreeze(record)
+        this.set(key, record)
+        return record
+      },
+      (error: unknown) => {
+        if (this.reading.get(key) === loading) this.reading.delete(key)
+        throw error
+      },
+    )
+    this.reading.set(key, loading)
+    return loading
   }
 }
 
@@ -94,18 +126,15 @@ export class SqlTemplates implements TemplateRepository {
     return found?.kind === kind ? (found as TemplateRecord<K>) : undefined
   }
   async find(tenantId: string, id: string) {
-    const key = JSON.stringify([tenantId, id])
-    const cached = this.cache.get(key)
-    if (cached) return cached.record
-    const row = await this.db
-      .selectFrom('templates')
-      .selectAll()
-      .where('tenant_id', '=', tenantId)
-      .where('id', '=', id)
-      .executeTakeFirst()
-    const record = row && this.toRecord(row)
-    this.cache.set(key, record)
-    return record
+    return this.cache.load(JSON.stringify([tenantId, id]), async () => {
+      const row = await this.db
+        .selectFrom('templates')
+        .selectAll()
+        .where('tenant_id', '=', tenantId)
+        .where('id', '=', id)
+        .executeTakeFirst()
+      return row && this.toRecord(row)
+    })
   }
   async list<K extends TemplateKind>(tenantId: string, kind: K) {
     const rows = await this.db
