@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util'
 import type { ApiResponse, DcqlSessionCreated, VerificationTemplateInput } from '../../src/client/index.ts'
+import { DC_API_REQUEST_PARAMETERS } from '../../src/shared/dc-api.ts'
 import { resolveDidKey } from '../../src/shared/did-key.ts'
 import { decodeJws, verifyJws } from '../../src/shared/jws.ts'
 import { REQUEST_OBJECT_TYP } from '../../src/shared/wire.ts'
@@ -34,19 +35,6 @@ const PROTOCOLS: Record<DcApiRequestType, string> = {
   multisigned: 'openid4vp-v1-multisigned',
 }
 
-/** Appendix A.2: the parameters a DC API request may carry (and `expected_origins`). */
-const A2_PARAMETERS = [
-  'client_id',
-  'response_type',
-  'response_mode',
-  'nonce',
-  'client_metadata',
-  'request',
-  'transaction_data',
-  'dcql_query',
-  'verifier_info',
-  'expected_origins',
-]
 /** The claims of a signed request object beside them (RFC 9101 / JWT). */
 const JWT_CLAIMS = ['iss', 'aud', 'iat', 'exp', 'nbf', 'jti']
 
@@ -293,8 +281,10 @@ export class DcApiFlow {
     if (typeof params.nonce !== 'string' || params.nonce !== auth.nonce)
       problems.push(`nonce ${JSON.stringify(params.nonce)}, the session's is ${JSON.stringify(auth.nonce)}`)
     if (!isDeepStrictEqual(params.dcql_query, created.dcql_query)) problems.push('another dcql_query')
-    const allowed =
-      this.requireChoice().request === 'unsigned' ? A2_PARAMETERS : [...A2_PARAMETERS, ...JWT_CLAIMS]
+    const allowed: readonly string[] =
+      this.requireChoice().request === 'unsigned'
+        ? DC_API_REQUEST_PARAMETERS
+        : [...DC_API_REQUEST_PARAMETERS, ...JWT_CLAIMS]
     const foreign = Object.keys(params).filter((k) => !allowed.includes(k))
     if (foreign.length > 0) problems.push(`parameters Appendix A.2 does not define: ${foreign.join(', ')}`)
     if (dcMode === 'dc_api.jwt') {
