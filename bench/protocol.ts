@@ -141,6 +141,8 @@ export type FromTarget =
       peakRssMb: number
       /** SQL statements the service's store ran so far; absent where the host cannot see the store (a cluster, the baselines). */
       statements?: number
+      /** CPU of the database server's processes (PostgreSQL), µs: a part of cpuUs. */
+      databaseCpuUs?: number
       /**
        * Milliseconds the server's event loop was busy so far (performance.eventLoopUtilization().active); absent
        * where the server is several processes (a cluster, several instances): no one loop limits them.

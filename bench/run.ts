@@ -288,7 +288,8 @@ export interface RunSummary {
   flowMs: ReturnType<typeof latency>
   stepMs: Record<string, ReturnType<typeof latency>>
   /** `server` null: an external deployment, whose processes the bench cannot see (also in cores and peakRssMb). */
-  cpuMsPerFlow: { wallet: number; server: number | null }
+  /** `database`: the part of `server` spent by the database server's processes (PostgreSQL runs only). */
+  cpuMsPerFlow: { wallet: number; server: number | null; database?: number }
   /**
    * Cores used during the measured run: wallet process, server processes, everything else (for an
    * external deployment on this machine, `other` includes it).
@@ -487,6 +488,9 @@ async function runOne(
       cpuMsPerFlow: {
         wallet: r2((walletCpuSec * 1000) / flows),
         server: serverCpuSec === null ? null : r2((serverCpuSec * 1000) / flows),
+        ...(endUsage?.databaseCpuUs !== undefined && startUsage?.databaseCpuUs !== undefined
+          ? { database: r2((endUsage.databaseCpuUs - startUsage.databaseCpuUs) / 1000 / flows) }
+          : {}),
       },
       cores: {
         wallet: r2(walletCpuSec / wall),
@@ -665,7 +669,7 @@ function header(options: BenchOptions, runs: number, machine: ReturnType<typeof 
 }
 
 function runLine(s: RunSummary): string {
-  return `  ${s.name} · ${s.flow} · ${s.wallet} ×${s.wallets}: ${s.flowsPerSec} flows/s, p50 ${s.flowMs.p50} ms, CPU ms/flow wallet ${s.cpuMsPerFlow.wallet} server ${dash(s.cpuMsPerFlow.server)}${s.serverLoop ? ` (event loop ${s.serverLoop.msPerFlow} ms/flow, busy ${Math.round(s.serverLoop.busy * 100)} %)` : ''}${s.sqlStatementsPerFlow !== null ? `, SQL statements/flow ${s.sqlStatementsPerFlow}` : ''}, errors ${s.errors}`
+  return `  ${s.name} · ${s.flow} · ${s.wallet} ×${s.wallets}: ${s.flowsPerSec} flows/s, p50 ${s.flowMs.p50} ms, CPU ms/flow wallet ${s.cpuMsPerFlow.wallet} server ${dash(s.cpuMsPerFlow.server)}${s.cpuMsPerFlow.database !== undefined ? ` (database ${s.cpuMsPerFlow.database})` : ''}${s.serverLoop ? ` (event loop ${s.serverLoop.msPerFlow} ms/flow, busy ${Math.round(s.serverLoop.busy * 100)} %)` : ''}${s.sqlStatementsPerFlow !== null ? `, SQL statements/flow ${s.sqlStatementsPerFlow}` : ''}, errors ${s.errors}`
 }
 
 /** Prints the tables, writes the JSON report; 1 when a run had failed flows or none. */

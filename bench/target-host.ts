@@ -23,6 +23,8 @@ interface Started {
   workerCpu?: () => Promise<number>
   /** Statements run by the service's store (store.stats), where it lives in this process. */
   statements?: () => number
+  /** CPU of the database server's processes, µs (PostgreSQL): already in workerCpu, reported apart too. */
+  databaseCpu?: () => number
   close(): Promise<void>
 }
 
@@ -112,6 +114,7 @@ async function startService(
       },
       workerCpu: async () =>
         treeCpuMicros(database.serverPid) + others.reduce((sum, o) => sum + treeCpuMicros(o.pid), 0),
+      databaseCpu: () => treeCpuMicros(database.serverPid),
       // The other instances' statements are theirs to count: with them the figure would be half the story.
       ...(others.length === 0 ? { statements: () => store.stats.statements } : {}),
       close: async () => {
@@ -261,6 +264,7 @@ process.on('message', (message: ToTarget) => {
             peakRssMb(pid) ?? (pid === process.pid ? Math.round(process.resourceUsage().maxRSS / 1024) : 0),
         )
         const statements = started?.statements?.()
+        const databaseCpuUs = started?.databaseCpu?.()
         // One process serves: its one event loop is what limits flows/s (the thread pool, the JIT's and GC's
         // threads run beside it, counted in cpuUs).
         const oneLoop = started !== undefined && started.info.pids.length === 1
@@ -269,6 +273,7 @@ process.on('message', (message: ToTarget) => {
           cpuUs: own.user + own.system + workers,
           peakRssMb: peaks.reduce((a, b) => a + b, 0),
           ...(statements !== undefined ? { statements } : {}),
+          ...(databaseCpuUs !== undefined ? { databaseCpuUs } : {}),
           ...(oneLoop ? { loopActiveMs: performance.eventLoopUtilization().active } : {}),
         })
       } else if (message.kind === 'stop') {

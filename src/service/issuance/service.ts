@@ -186,7 +186,8 @@ export class IssuanceService {
       updatedAt: now,
     }
     const { grant, txCode } = this.deps.grants.newGrant(process, template, now)
-    await this.store.transaction((repos) => repos.grants.createWithProcess(process, grant))
+    // Atomic by itself (store/index.ts, Store): one statement on PostgreSQL, no BEGIN/COMMIT (issue 38).
+    await this.store.grants.createWithProcess(process, grant)
     this.emit(process, 'offer_created')
     return {
       uri: this.deps.grants.deepLink(principal.tenantId, process.id),

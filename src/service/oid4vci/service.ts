@@ -604,7 +604,9 @@ export class Oid4vciService {
     const validator = buildValidator(process.id, proven.first)
     const [holderDid, ...batch] = proven.holders as [string, ...string[]]
     const key = await issuance.signingKey(template)
-    const outcome = await store.transaction(async (repos) => {
+    // Issue 38: the common case in one write atomic by itself; else (or when it wrote nothing) as always.
+    let outcome = await this.bindHolderAlone(process, grant, validator, holderDid, batch)
+    outcome ??= await store.transaction(async (repos) => {
       // The process row read above is passed along; the writes below are conditional on it. Only when the
       // relying party changed it meanwhile (submitted or rejected) is it read again and judged anew.
       let current = process
@@ -678,6 +680,42 @@ export class Oid4vciService {
         // Set whenever the credentials are handed out (no transaction_id).
         ...(outcome.notificationId ? { notification_id: outcome.notificationId } : {}),
       },
+    }
+  }
+
+  /**
+   * A first credential request's common case (issue 38): no content waits, so the process stays PENDING with
+   * the holder bound and the answer is a transaction_id. The process and the grant's request are written as
+   * the transaction of `credential` writes them on its first attempt, by one write atomic by itself
+   * (grants.recordCredentialRequestWithProcess: one statement on PostgreSQL, no BEGIN/COMMIT). Undefined when
+   * the request is not that case, or when that write found the process changed or a request recorded (it
+   * wrote nothing then): the transaction runs as it always did, reads again and names what is wrong.
+   */
+  private async bindHolderAlone(
+    process: ProcessRecord,
+    grant: GrantRecord,
+    validator: ProcessRecord['validator'],
+    holderDid: string,
+    batch: readonly string[],
+  ) {
+    const { store, clock } = this.deps
+    const step = transition(process, grant, 'request_credential', clock.now())
+    if (!step.ok || step.step !== 'holder_bound') return undefined
+    const bound: ProcessRecord = { ...process, validator, updatedAt: nextStamp(process, clock.now()) }
+    const transactionId = randomUUID()
+    const written = await store.grants.recordCredentialRequestWithProcess(bound, process.updatedAt, {
+      holderDid,
+      at: clock.now(),
+      transactionId,
+      notificationId: null,
+      batchHolders: batch,
+    })
+    if (!written) return undefined
+    return {
+      process: bound,
+      transactionId: transactionId as string | null,
+      notificationId: null as string | null,
+      extras: [] as IssuedCredential[],
     }
   }
 

@@ -394,7 +394,10 @@ export class Oid4vpService {
     }
   }
 
-  /** Records the outcome and its webhook event in one transaction, then announces it as `step`. */
+  /**
+   * Records the outcome and its webhook event together (sessions.completeWithEvent: one statement on
+   * PostgreSQL, issue 38; a transaction on SQLite), then announces it as `step`.
+   */
   private async complete(session: SessionRecord, step: VerificationStep, claims?: Record<string, unknown>) {
     const validations = session.validations as Validations
     const webhook: WebhookBody = {
@@ -408,15 +411,12 @@ export class Oid4vpService {
     const template = await store.templates.get(session.tenantId, session.templateId, 'verification')
     // Recorded or closed meanwhile: either way a later response must read the session as it now is.
     this.handedOut.forget(session.id)
-    const completed = await store.transaction(async (repos) => {
-      // Expiry is judged when the outcome is written, not when the checks began.
-      if (!(await repos.sessions.complete(session, clock.now()))) return false
-      if (template) {
-        const type = session.status === 'VERIFIED' ? 'verification.verified' : 'verification.rejected'
-        await this.deps.webhooks.enqueueIn(repos, template, session.id, type, webhook)
-      }
-      return true
-    })
+    const type = session.status === 'VERIFIED' ? 'verification.verified' : 'verification.rejected'
+    const event = template && this.deps.webhooks.eventFor(template, session.id, type, webhook)
+    // Expiry is judged when the outcome is written, not when the checks began. No event is written unless
+    // the session is.
+    const { completed, event: written } = await store.sessions.completeWithEvent(session, clock.now(), event)
+    if (written) this.deps.webhooks.written(written)
     if (!completed) {
       // Another response won the race, or the session expired meanwhile: answer what it is now.
       this.allow((await this.deps.store.sessions.get(session.id)) ?? session, 'verify')

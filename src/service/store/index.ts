@@ -107,8 +107,8 @@ export interface IssuerCertificateRepository {
 export interface GrantRepository {
   create(grant: GrantRecord): Promise<void>
   /**
-   * processes.create then create, in the caller's transaction: one statement on PostgreSQL (issue 38), two on
-   * SQLite. Throws ConflictError when either row exists.
+   * processes.create and create, atomic by itself (see Store): a new offer needs no store.transaction. One
+   * statement on PostgreSQL (issue 38). Throws ConflictError when either row exists (neither is written then).
    */
   createWithProcess(process: ProcessRecord, grant: GrantRecord): Promise<void>
   get(processId: string): Promise<GrantRecord | undefined>
@@ -150,6 +150,24 @@ export interface GrantRepository {
    */
   recordCredentialRequest(
     processId: string,
+    request: {
+      holderDid: string
+      at: number
+      transactionId: string | null
+      notificationId: string | null
+      batchHolders?: readonly string[]
+    },
+  ): Promise<boolean>
+  /**
+   * processes.update(process, expectedUpdatedAt) and recordCredentialRequest(process.id, request), atomic by
+   * itself (see Store), both conditional: true when both were written; false when either condition fails (the
+   * process changed since `expectedUpdatedAt`, or a credential request is recorded already), and then neither
+   * is. The attended first credential request's write (oid4vci/service.ts): one statement on PostgreSQL
+   * (issue 38), which locks both rows (as the two UPDATEs would) and writes them only if both still qualify.
+   */
+  recordCredentialRequestWithProcess(
+    process: ProcessRecord,
+    expectedUpdatedAt: number,
     request: {
       holderDid: string
       at: number
@@ -319,6 +337,17 @@ export interface SessionRepository {
    * session is still PENDING and unexpired at `now`: false means another response came first or it expired.
    */
   complete(session: SessionRecord, now: number): Promise<boolean>
+  /**
+   * complete, and when it changed the session, `event` written to the outbox (WebhookRepository.enqueue),
+   * atomic by itself (see Store): `completed` false means nothing was written, no event either. The
+   * wallet's response's outcome (oid4vp/service.ts): one statement on PostgreSQL (issue 38). Throws
+   * ConflictError when the event's id exists (the session is not completed then).
+   */
+  completeWithEvent(
+    session: SessionRecord,
+    now: number,
+    event?: WebhookEventRecord,
+  ): Promise<{ completed: boolean; event?: LeasedWebhookEvent }>
 }
 
 /**
@@ -460,6 +489,24 @@ export interface Repositories {
   retention: RetentionRepository
 }
 
+/**
+ * The store: its repositories (the root store's, each call on its own) and `transaction` for writes that must
+ * happen together.
+ *
+ * **Atomic by itself** (issue 38): a few writes of two rows that always go together are one method that makes
+ * both or neither, with no `transaction` around it: `grants.createWithProcess`,
+ * `grants.recordCredentialRequestWithProcess`, `sessions.completeWithEvent`.
+ * - On PostgreSQL, where every statement is a round trip, each is one statement (a data-modifying CTE): called
+ *   on the root store it runs on the pool as it is, with no BEGIN and COMMIT (one round trip, not three or
+ *   four).
+ * - SQLite has no INSERT or UPDATE in a WITH: there it runs the same statements as before, and called on the
+ *   root store it runs them in a `transaction` of the store's own (group-committed like any other, so
+ *   SQLite's statements and their cost are unchanged).
+ * - Called on a transaction's `repos`, it is part of that transaction, on either database.
+ * So however it is called it cannot half happen. Call it on the root store when it is a step's only write,
+ * so that PostgreSQL saves the transaction; inside a transaction callback use `repos`, as for any call (the
+ * root store refuses it there with TransactionMisuseError).
+ */
 export interface Store extends Repositories {
   /**
    * Runs `work` atomically: all of its writes commit together or none do. Inside `work` use only `repos`:
@@ -475,6 +522,12 @@ export interface Store extends Repositories {
   readonly feed?: ChangeFeed
   close(): Promise<void>
 }
+
+/**
+ * The store's own `transaction`, handed to SQLite's root repositories (repositories.ts): a write atomic by
+ * itself (see Store) runs its statements in it when called on the root store (issue 38).
+ */
+export type OwnTransaction = <T>(work: (repos: Repositories) => Promise<T>) => Promise<T>
 
 /** Messages between the instances sharing a database; never echoed to the instance that published. */
 export interface ChangeFeed {

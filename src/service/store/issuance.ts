@@ -1,7 +1,7 @@
 import type { Kysely, Selectable } from 'kysely'
 import { JsonInterner } from '../util/frozen.ts'
 import { insertOrConflict, isUniqueViolation } from './conflicts.ts'
-import type { ExclusiveCache } from './exclusive-cache.ts'
+import type { RowCache } from './exclusive-cache.ts'
 import {
   ConflictError,
   type CredentialStatus,
@@ -17,6 +17,7 @@ import {
   type IssuerKeyRecord,
   type IssuerKeyRepository,
   type NonceRepository,
+  type OwnTransaction,
   type PreparedCredential,
   type ProcessQuery,
   type ProcessRecord,
@@ -313,6 +314,18 @@ const processValues = (p: ProcessRecord) => [
   p.updatedAt,
 ]
 
+/** PROCESS_UPDATE's values (and PROCESS_UPDATE_UNREQUESTED's, PROCESS_AND_REQUEST_UPDATE's first eight). */
+const processUpdateValues = (p: ProcessRecord, expectedUpdatedAt: number) => [
+  p.status,
+  json(p.data),
+  json(p.validator),
+  json(p.submitted),
+  p.rejectedReason,
+  p.updatedAt,
+  p.id,
+  expectedUpdatedAt,
+]
+
 export class SqlProcesses implements ProcessRepository {
   constructor(private readonly db: Db) {}
   async get(id: string) {
@@ -347,17 +360,7 @@ export class SqlProcesses implements ProcessRepository {
     return Number(row.n)
   }
   async update(p: ProcessRecord, expectedUpdatedAt: number) {
-    const changes = await run(this.db, PROCESS_UPDATE, [
-      p.status,
-      json(p.data),
-      json(p.validator),
-      json(p.submitted),
-      p.rejectedReason,
-      p.updatedAt,
-      p.id,
-      expectedUpdatedAt,
-    ])
-    return changes > 0
+    return (await run(this.db, PROCESS_UPDATE, processUpdateValues(p, expectedUpdatedAt))) > 0
   }
 }
 
@@ -421,6 +424,15 @@ const CONSUME_CODE_BY_HASH = prepared(`UPDATE oid4vci_grants
 const RECORD_CREDENTIAL_REQUEST = prepared(`UPDATE oid4vci_grants
   SET holder_did = ?, credential_requested_at = ?, transaction_id = ?, notification_id = ?, batch_holders = ?
   WHERE process_id = ? AND credential_requested_at IS NULL`)
+type CredentialRequest = Parameters<GrantRepository['recordCredentialRequest']>[1]
+/** RECORD_CREDENTIAL_REQUEST's SET values. */
+const credentialRequestValues = (r: CredentialRequest) => [
+  r.holderDid,
+  r.at,
+  r.transactionId,
+  r.notificationId,
+  json(r.batchHolders?.length ? r.batchHolders : null),
+]
 const MARK_REDEEMED = prepared(`UPDATE oid4vci_grants SET redeemed_at = ?, notification_id = ?
   WHERE process_id = ? AND redeemed_at IS NULL`)
 // The deferred endpoint's successful download in one statement (issue 20): the grant's columns and its
@@ -479,25 +491,85 @@ const PROCESS_AND_GRANT_INSERT = prepared(
    VALUES (${Array.from({ length: 17 }, (_, i) => `$${13 + i}`).join(', ')})`,
 )
 
+// The attended first credential request's write (issue 38): the process bound to the holder and the request
+// recorded, both or neither. SQLite, in a transaction (whose write lock nobody else takes in between): the
+// process UPDATE also asks the grant's condition, so it writes nothing when the grant's UPDATE would not
+// write; the grant's UPDATE (RECORD_CREDENTIAL_REQUEST) follows.
+const PROCESS_UPDATE_UNREQUESTED = prepared(`UPDATE issuance_processes
+  SET status = ?, data = ?, validator = ?, submitted = ?, rejected_reason = ?, updated_at = ?
+  WHERE id = ? AND updated_at = ? AND EXISTS (SELECT 1 FROM oid4vci_grants g
+    WHERE g.process_id = issuance_processes.id AND g.credential_requested_at IS NULL)`)
+// PostgreSQL: one statement. Both conditions are judged by one CTE that locks both rows (READ COMMITTED: a row
+// another transaction changed meanwhile is waited for and judged again on its newest version, as an UPDATE
+// judges it); each UPDATE writes its row only if that CTE locked both, so both happen or neither, and nothing
+// can change the locked rows in between. Two UPDATEs whose WHEREs held each other's condition would not do:
+// each judges its own table's row again on the newest version but the other's condition on the statement's
+// snapshot, so a request recorded by a transaction committing while this statement waited for it could leave
+// the process written and the grant not (test/service/store/atomic-writes.test.ts holds that case). The lock
+// is the UPDATEs' own strength (FOR NO KEY UPDATE) and order (the process, then the grant, as the transaction
+// of oid4vci/service.ts takes them).
+const PROCESS_AND_REQUEST_UPDATE = prepared(
+  PROCESS_UPDATE_UNREQUESTED.sql,
+  false,
+  `WITH locked AS MATERIALIZED (
+     SELECT p.id FROM issuance_processes p JOIN oid4vci_grants g ON g.process_id = p.id
+     WHERE p.id = $7 AND p.updated_at = $8 AND g.credential_requested_at IS NULL
+     FOR NO KEY UPDATE),
+   process AS (UPDATE issuance_processes
+     SET status = $1, data = $2, validator = $3, submitted = $4, rejected_reason = $5, updated_at = $6
+     WHERE id = $7 AND EXISTS (SELECT 1 FROM locked))
+   UPDATE oid4vci_grants
+   SET holder_did = $9, credential_requested_at = $10, transaction_id = $11, notification_id = $12,
+     batch_holders = $13
+   WHERE process_id = $7 AND EXISTS (SELECT 1 FROM locked)`,
+)
+
 export class SqlGrants implements GrantRepository {
   constructor(
     private readonly db: Db,
-    /** PostgreSQL: the offer's two inserts are one statement. */
+    /** PostgreSQL: the writes atomic by themselves are one statement each (issue 38). */
     private readonly postgres = false,
+    /** SQLite's root repositories: those writes run their statements in this transaction (issue 38). */
+    private readonly own?: OwnTransaction,
   ) {}
   async create(g: GrantRecord) {
     await insertOrConflict(run(this.db, GRANT_INSERT, grantValues(g)), `grant of process "${g.processId}"`)
   }
+  // Atomic by itself (store/index.ts, Store; issue 38), as recordCredentialRequestWithProcess.
   async createWithProcess(p: ProcessRecord, g: GrantRecord) {
-    if (!this.postgres) {
-      await new SqlProcesses(this.db).create(p)
-      await this.create(g)
+    if (this.postgres) {
+      await insertOrConflict(
+        run(this.db, PROCESS_AND_GRANT_INSERT, [...processValues(p), ...grantValues(g)]),
+        `issuance process "${p.id}" or its grant`,
+      )
       return
     }
-    await insertOrConflict(
-      run(this.db, PROCESS_AND_GRANT_INSERT, [...processValues(p), ...grantValues(g)]),
-      `issuance process "${p.id}" or its grant`,
-    )
+    if (this.own) return this.own((repos) => repos.grants.createWithProcess(p, g))
+    await new SqlProcesses(this.db).create(p)
+    await this.create(g)
+  }
+  async recordCredentialRequestWithProcess(
+    p: ProcessRecord,
+    expectedUpdatedAt: number,
+    request: CredentialRequest,
+  ): Promise<boolean> {
+    if (this.postgres)
+      return (
+        (await run(this.db, PROCESS_AND_REQUEST_UPDATE, [
+          ...processUpdateValues(p, expectedUpdatedAt),
+          ...credentialRequestValues(request),
+        ])) > 0
+      )
+    if (this.own)
+      return this.own((repos) =>
+        repos.grants.recordCredentialRequestWithProcess(p, expectedUpdatedAt, request),
+      )
+    const bound = await run(this.db, PROCESS_UPDATE_UNREQUESTED, processUpdateValues(p, expectedUpdatedAt))
+    if (bound === 0) return false
+    // The process was written because the grant qualified, and nothing else wrote in between.
+    if (!(await this.recordCredentialRequest(p.id, request)))
+      throw new Error(`the credential request of process "${p.id}" was recorded during its own transaction`)
+    return true
   }
   private async by(key: GrantKey) {
     const [name, value] = grantKey(key)
@@ -569,26 +641,9 @@ export class SqlGrants implements GrantRepository {
       ])) > 0
     )
   }
-  async recordCredentialRequest(
-    processId: string,
-    request: {
-      holderDid: string
-      at: number
-      transactionId: string | null
-      notificationId: string | null
-      batchHolders?: readonly string[]
-    },
-  ) {
-    const { holderDid, at, transactionId, notificationId, batchHolders } = request
+  async recordCredentialRequest(processId: string, request: CredentialRequest) {
     return (
-      (await run(this.db, RECORD_CREDENTIAL_REQUEST, [
-        holderDid,
-        at,
-        transactionId,
-        notificationId,
-        json(batchHolders?.length ? batchHolders : null),
-        processId,
-      ])) > 0
+      (await run(this.db, RECORD_CREDENTIAL_REQUEST, [...credentialRequestValues(request), processId])) > 0
     )
   }
   async markRedeemed(processId: string, at: number, notificationId: string) {
@@ -709,7 +764,7 @@ const ISSUED_INSERT = prepared(`INSERT INTO issued_credentials
 export class SqlStatusLists implements StatusListRepository {
   constructor(
     private readonly db: Db,
-    private readonly versions: ExclusiveCache<{ tenantId: string; version: number }>,
+    private readonly versions: RowCache<{ tenantId: string; version: number }>,
   ) {}
   get(id: string) {
     return this.read(STATUS_LIST_BY_ID, id)

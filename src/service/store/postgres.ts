@@ -3,12 +3,12 @@ import type * as Pg from 'pg'
 import { lazyRequire } from '../../shared/lazy.ts'
 import type { DataKeyring } from '../crypto/data-key.ts'
 import { type Clock, systemClock } from '../util/clock.ts'
-import { ExclusiveCache } from './exclusive-cache.ts'
-import type { ApiKeyRecord, Store, StoreStats } from './index.ts'
+import { SharedCache } from './exclusive-cache.ts'
+import type { ApiKeyRecord, Repositories, Store, StoreStats } from './index.ts'
 import { Kysely as KyselyClass, Migrator, PostgresDialect } from './kysely.ts'
 import { migrations } from './migrations.ts'
 import { postgresGroupCommit } from './postgres-commit.ts'
-import { PostgresFeed } from './postgres-feed.ts'
+import { PostgresFeed, SHARED_CACHE_TTL_MS } from './postgres-feed.ts'
 import { postgresMigrations } from './postgres-schema.ts'
 import { type OneRowQuery, postgresStatementNames, prepared, rows, run } from './prepared.ts'
 import { type Caches, repositories, type StoreSchema } from './repositories.ts'
@@ -170,15 +170,11 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
     await db.destroy()
     throw error
   }
-  const caches: Caches = {
-    templates: new TemplateCache(options.clock ?? systemClock),
-    apiKeys: new ExclusiveCache<ApiKeyRecord>(false),
-    listVersions: new ExclusiveCache<{ tenantId: string; version: number }>(false),
-  }
+  const templates = new TemplateCache(options.clock ?? systemClock)
   const feed = new PostgresFeed(
     url,
     db as unknown as Kysely<unknown>,
-    (tenantId, id) => caches.templates.drop(tenantId, id),
+    (tenantId, id) => templates.drop(tenantId, id),
     undefined,
     () => {
       stats.statements++
@@ -195,15 +191,51 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       },
     )
   }
+  // Read by every authenticated request (API keys) and every status check (status-list versions), changed
+  // rarely: cached on every instance, kept coherent over the feed (issue 38; store/exclusive-cache.ts).
+  const apiKeys = new SharedCache<ApiKeyRecord>(feed, 'apiKeys', SHARED_CACHE_TTL_MS)
+  const listVersions = new SharedCache<{ tenantId: string; version: number }>(
+    feed,
+    'listVersions',
+    SHARED_CACHE_TTL_MS,
+  )
+  const caches: Caches = { templates, apiKeys, listVersions }
   const shared = { announceTemplate: feed.announceTemplate as TemplateAnnouncer }
   const owner = {}
   const root = repositories(db, caches, secrets, shared)
+  /** The shared caches a batch's transactions changed: announced once its commit has answered. */
+  const changedBy = new WeakMap<Repositories, Set<SharedCache<object>>>()
   // The transactions of one turn share one BEGIN … COMMIT (postgres-commit.ts, issue 38).
-  const { transaction, settle } = postgresGroupCommit(
+  const group = postgresGroupCommit(
     db,
-    (conn) => repositories(conn, caches, secrets, shared),
+    (conn) => {
+      const changed = new Set<SharedCache<object>>()
+      const repos = repositories(
+        conn,
+        {
+          templates,
+          apiKeys: apiKeys.inTransaction(() => changed.add(apiKeys)),
+          listVersions: listVersions.inTransaction(() => changed.add(listVersions)),
+        },
+        secrets,
+        shared,
+      )
+      changedBy.set(repos, changed)
+      return repos
+    },
     owner,
   )
+  const settle = group.settle
+  // A transaction that changed cached rows answers once no instance holds a copy from before its commit.
+  const transaction = async <T>(work: (repos: Repositories) => Promise<T>): Promise<T> => {
+    let changed: Set<SharedCache<object>> | undefined
+    const value = await group.transaction((repos) => {
+      changed = changedBy.get(repos)
+      return work(repos)
+    })
+    for (const cache of changed ?? []) await cache.committed()
+    return value
+  }
   return {
     ...guardStore(root, transaction, owner),
     stats,

@@ -19,8 +19,11 @@ export interface Prepared {
 }
 
 const squeezed = (text: string) => text.replace(/\s+/g, ' ').trim()
-/** `?` → `$n` (the texts here hold no `?` inside a literal). */
-const numbered = (text: string) => {
+/**
+ * `?` → `$n` (the texts here hold no `?` inside a literal). Exported for a PostgreSQL text of its own composed
+ * of SQLite ones (issue 38: a data-modifying CTE of two statements, numbered as a whole).
+ */
+export const numbered = (text: string) => {
   let n = 0
   return text.replace(/\?/g, () => `$${++n}`)
 }

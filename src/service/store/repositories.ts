@@ -1,10 +1,11 @@
 import type { Insertable, Selectable } from 'kysely'
 import { type AuthorizationSchema, SqlAuthorizations } from './authorization.ts'
 import { insertOrConflict } from './conflicts.ts'
-import type { ExclusiveCache } from './exclusive-cache.ts'
+import type { RowCache } from './exclusive-cache.ts'
 import type {
   ApiKeyRecord,
   ApiKeyRepository,
+  OwnTransaction,
   Repositories,
   ServiceKeyRecord,
   ServiceKeyRepository,
@@ -130,7 +131,7 @@ const API_KEY_FOR_LOGIN = prepared(
 class SqlApiKeys implements ApiKeyRepository {
   constructor(
     private readonly db: Db,
-    private readonly cache: ExclusiveCache<ApiKeyRecord>,
+    private readonly cache: RowCache<ApiKeyRecord>,
   ) {}
   async forLogin(id: string, decoyHash: string) {
     const row = await first<Selectable<ApiKeysTable> & { found: number }>(this.db, API_KEY_FOR_LOGIN, [
@@ -268,24 +269,30 @@ class SqlServiceKeys implements ServiceKeyRepository {
 
 export interface Caches {
   templates: TemplateCache
-  apiKeys: ExclusiveCache<ApiKeyRecord>
-  listVersions: ExclusiveCache<{ tenantId: string; version: number }>
+  apiKeys: RowCache<ApiKeyRecord>
+  listVersions: RowCache<{ tenantId: string; version: number }>
 }
 
 /**
  * The repositories over one connection. `postgres`: the same store on PostgreSQL (issue 21), whose template
- * writes are announced to the other instances (store/postgres-feed.ts).
+ * writes are announced to the other instances (store/postgres-feed.ts). `own`: SQLite's root repositories
+ * only, the store's own transaction, in which a write atomic by itself (index.ts, Store) runs its statements
+ * (issue 38); on PostgreSQL each such write is one statement and needs none.
  */
 export function repositories(
   db: Db,
   caches: Caches,
   secrets: StoreSecrets,
   postgres?: { announceTemplate: TemplateAnnouncer },
+  own?: OwnTransaction,
 ): Repositories {
   // The protocol repositories see only their own tables (a narrower view of the same connection).
   const protocol = db as unknown as Kysely<IssuanceProtocolSchema>
   const nonces = new SqlNonces(protocol)
   const authorizations = new SqlAuthorizations(db as unknown as Kysely<AuthorizationSchema>)
+  const webhooks = new SqlWebhooks(db as unknown as Kysely<WebhooksSchema>)
+  const onPostgres = postgres !== undefined
+  const ownTransaction = onPostgres ? undefined : own
   return {
     tenants: new SqlTenants(db),
     apiKeys: new SqlApiKeys(db, caches.apiKeys),
@@ -299,13 +306,19 @@ export function repositories(
     serviceKeys: new SqlServiceKeys(db, secrets),
     issuerKeys: new SqlIssuerKeys(protocol, secrets),
     issuerCertificates: new SqlIssuerCertificates(protocol, secrets),
-    grants: new SqlGrants(protocol, postgres !== undefined),
+    grants: new SqlGrants(protocol, onPostgres, ownTransaction),
     authorizations,
     nonces,
     statusLists: new SqlStatusLists(protocol, caches.listVersions),
     issuedCredentials: new SqlIssuedCredentials(protocol),
-    sessions: new SqlSessions(db as unknown as Kysely<VerificationSchema>, secrets),
-    webhooks: new SqlWebhooks(db as unknown as Kysely<WebhooksSchema>),
+    sessions: new SqlSessions(
+      db as unknown as Kysely<VerificationSchema>,
+      secrets,
+      webhooks,
+      onPostgres,
+      ownTransaction,
+    ),
+    webhooks,
     retention: new SqlRetention(
       db as unknown as Kysely<RetentionSchema>,
       nonces,

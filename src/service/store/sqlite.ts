@@ -138,9 +138,11 @@ export async function openSqliteStore(dataDir: string, options: SqliteStoreOptio
   }
   // Identifies this store's transactions: another store's callback may call this one.
   const owner = {}
-  const root = repositories(db, caches, secrets)
   const synced = sync
   const transaction = groupCommit(db, (conn) => repositories(conn, caches, secrets), owner, synced)
+  // A write atomic by itself (index.ts, Store; issue 38) runs its statements in a transaction of the store's
+  // own when called on the root store: as it ran in the caller's before, group-committed.
+  const root = repositories(db, caches, secrets, undefined, transaction)
   return {
     ...guardStore(root, transaction, owner, synced),
     stats,

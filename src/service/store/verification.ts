@@ -1,9 +1,18 @@
 import type { Kysely, Selectable } from 'kysely'
 import { JsonInterner } from '../util/frozen.ts'
 import { insertOrConflict } from './conflicts.ts'
-import type { SessionRecord, SessionRepository, SessionStatus, Validations } from './index.ts'
+import type {
+  LeasedWebhookEvent,
+  OwnTransaction,
+  SessionRecord,
+  SessionRepository,
+  SessionStatus,
+  Validations,
+  WebhookEventRecord,
+} from './index.ts'
 import { first, prepared, run } from './prepared.ts'
 import type { StoreSecrets } from './secrets.ts'
+import { enqueueAfter, type SqlWebhooks } from './webhooks.ts'
 
 // Verification sessions (migration 0003) and their repository.
 
@@ -99,11 +108,25 @@ const MARK_REQUESTED_RETURNING = prepared(
 const COMPLETE = prepared(`UPDATE verification_sessions
   SET status = ?, submission = ?, submission_format = ?, validations = ?, subject = ?, source_wallet = ?, updated_at = ?
   WHERE id = ? AND status = 'PENDING' AND expires_at > ?`)
+// The outcome and its webhook event in one statement on PostgreSQL (issue 38): the event is inserted only when
+// the conditional UPDATE changed the session; a conflicting event id fails the whole statement. SQLite runs
+// COMPLETE and the outbox's ENQUEUE in a transaction (its text here is never run).
+const COMPLETE_AND_ENQUEUE = prepared(
+  COMPLETE.sql,
+  true,
+  enqueueAfter('completed', `${COMPLETE.sql} RETURNING id`),
+)
 
 export class SqlSessions implements SessionRepository {
   constructor(
     private readonly db: Db,
     private readonly secrets: StoreSecrets,
+    /** The outbox on the same connection: completeWithEvent's event. */
+    private readonly webhooks: SqlWebhooks,
+    /** PostgreSQL: completeWithEvent is one statement. */
+    private readonly postgres = false,
+    /** SQLite's root repositories: completeWithEvent's statements run in this transaction (issue 38). */
+    private readonly own?: OwnTransaction,
   ) {}
 
   async create(s: SessionRecord) {
@@ -157,17 +180,34 @@ export class SqlSessions implements SessionRepository {
   }
 
   async complete(s: SessionRecord, now: number) {
-    const changes = await run(this.db, COMPLETE, [
-      s.status,
-      json(s.submission),
-      s.submissionFormat,
-      json(s.validations),
-      s.subject,
-      s.sourceWallet,
-      s.updatedAt,
-      s.id,
-      now,
-    ])
-    return changes > 0
+    return (await run(this.db, COMPLETE, completeValues(s, now))) > 0
+  }
+
+  // Atomic by itself (store/index.ts; issue 38): PostgreSQL one statement wherever it is called, SQLite its two
+  // in the caller's transaction or, on the root store, in one of the store's own.
+  async completeWithEvent(
+    s: SessionRecord,
+    now: number,
+    event?: WebhookEventRecord,
+  ): Promise<{ completed: boolean; event?: LeasedWebhookEvent }> {
+    if (this.postgres && event) {
+      const written = await this.webhooks.enqueueWith(COMPLETE_AND_ENQUEUE, completeValues(s, now), event)
+      return written ? { completed: true, event: written } : { completed: false }
+    }
+    if (this.own) return this.own((repos) => repos.sessions.completeWithEvent(s, now, event))
+    if (!(await this.complete(s, now))) return { completed: false }
+    return event ? { completed: true, event: await this.webhooks.enqueue(event) } : { completed: true }
   }
 }
+
+const completeValues = (s: SessionRecord, now: number) => [
+  s.status,
+  json(s.submission),
+  s.submissionFormat,
+  json(s.validations),
+  s.subject,
+  s.sourceWallet,
+  s.updatedAt,
+  s.id,
+  now,
+]

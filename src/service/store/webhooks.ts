@@ -10,7 +10,7 @@ import type {
   WebhookEventType,
   WebhookRepository,
 } from './index.ts'
-import { first, flag, prepared, rows, run } from './prepared.ts'
+import { first, flag, numbered, type Prepared, prepared, rows, run } from './prepared.ts'
 
 // The webhook outbox, its delivery log and disabled endpoints (migrations 0004 and 0008). What the
 // dispatcher runs per delivery (enqueue in the state change's transaction, recordAttempt after the HTTP
@@ -119,18 +119,27 @@ const EVENT_COLUMNS = `seq, id, tenant_id, template_id, template_kind, subject_i
 // The lease asked for is written only when no older event of the subject is pending: that one goes first,
 // and this one is left to the scan that finds it once the older one is settled. Numbers are cast: selected
 // values have no column type to take on PostgreSQL (BIGINT is an integer to SQLite).
-const ENQUEUE = prepared(
+// `from`: FROM items before `older` (enqueueAfter's CTE; none for ENQUEUE).
+const enqueueText = (from = '') =>
   `INSERT INTO webhook_events (id, tenant_id, template_id, template_kind, subject_id, type,
     url, body, state, attempts, next_attempt_at, lease_until, lease_owner, last_status, last_error, created_at,
     updated_at, delivered_at)
   SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, CAST(? AS BIGINT), CAST(? AS BIGINT),
     CASE WHEN older.pending THEN NULL ELSE CAST(? AS BIGINT) END, CASE WHEN older.pending THEN NULL ELSE ? END,
     CAST(? AS BIGINT), ?, CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT)
-  FROM (SELECT EXISTS (SELECT 1 FROM webhook_events o
+  FROM ${from}(SELECT EXISTS (SELECT 1 FROM webhook_events o
     WHERE o.tenant_id = ? AND o.subject_id = ? AND o.state = 'pending') AS pending) AS older
-  RETURNING seq, lease_until, lease_owner, ${ENDPOINT_DISABLED} AS endpoint_disabled`,
-  true,
-)
+  RETURNING seq, lease_until, lease_owner, ${ENDPOINT_DISABLED} AS endpoint_disabled`
+const ENQUEUE = prepared(enqueueText(), true)
+
+/**
+ * PostgreSQL's text of a state change and its event in one statement (issue 38): `WITH <name> AS (<change>)`
+ * then ENQUEUE, whose row is inserted only when the change (a data-modifying statement with RETURNING)
+ * answered a row: no row, no event. The change's `?` come first; run it with SqlWebhooks.enqueueWith.
+ * PostgreSQL only: SQLite has no INSERT or UPDATE in a WITH.
+ */
+export const enqueueAfter = (name: string, change: string) =>
+  numbered(`WITH ${name} AS (${change}) ${enqueueText(`${name}, `)}`)
 
 const DUE = prepared(`SELECT ${EVENT_COLUMNS} FROM webhook_events e
   WHERE e.state = 'pending' AND e.next_attempt_at <= ? AND (e.lease_until IS NULL OR e.lease_until < ?)
@@ -202,7 +211,23 @@ export class SqlWebhooks implements WebhookRepository {
   constructor(private readonly db: Db) {}
 
   async enqueue(e: WebhookEventRecord) {
-    const inserted = rows<EnqueuedRow>(this.db, ENQUEUE, [
+    const written = await this.enqueueWith(ENQUEUE, [], e)
+    if (!written) throw new Error(`the insert of webhook event "${e.id}" answered no row`)
+    return written
+  }
+
+  /**
+   * Runs `statement`, ENQUEUE or a text of enqueueAfter, with `before` (the change's parameters) ahead of the
+   * event's: the event as written, or undefined when nothing was inserted (enqueueAfter's change answered no
+   * row). Throws ConflictError when the event's id exists (nothing of the statement is written then).
+   */
+  async enqueueWith(
+    statement: Prepared,
+    before: readonly unknown[],
+    e: WebhookEventRecord,
+  ): Promise<LeasedWebhookEvent | undefined> {
+    const inserted = rows<EnqueuedRow>(this.db, statement, [
+      ...before,
       e.id,
       e.tenantId,
       e.templateId,
@@ -226,7 +251,7 @@ export class SqlWebhooks implements WebhookRepository {
     ])
     await insertOrConflict(inserted, `webhook event "${e.id}"`)
     const [written] = await inserted
-    if (!written) throw new Error(`the insert of webhook event "${e.id}" answered no row`)
+    if (!written) return undefined
     return {
       event: {
         ...e,

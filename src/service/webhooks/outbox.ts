@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto'
 import type { WebhookBody } from '../events.ts'
-import type { LeasedWebhookEvent, Repositories, TemplateRecord, WebhookEventType } from '../store/index.ts'
+import type {
+  LeasedWebhookEvent,
+  Repositories,
+  TemplateRecord,
+  WebhookEventRecord,
+  WebhookEventType,
+} from '../store/index.ts'
 import type { Clock } from '../util/clock.ts'
 
 /** A lease an event is written with: `owner` alone may send it until `until`. */
@@ -17,7 +23,10 @@ export interface OutboxLease {
 export interface OutboxHandoff {
   /** The lease for a new event to `url`, or null to leave the event to any dispatcher's scan (stopped, busy). */
   leaseFor(url: string, now: number): OutboxLease | null
-  /** The row as written, inside the transaction that has still to commit. */
+  /**
+   * The row as written, inside the transaction that has still to commit, or just after the one statement
+   * that wrote it with its change (issue 38); either way before the change is announced.
+   */
   written(row: LeasedWebhookEvent): void
 }
 
@@ -39,13 +48,30 @@ export class WebhookOutbox {
     type: WebhookEventType,
     body: WebhookBody,
   ): Promise<string | undefined> {
+    const event = this.eventFor(template, subjectId, type, body)
+    if (!event) return undefined
+    this.written(await repos.webhooks.enqueue(event))
+    return event.id
+  }
+
+  /**
+   * The event enqueueIn would write now (leased to this process's dispatcher if it takes it), or undefined
+   * when the template has no webhookUrl: for a store write that writes it with its state change in one
+   * statement (sessions.completeWithEvent, issue 38). Pass the row it wrote, if any, to `written` before the
+   * change is announced; an event built and not written needs nothing.
+   */
+  eventFor(
+    template: TemplateRecord,
+    subjectId: string,
+    type: WebhookEventType,
+    body: WebhookBody,
+  ): WebhookEventRecord | undefined {
     const url = template.body.webhookUrl
     if (url === undefined) return undefined
     const now = this.clock.now()
-    const id = `msg_${randomUUID()}`
     const lease = this.handoff?.leaseFor(url, now) ?? null
-    const row = await repos.webhooks.enqueue({
-      id,
+    return {
+      id: `msg_${randomUUID()}`,
       tenantId: template.tenantId,
       templateId: template.id,
       templateKind: template.kind,
@@ -63,9 +89,12 @@ export class WebhookOutbox {
       createdAt: now,
       updatedAt: now,
       deliveredAt: null,
-    })
+    }
+  }
+
+  /** An event as written, inside or just after the statement that wrote it, before its change is announced. */
+  written(row: LeasedWebhookEvent) {
     // Without a handoff (a writer with no dispatcher of its own) the row waits for a dispatcher's scan.
     this.handoff?.written(row)
-    return id
   }
 }

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import pg from 'pg'
 import { Agent } from 'undici'
 import { LeanWallet } from '../../../bench/lean-wallet.ts'
 import { RelyingPartyClient } from '../../../src/client/index.ts'
@@ -36,11 +37,18 @@ import { fullFlow } from '../../fixtures/full-flow.ts'
 // savepoints; `vc-harness bench` counts that, the login and both webhook deliveries (one statement per
 // attempt, test/service/webhooks/dispatch.test.ts) as SQL/flow.
 const UPPER_BOUND = 28
-// On PostgreSQL (issue 38) every statement is a round trip: the bound is its own. 40 today: SQLite's 28 less
+// On PostgreSQL (issue 38) every statement is a round trip: the bound is its own. 40 was SQLite's 28 less
 // the offer's second insert (one CTE), plus 8 pg_notify (one per state-changed event, for the other instances'
 // streams; under load one statement carries a turn's events), 4 API key reads and 1 status-list version (read
-// every time: other instances change them). Under load group commit shares BEGIN/COMMIT here too.
-const POSTGRES_UPPER_BOUND = 40
+// every time: other instances change them). 32 since three steps are one statement each with no BEGIN/COMMIT
+// (store/index.ts, Store: writes atomic by themselves): the offer (3 → 1), the first credential request's
+// process and grant (4 → 1) and the response's outcome with its webhook event (4 → 1). Under load group
+// commit shares the remaining transactions' BEGIN/COMMIT here too. 19 since the instance alone sends no
+// pg_notify (−8: nobody listens; store/postgres-feed.ts) and API keys and status-list versions are cached,
+// kept coherent across instances over the feed (−5; store/exclusive-cache.ts SharedCache).
+const POSTGRES_UPPER_BOUND = 19
+/** Steps that write without a transaction on PostgreSQL: no BEGIN/COMMIT, one data-modifying CTE (issue 38). */
+const ONE_STATEMENT_STEPS = ['offer', 'nonce + credential (202)', 'direct_post']
 
 const databases = [
   { name: 'SQLite', bound: UPPER_BOUND, skip: false as string | false },
@@ -64,11 +72,21 @@ for (const database of databases)
 
     let postgres: TestPostgres | undefined
     let store: Store | undefined
+    /** PostgreSQL: the text of every statement this process's pg clients send (any connection). */
+    const sent: string[] = []
+    const clientPrototype = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown }
+    const query = clientPrototype.query
 
     before(async () => {
       dataDir = mkdtempSync(join(tmpdir(), 'store-statements-'))
       const clock = new ManualClock()
       if (database.name === 'PostgreSQL') {
+        // Before the pool's first connection: the store's connections bind the client's query as they open.
+        clientPrototype.query = function (this: unknown, config: unknown, ...rest: unknown[]) {
+          const text = typeof config === 'string' ? config : (config as { text?: unknown } | null)?.text
+          if (typeof text === 'string') sent.push(text)
+          return query.call(this, config, ...rest)
+        }
         postgres = await startPostgres()
         store = await openPostgresStore(postgres.database('statements'), {
           dataKeys: DataKeyring.generate('a test key'),
@@ -87,6 +105,7 @@ for (const database of databases)
       client = new RelyingPartyClient({ authUrl: server.url, issuerUrl: server.url, verifierUrl: server.url })
     })
     after(async () => {
+      clientPrototype.query = query
       await dispatcher.close()
       await server?.close()
       await store?.close()
@@ -94,23 +113,26 @@ for (const database of databases)
       rmSync(dataDir, { recursive: true, force: true })
     })
 
-    /** One complete flow; returns the statements of each step. */
-    async function flow(wallet: LeanWallet): Promise<Record<string, number>> {
+    /** One complete flow; returns the statements of each step (and, on PostgreSQL, their texts). */
+    async function flow(wallet: LeanWallet) {
       const { stats } = server.app.services.store
       const counts: Record<string, number> = {}
+      const texts: Record<string, string[]> = {}
       await fullFlow(client, wallet, config, async (name, work) => {
         const before = stats.statements
+        const sentBefore = sent.length
         const value = await work()
         counts[name] = stats.statements - before
+        texts[name] = sent.slice(sentBefore)
         return value
       })
-      return counts
+      return { counts, texts }
     }
 
     test(`one warm full flow runs at most ${UPPER_BOUND} statements (login excluded), both webhooks enqueued`, async () => {
       const wallet = LeanWallet.create({ dispatcher })
       await flow(wallet) // cold: caches fill (templates, keys, status list)
-      const counts = await flow(wallet)
+      const { counts, texts } = await flow(wallet)
       const sum = (names: string[]) => names.reduce((n, name) => n + (counts[name] ?? 0), 0)
       const names = Object.keys(counts)
       const issuance = sum(names.slice(names.indexOf('offer'), names.indexOf('session')))
@@ -126,5 +148,20 @@ for (const database of databases)
         assert.ok(events.length > 0, `a webhook of ${template} was enqueued`)
       }
       assert.ok(total <= UPPER_BOUND, `${total} statements per flow, more than ${UPPER_BOUND}`)
+      if (database.name === 'PostgreSQL') {
+        for (const step of ONE_STATEMENT_STEPS) {
+          const seen = texts[step] ?? []
+          assert.deepEqual(
+            seen.filter((text) => /^\s*(begin|commit|rollback)\b/i.test(text)),
+            [],
+            `${step}: no transaction on PostgreSQL (sent: ${seen.join(' | ')})`,
+          )
+          assert.equal(
+            seen.filter((text) => /^\s*with\s+\w+\s+as\b[\s\S]*\b(insert|update)\b/i.test(text)).length,
+            1,
+            `${step}: its write is one data-modifying CTE (sent: ${seen.join(' | ')})`,
+          )
+        }
+      }
     })
   })
