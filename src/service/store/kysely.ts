@@ -12,6 +12,8 @@ export const {
   SqliteDialect,
   PostgresDialect,
   PostgresAdapter,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
   OperationNodeTransformer,
   sql,
   CompiledQuery,

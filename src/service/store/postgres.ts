@@ -9,6 +9,7 @@ import { Kysely as KyselyClass, Migrator, PostgresDialect } from './kysely.ts'
 import { migrations } from './migrations.ts'
 import { postgresGroupCommit } from './postgres-commit.ts'
 import { PostgresFeed, SHARED_CACHE_TTL_MS } from './postgres-feed.ts'
+import { pipelinedDialect } from './postgres-pipeline.ts'
 import { postgresMigrations } from './postgres-schema.ts'
 import { type OneRowQuery, postgresStatementNames, prepared, rows, run } from './prepared.ts'
 import { type Caches, repositories, type StoreSchema } from './repositories.ts'
@@ -53,6 +54,20 @@ export function redactedUrl(url: string): string {
   }
 }
 
+/** A connection's settings: the pool's and the pipelined connections' (postgres-pipeline.ts). */
+function clientConfig(url: string, options: PostgresOptions): Pg.ClientConfig {
+  const { types } = pg()
+  return {
+    connectionString: url,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
+    statement_timeout: options.statementTimeoutMs ?? 10_000,
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        oid === INT8_OID ? Number : types.getTypeParser(oid, format)) as typeof types.getTypeParser,
+    },
+  }
+}
+
 /**
  * Kysely over a pg pool. Integer columns are `bigint` (milliseconds since 1970 outgrow 4 bytes) and pg reads
  * those as strings; here they read as numbers, exact up to 2^53, which a millisecond timestamp stays below
@@ -63,17 +78,7 @@ export function postgresDatabase<DB>(
   options: PostgresOptions = {},
   stats: StoreStats = { statements: 0, syncs: 0, busyWaits: 0 },
 ): Kysely<DB> {
-  const { Pool, types } = pg()
-  const pool = new Pool({
-    connectionString: url,
-    max: options.maxConnections ?? 10,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 5000,
-    statement_timeout: options.statementTimeoutMs ?? 10_000,
-    types: {
-      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-        oid === INT8_OID ? Number : types.getTypeParser(oid, format)) as typeof types.getTypeParser,
-    },
-  })
+  const pool = new (pg().Pool)({ ...clientConfig(url, options), max: options.maxConnections ?? 10 })
   // The fixed statements (prepared.ts) as named statements: parsed and planned once per connection.
   pool.on('connect', (client) => {
     const query = client.query.bind(client) as (...args: unknown[]) => unknown
@@ -202,7 +207,11 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
   const caches: Caches = { templates, apiKeys, listVersions }
   const shared = { announceTemplate: feed.announceTemplate as TemplateAnnouncer }
   const owner = {}
-  const root = repositories(db, caches, secrets, shared)
+  // Statements outside a transaction go out pipelined on a few connections (postgres-pipeline.ts, issue 38).
+  const rootDb = new KyselyClass<StoreSchema>({
+    dialect: pipelinedDialect(clientConfig(url, options), stats),
+  })
+  const root = repositories(rootDb, caches, secrets, shared)
   /** The shared caches a batch's transactions changed: announced once its commit has answered. */
   const changedBy = new WeakMap<Repositories, Set<SharedCache<object>>>()
   // The transactions of one turn share one BEGIN … COMMIT (postgres-commit.ts, issue 38).
@@ -244,6 +253,7 @@ export async function openPostgresStore(url: string, options: PostgresStoreOptio
       await feed.close()
       // Transactions under way finish first: the pool's end does not wait for a connection in use.
       await settle()
+      await rootDb.destroy()
       await db.destroy()
     },
   }
