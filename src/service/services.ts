@@ -34,7 +34,7 @@ import { seedFromConfig } from './portal/seed.ts'
 import { PortalService } from './portal/service.ts'
 import { exemptFrom, LoginLimits } from './rate-limit.ts'
 import { type RetentionLog, RetentionPurge } from './retention.ts'
-import { StatusLists } from './status/service.ts'
+import { STATUS_ENTRIES_AHEAD, StatusLists } from './status/service.ts'
 import type { Store } from './store/index.ts'
 import { openSqliteStore } from './store/sqlite.ts'
 import { type Clock, systemClock } from './util/clock.ts'
@@ -178,7 +178,15 @@ export async function buildServices(options: ServiceOptions): Promise<BuiltServi
     urls,
     new Map(config.tenants.flatMap((t) => (t.mdocIaca ? [[t.id, configuredIaca(t.mdocIaca)] as const] : []))),
   )
-  const statusLists = new StatusLists(store, tenantKeys, clock, urls, config.statusListSize)
+  // Shared deployments (PostgreSQL, the store with a change feed) count status entries ahead (issue 38).
+  const statusLists = new StatusLists(
+    store,
+    tenantKeys,
+    clock,
+    urls,
+    config.statusListSize,
+    store.feed ? STATUS_ENTRIES_AHEAD : 0,
+  )
   const grants = new PreAuthorizedGrants(
     {
       preAuthorizedCode: key.deriveSecret('oid4vci pre-authorized code'),

@@ -20,6 +20,7 @@ import {
   type StatusListRecord,
   type Store,
 } from '../store/index.ts'
+import { outsideTransaction } from '../store/transaction-guard.ts'
 import type { Clock } from '../util/clock.ts'
 import type { PublicUrls } from '../util/urls.ts'
 
@@ -54,6 +55,10 @@ interface SignedList {
 // A list is closed to new entries when this full, so random allocation stays cheap.
 const FILL_LIMIT = 0.75
 const ALLOCATION_TRIES = 32
+/** Status entries a shared deployment counts ahead per tenant and algorithm (StatusLists, issue 38). */
+export const STATUS_ENTRIES_AHEAD = 16
+/** A stock below this share of `ahead` is topped up. */
+const STOCK_LOW = 0.25
 
 /**
  * Status lists, one series per tenant and issuer key. Entries are allocated at random positions so
@@ -63,13 +68,83 @@ export class StatusLists {
   private readonly signed = new Map<string, SignedList>()
   private readonly tokens = new Map<string, SignedList>()
 
+  /**
+   * Entries counted ahead on a list, per tenant and algorithm (issue 38, PostgreSQL): an issuance takes one
+   * instead of updating the list's counter in its transaction. On PostgreSQL that counter's row stayed
+   * locked until the commit, for the whole group-committed batch, so issuances queued behind each other. A
+   * count is not a slot (the slot is the issued_credentials row, written in the transaction): an entry
+   * counted and never used only fills its list a little early (at most `ahead` per instance and stop).
+   */
+  private readonly stock = new Map<string, { id: string; size: number; left: number }>()
+  private readonly wanted = new Set<string>()
+  private topping: Promise<void> | undefined
+
   constructor(
     private readonly store: Store,
     private readonly tenantKeys: TenantKeys,
     private readonly clock: Clock,
     private readonly urls: PublicUrls,
     private readonly listSize: number,
+    /** Entries to count ahead at a time (0: each in its issuance's transaction, as SQLite does). */
+    private readonly ahead = 0,
   ) {}
+
+  /** An entry counted ahead on a list of the tenant and algorithm, if any is left; tops the stock up. */
+  private stocked(tenantId: string, alg: SigningAlg): { id: string; size: number } | undefined {
+    if (this.ahead === 0) return undefined
+    const key = `${tenantId}\u0000${alg}`
+    const stock = this.stock.get(key)
+    let taken: { id: string; size: number } | undefined
+    if (stock && stock.left > 0) {
+      stock.left--
+      taken = { id: stock.id, size: stock.size }
+    }
+    if (!stock || stock.left < this.ahead * STOCK_LOW) this.want(key)
+    return taken
+  }
+
+  private want(key: string) {
+    this.wanted.add(key)
+    if (this.topping) return
+    // Called inside an issuance's transaction: the top-up runs on the root store once scheduled outside it.
+    this.topping = outsideTransaction(
+      () =>
+        new Promise<void>((resolve) => {
+          setImmediate(() => {
+            this.topUp().finally(() => {
+              this.topping = undefined
+              resolve()
+            })
+          })
+        }),
+    )
+  }
+
+  /** Resolves once no top-up of the stock is under way (tests; a top-up is one statement). */
+  async idle(): Promise<void> {
+    while (this.topping) await this.topping
+  }
+
+  /** One statement per tenant and algorithm wanted, outside any transaction: it holds no other row. */
+  private async topUp() {
+    for (const key of [...this.wanted]) {
+      this.wanted.delete(key)
+      const [tenantId, alg] = key.split('\u0000') as [string, SigningAlg]
+      try {
+        const list = await this.store.statusLists.reserveEntries(
+          tenantId,
+          alg,
+          FILL_LIMIT,
+          this.ahead,
+          this.clock.now(),
+        )
+        // None when the newest list has no room for them all: issuances count their own and open the next.
+        if (list) this.stock.set(key, { ...list, left: this.ahead })
+      } catch {
+        // The issuances count their own meanwhile; the next one asks again.
+      }
+    }
+  }
 
   /** Allocates an entry for a new credential; call inside the transaction that issues it. */
   async allocate(
@@ -77,8 +152,10 @@ export class StatusLists {
     input: { tenantId: string; alg: SigningAlg; credentialId: string; processId: string },
   ): Promise<StatusEntry & { token: TokenStatusReference }> {
     const now = this.clock.now()
-    // The newest list counts the entry if it has room; else a new list starts with it.
-    let list = await repos.statusLists.reserveEntry(input.tenantId, input.alg, FILL_LIMIT, now)
+    // An entry counted ahead, else the newest list counts it if it has room; else a new list starts with it.
+    let list =
+      this.stocked(input.tenantId, input.alg) ??
+      (await repos.statusLists.reserveEntry(input.tenantId, input.alg, FILL_LIMIT, now))
     if (!list) {
       list = { id: randomUUID(), size: this.listSize }
       await repos.statusLists.create({

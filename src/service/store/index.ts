@@ -288,6 +288,14 @@ export interface StatusListRepository {
     fillLimit: number,
     at: number,
   ): Promise<{ id: string; size: number } | undefined>
+  /** reserveEntry for `count` entries at once, if all fit below `fillLimit` × the size. */
+  reserveEntries(
+    tenantId: string,
+    alg: SigningAlg,
+    fillLimit: number,
+    count: number,
+    at: number,
+  ): Promise<{ id: string; size: number } | undefined>
   create(list: StatusListRecord): Promise<void>
   /** Writes a status change: the bits, the version and updatedAt (the allocation count is reserveEntry's). */
   save(list: StatusListRecord): Promise<void>

@@ -755,6 +755,14 @@ const RESERVE_ENTRY = prepared(
   RETURNING id, size`,
   true,
 )
+// `count` entries at once, outside any transaction (issue 38: StatusLists counts ahead on PostgreSQL).
+const RESERVE_ENTRIES = prepared(
+  `UPDATE status_lists SET used = used + ?, updated_at = ?
+  WHERE id = (SELECT id FROM status_lists WHERE tenant_id = ? AND alg = ? ORDER BY created_at DESC, id DESC LIMIT 1)
+    AND used + ? <= size * CAST(? AS REAL)
+  RETURNING id, size`,
+  true,
+)
 // A taken slot inserts nothing (no error): on PostgreSQL an error would abort the whole transaction, so the
 // allocation could not try another index. A taken id still fails (the primary key).
 const ISSUED_INSERT = prepared(`INSERT INTO issued_credentials
@@ -784,6 +792,16 @@ export class SqlStatusLists implements StatusListRepository {
   }
   async reserveEntry(tenantId: string, alg: SigningAlg, fillLimit: number, at: number) {
     return first<{ id: string; size: number }>(this.db, RESERVE_ENTRY, [at, tenantId, alg, fillLimit])
+  }
+  async reserveEntries(tenantId: string, alg: SigningAlg, fillLimit: number, count: number, at: number) {
+    return first<{ id: string; size: number }>(this.db, RESERVE_ENTRIES, [
+      count,
+      at,
+      tenantId,
+      alg,
+      count,
+      fillLimit,
+    ])
   }
   async create(l: StatusListRecord) {
     await insertOrConflict(

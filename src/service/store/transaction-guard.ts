@@ -40,6 +40,14 @@ export async function inTransactionScope<T>(owner: object, work: () => Promise<T
 }
 
 /**
+ * Runs `work` as if outside any transaction callback: for scheduling, from inside one, work that uses the
+ * root store once it runs (a timer created in `work` does not inherit the callback's scope).
+ */
+export function outsideTransaction<T>(work: () => T): T {
+  return insideTransaction.exit(work)
+}
+
+/**
  * The root store's repositories and `transaction`, refusing calls from inside one of this store's own
  * transaction callbacks: the batch holds the only connection, so such a call would wait forever. A call
  * answers only once every write made so far is on disk (`sync`, SQLite's; a PostgreSQL commit is durable

@@ -45,8 +45,10 @@ const UPPER_BOUND = 28
 // process and grant (4 → 1) and the response's outcome with its webhook event (4 → 1). Under load group
 // commit shares the remaining transactions' BEGIN/COMMIT here too. 19 since the instance alone sends no
 // pg_notify (−8: nobody listens; store/postgres-feed.ts) and API keys and status-list versions are cached,
-// kept coherent across instances over the feed (−5; store/exclusive-cache.ts SharedCache).
-const POSTGRES_UPPER_BOUND = 19
+// kept coherent across instances over the feed (−5; store/exclusive-cache.ts SharedCache). 18 since status
+// entries are counted ahead, 16 at a time outside any transaction (status/service.ts): a submission does not
+// update its list's counter row, which a group-committed batch held locked until its commit.
+const POSTGRES_UPPER_BOUND = 18
 /** Steps that write without a transaction on PostgreSQL: no BEGIN/COMMIT, one data-modifying CTE (issue 38). */
 const ONE_STATEMENT_STEPS = ['offer', 'nonce + credential (202)', 'direct_post']
 
@@ -132,6 +134,9 @@ for (const database of databases)
     test(`one warm full flow runs at most ${UPPER_BOUND} statements (login excluded), both webhooks enqueued`, async () => {
       const wallet = LeanWallet.create({ dispatcher })
       await flow(wallet) // cold: caches fill (templates, keys, status list)
+      // PostgreSQL counts status entries ahead (status/service.ts, issue 38): a list's first issuance cannot
+      // (its list is not committed yet), the next one tops the stock up; warm means after that.
+      await flow(wallet)
       const { counts, texts } = await flow(wallet)
       const sum = (names: string[]) => names.reduce((n, name) => n + (counts[name] ?? 0), 0)
       const names = Object.keys(counts)
