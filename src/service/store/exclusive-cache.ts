@@ -5,49 +5,6 @@ export interface RowCache<V extends object> {
   changed<T>(write: () => Promise<T>): Promise<T>
 }
 
-/**
- * Rows read on hot paths and changed rarely (API keys, status list versions), kept in memory only while
- * this process is the database's one writer (not in a cluster, whose workers would not see each other's
- * changes, and the service promises that a revocation takes effect at once). Every change goes through
- * `changed()`, which forgets before and after the write, and a read that raced a change never caches what
- * it read (the generation moved while it read). Values are frozen: callers share them.
- */
-export class ExclusiveCache<V extends object> implements RowCache<V> {
-  private readonly entries = new Map<string, V>()
-  private generation = 0
-  constructor(
-    readonly enabled: boolean,
-    private readonly size = 4096,
-  ) {}
-
-  async read(key: string, load: () => Promise<V | undefined>): Promise<V | undefined> {
-    const cached = this.entries.get(key)
-    if (cached) return cached
-    const generation = this.generation
-    const value = await load()
-    if (value && this.enabled && generation === this.generation) {
-      if (this.entries.size >= this.size) this.entries.delete(this.entries.keys().next().value as string)
-      this.entries.set(key, Object.freeze(value))
-    }
-    return value
-  }
-
-  /** Runs a write of the cached rows. They change rarely (portal, boot, a status change): all are forgotten. */
-  async changed<T>(write: () => Promise<T>): Promise<T> {
-    this.forget()
-    try {
-      return await write()
-    } finally {
-      this.forget()
-    }
-  }
-
-  private forget() {
-    this.generation++
-    this.entries.clear()
-  }
-}
-
 /** How the instances sharing a database keep their caches of its rows coherent (store/postgres-feed.ts). */
 export interface CacheCoherence {
   /** This instance hears every change another announces (else nothing may be cached). */
@@ -59,8 +16,10 @@ export interface CacheCoherence {
 }
 
 /**
- * The cache of instances sharing a PostgreSQL database (issue 38): as ExclusiveCache, kept coherent over the
- * change feed. A write answers only after `coherence.changed()` resolved, i.e. once every other instance has
+ * A cache of rows that every change must reach. Every change goes through `changed()`, which forgets before
+ * and after the write, and a read that raced a change never caches what it read (the generation moved while
+ * it read); values are frozen (callers share them). For instances sharing a PostgreSQL database (issue 38)
+ * it is kept coherent over the change feed: a write answers only after `coherence.changed()` resolved, i.e. once every other instance has
  * forgotten its copies, or once a copy read before the write has outlived `lifetimeMs` (an instance that
  * did not confirm): so a revocation through one instance is in force on every instance by the time it
  * answers, as when every request read the row. Nothing is cached while this instance is not coherent.
@@ -130,5 +89,27 @@ export class SharedCache<V extends object> implements RowCache<V> {
   private forget() {
     this.generation++
     this.entries.clear()
+  }
+}
+
+/** One process owns the database: every change passes through it. */
+const ALONE: CacheCoherence = { coherent: true, onForget: () => () => {}, changed: async () => {} }
+/** Caching is off (a cluster's workers would not see each other's changes). */
+const OFF: CacheCoherence = { coherent: false, onForget: () => () => {}, changed: async () => {} }
+
+/**
+ * Rows read on hot paths and changed rarely (API keys, status list versions), kept in memory only while
+ * this process is the database's one writer (not in a cluster, whose workers would not see each other's
+ * changes, and the service promises that a revocation takes effect at once). Every change goes through
+ * `changed()`, which forgets before and after the write, and a read that raced a change never caches what
+ * it read (the generation moved while it read). Values are frozen: callers share them. A SharedCache whose
+ * coherence is this process alone: nothing to announce, no lifetime.
+ */
+export class ExclusiveCache<V extends object> extends SharedCache<V> {
+  constructor(
+    readonly enabled: boolean,
+    size = 4096,
+  ) {
+    super(enabled ? ALONE : OFF, 'exclusive', Number.POSITIVE_INFINITY, size)
   }
 }

@@ -104,6 +104,15 @@ export interface IssuerCertificateRepository {
 }
 
 /** Every state change is one conditional UPDATE, so concurrent requests cannot both win. */
+/** What a wallet's first credential request records on its grant (recordCredentialRequest). */
+export interface CredentialRequestWrite {
+  holderDid: string
+  at: number
+  transactionId: string | null
+  notificationId: string | null
+  batchHolders?: readonly string[]
+}
+
 export interface GrantRepository {
   create(grant: GrantRecord): Promise<void>
   /**
@@ -148,16 +157,7 @@ export interface GrantRepository {
    * Records the (single) credential request. False when one was already recorded. `batchHolders`: the further
    * keys of a batch request (§8.2), kept for the deferred download.
    */
-  recordCredentialRequest(
-    processId: string,
-    request: {
-      holderDid: string
-      at: number
-      transactionId: string | null
-      notificationId: string | null
-      batchHolders?: readonly string[]
-    },
-  ): Promise<boolean>
+  recordCredentialRequest(processId: string, request: CredentialRequestWrite): Promise<boolean>
   /**
    * processes.update(process, expectedUpdatedAt) and recordCredentialRequest(process.id, request), atomic by
    * itself (see Store), both conditional: true when both were written; false when either condition fails (the
@@ -168,13 +168,7 @@ export interface GrantRepository {
   recordCredentialRequestWithProcess(
     process: ProcessRecord,
     expectedUpdatedAt: number,
-    request: {
-      holderDid: string
-      at: number
-      transactionId: string | null
-      notificationId: string | null
-      batchHolders?: readonly string[]
-    },
+    request: CredentialRequestWrite,
   ): Promise<boolean>
   /**
    * Marks the deferred transaction redeemed and sets the notification id of the credential it hands out;
