@@ -79,6 +79,9 @@ export function postgresDatabase<DB>(
   stats: StoreStats = { statements: 0, syncs: 0, busyWaits: 0 },
 ): Kysely<DB> {
   const pool = new (pg().Pool)({ ...clientConfig(url, options), max: options.maxConnections ?? 10 })
+  // An idle connection the server cut (a restart, pg_terminate_backend) is an 'error' of the pool, which drops
+  // it and connects anew for the next statement; unheard, the event would end the process.
+  pool.on('error', () => {})
   // The fixed statements (prepared.ts) as named statements: parsed and planned once per connection.
   pool.on('connect', (client) => {
     const query = client.query.bind(client) as (...args: unknown[]) => unknown

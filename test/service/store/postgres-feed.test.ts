@@ -128,6 +128,38 @@ describe('the change feed: who listens, and the caches it keeps coherent (Postgr
     assert.deepEqual(await b.statusLists.version('l1'), { tenantId: 't', version: 2 })
   })
 
+  test('the root store’s pipelined connections, cut by the server, fail what was on them and reconnect', async () => {
+    const url = cluster.database('pipeline_lost')
+    const d = await openStore(url)
+    await d.tenants.upsert({ id: 't', source: 'portal', createdAt: Date.now() })
+    assert.equal((await d.tenants.get('t'))?.id, 't')
+    const admin = new pg.Client({ connectionString: url })
+    await admin.connect()
+    try {
+      // Every session of the store but the feed's: the pipelined connections (and the pool's, if any).
+      const { rows } = await admin.query(
+        'select pg_terminate_backend(pid) as cut from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and application_name <> $1',
+        [FEED_APPLICATION],
+      )
+      assert.ok(rows.length >= 1, 'a store connection was cut')
+    } finally {
+      await admin.end()
+    }
+    // A statement on a cut connection fails as a pool's would (no uncaught error); the next ones reconnect.
+    const outcomes: string[] = []
+    for (let i = 0; i < 4; i++) {
+      outcomes.push(
+        await d.tenants.get('t').then(
+          (t) => t?.id ?? 'none',
+          (error: Error) => `error: ${error.message}`,
+        ),
+      )
+    }
+    assert.deepEqual(outcomes.slice(-2), ['t', 't'], outcomes.join('; '))
+    for (const outcome of outcomes.filter((o) => o.startsWith('error')))
+      assert.match(outcome, /terminat|connection|Connection/)
+  })
+
   test('a listener that never answers: the next instance is not coherent, sends every event and caches no key', async () => {
     const url = cluster.database('feed_silent')
     const silent = new pg.Client({ connectionString: url, application_name: FEED_APPLICATION })
